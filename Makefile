@@ -1,0 +1,31 @@
+# `make compare` runs the default comparison; `make test` runs the whole suite.
+# Both create .venv and install the project into it first (re-done when setup.py changes).
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: venv compare test test-unit test-integration bench clean
+
+venv: $(STAMP)
+
+$(STAMP): setup.py
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+compare: $(STAMP)
+	$(BIN)/python -m experiments.compare --results_dir=runs/compare
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q tests
+
+test-unit: $(STAMP)
+	$(BIN)/python -m pytest -q tests -m "not integration"
+
+test-integration: $(STAMP)
+	$(BIN)/python -m pytest -q tests -m integration
+
+clean:
+	rm -rf $(VENV) runs *.egg-info

@@ -1,0 +1,136 @@
+"""RunConfig: everything one training run needs, as a plain dataclass, and its validation.
+
+Validation is pure Python (no TensorFlow import), so bad input exits 2 in well under a second,
+before any cluster is started or any file is written.
+"""
+import dataclasses
+import os
+
+from experiments.datasets import DATASETS
+from models import MODELS
+from strategies import COLLECTIVES, MULTI_WORKER, STRATEGIES, replicas_in_sync
+
+OPTIMIZERS = ("sgd", "momentum", "adam")
+LR_SCALING = ("none", "linear", "sqrt")
+
+
+class ConfigError(ValueError):
+    """A user-facing, one-line description of bad input (exit code 2)."""
+
+
+@dataclasses.dataclass
+class RunConfig:
+    strategy: str = "one_device"
+    model: str = "cnn"
+    dataset: str = "synthetic"
+    data_dir: str = ""
+    epochs: int = 3
+    train_examples: int = 8192
+    eval_examples: int = 2048
+    batch_size_per_replica: int = 64
+    global_batch_size: int = 0  # 0: per-replica x replicas in sync; >0 held fixed (strong scaling)
+    num_replicas: int = 1  # local replicas for `mirrored`
+    num_workers: int = 1
+    num_ps: int = 0
+    ps_shards: int = 0
+    collective: str = "auto"
+    learning_rate: float = 0.02
+    lr_scaling: str = "none"
+    warmup_epochs: float = 0.0
+    optimizer: str = "momentum"
+    batchnorm: bool = False
+    sync_batchnorm: bool = False
+    seed: int = 42
+    results_dir: str = "runs"
+    run_name: str = ""  # optional label, e.g. the comparison cell this run belongs to
+    threads: int = 0  # intra/inter-op threads of this process; 0 = TensorFlow's default
+    tensorboard: bool = True
+
+    def replicas_in_sync(self):
+        return replicas_in_sync(self.strategy, self.num_replicas, self.num_workers)
+
+    def resolved_global_batch(self):
+        return self.global_batch_size or self.batch_size_per_replica * self.replicas_in_sync()
+
+    def resolved_per_replica_batch(self):
+        return self.resolved_global_batch() // self.replicas_in_sync()
+
+    def steps_per_epoch(self):
+        return self.train_examples // self.resolved_global_batch()
+
+
+def _choice(name, value, choices):
+    if value not in choices:
+        raise ConfigError(f"--{name}={value!r} is not valid; choose one of: {', '.join(choices)}")
+
+
+def _positive(name, value):
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+        raise ConfigError(f"--{name}={value!r} must be > 0")
+
+
+def _non_negative(name, value):
+    if value < 0:
+        raise ConfigError(f"--{name}={value!r} must be >= 0")
+
+
+def check_writable_dir(flag, path):
+    """The nearest existing ancestor must be a writable directory; nothing is created here."""
+    if not path:
+        raise ConfigError(f"--{flag} is empty; give a directory to write results into")
+    probe = os.path.abspath(path)
+    while not os.path.exists(probe):
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            break
+        probe = parent
+    if not os.path.isdir(probe) or not os.access(probe, os.W_OK | os.X_OK):
+        raise ConfigError(f"--{flag}={path!r} is not writable ({probe!r} is not a writable "
+                          f"directory)")
+
+
+def validate(cfg):
+    """Raises ConfigError for the first bad value, naming it and what is allowed."""
+    _choice("strategy", cfg.strategy, STRATEGIES)
+    _choice("model", cfg.model, MODELS)
+    _choice("dataset", cfg.dataset, tuple(DATASETS))
+    _choice("optimizer", cfg.optimizer, OPTIMIZERS)
+    _choice("lr_scaling", cfg.lr_scaling, LR_SCALING)
+    _choice("collective", cfg.collective, COLLECTIVES)
+    for name in ("epochs", "train_examples", "eval_examples", "batch_size_per_replica",
+                 "num_replicas", "num_workers", "learning_rate"):
+        _positive(name, getattr(cfg, name))
+    for name in ("global_batch_size", "num_ps", "ps_shards", "threads", "warmup_epochs", "seed"):
+        _non_negative(name, getattr(cfg, name))
+    if cfg.strategy != "mirrored" and cfg.num_replicas != 1:
+        raise ConfigError(f"--num_replicas={cfg.num_replicas} applies to --strategy=mirrored only "
+                          f"(got --strategy={cfg.strategy})")
+    if cfg.strategy not in MULTI_WORKER and cfg.num_workers != 1:
+        raise ConfigError(f"--num_workers={cfg.num_workers} needs a multi-worker strategy "
+                          f"({', '.join(MULTI_WORKER)}), not --strategy={cfg.strategy}")
+    if cfg.strategy == "parameter_server" and cfg.num_ps < 1:
+        raise ConfigError(f"--num_ps={cfg.num_ps}: --strategy=parameter_server needs --num_ps >= 1")
+    if cfg.strategy != "parameter_server" and (cfg.num_ps or cfg.ps_shards):
+        raise ConfigError(f"--num_ps/--ps_shards apply to --strategy=parameter_server only "
+                          f"(got --strategy={cfg.strategy})")
+    if cfg.ps_shards > max(cfg.num_ps, 1):
+        raise ConfigError(f"--ps_shards={cfg.ps_shards} exceeds --num_ps={cfg.num_ps}")
+    replicas = cfg.replicas_in_sync()
+    if cfg.global_batch_size and cfg.global_batch_size % replicas:
+        raise ConfigError(f"--global_batch_size={cfg.global_batch_size} is not divisible by the "
+                          f"{replicas} replicas in sync")
+    info = DATASETS[cfg.dataset]
+    if cfg.steps_per_epoch() < 1:
+        raise ConfigError(f"--train_examples={cfg.train_examples} is smaller than one global batch "
+                          f"({cfg.resolved_global_batch()})")
+    if info.train_size and cfg.train_examples > info.train_size:
+        raise ConfigError(f"--train_examples={cfg.train_examples} exceeds the {info.train_size} "
+                          f"training examples of {cfg.dataset}")
+    if info.eval_size and cfg.eval_examples > info.eval_size:
+        raise ConfigError(f"--eval_examples={cfg.eval_examples} exceeds the {info.eval_size} "
+                          f"eval examples of {cfg.dataset}")
+    if cfg.warmup_epochs > cfg.epochs:
+        raise ConfigError(f"--warmup_epochs={cfg.warmup_epochs} exceeds --epochs={cfg.epochs}")
+    if cfg.sync_batchnorm and cfg.model != "cnn":
+        raise ConfigError(f"--sync_batchnorm needs --model=cnn (got --model={cfg.model})")
+    check_writable_dir("results_dir", cfg.results_dir)

@@ -1,0 +1,24 @@
+"""What ran a record: versions, CPU, devices, threads, host. Recorded so results are comparable."""
+import os
+import platform
+import socket
+import sys
+
+import keras
+import tensorflow as tf
+
+
+def describe():
+    return {
+        "tensorflow": tf.__version__,
+        "keras": keras.__version__,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "hostname": socket.gethostname(),
+        "cpu_count": os.cpu_count(),
+        "physical_devices": [d.name for d in tf.config.list_physical_devices()],
+        "logical_devices": [d.name for d in tf.config.list_logical_devices()],
+        "gpus": len(tf.config.list_physical_devices("GPU")),
+        "intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads(),
+        "inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads(),
+    }

@@ -1,0 +1,134 @@
+"""Train one Keras model under one tf.distribute strategy and write its record.
+
+    python -m experiments.run --strategy=one_device --model=cnn --epochs=2 --results_dir=runs/demo
+    python -m experiments.run --strategy=mirrored --num_replicas=2 --model=cnn --epochs=2
+    python -m experiments.run --strategy=multi_worker_mirrored --num_workers=2 --model=mlp
+    python -m experiments.run --strategy=parameter_server --num_workers=2 --num_ps=1 --model=mlp
+
+Multi-worker strategies without TF_CONFIG start a local cluster of this same command (one process
+per task, each with its own TF_CONFIG); with TF_CONFIG set (Vertex AI, a TFJob, by hand) the
+command plays only its own task. Bad input exits 2 with one line, before anything starts.
+"""
+import dataclasses
+import os
+import sys
+
+# Before TensorFlow is imported anywhere: keep its C++ INFO chatter out of the user's terminal.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from absl import app, flags, logging  # noqa: E402
+
+from experiments.config import (LR_SCALING, OPTIMIZERS, ConfigError, RunConfig,  # noqa: E402
+                                validate)
+from experiments.datasets import DATASETS  # noqa: E402
+from models import MODELS  # noqa: E402
+from strategies import COLLECTIVES, MULTI_WORKER, STRATEGIES  # noqa: E402
+from tf_config import TFConfigError, check_strategy_fits, role_from_env  # noqa: E402
+from tf_config import launch  # noqa: E402
+
+_D = RunConfig()
+_STRATEGY = flags.DEFINE_string("strategy", _D.strategy, f"One of: {', '.join(STRATEGIES)}.")
+_MODEL = flags.DEFINE_string("model", _D.model, f"One of: {', '.join(MODELS)}.")
+_DATASET = flags.DEFINE_string("dataset", _D.dataset, f"One of: {', '.join(DATASETS)}.")
+_DATA_DIR = flags.DEFINE_string("data_dir", _D.data_dir, "TFDS data directory.")
+_EPOCHS = flags.DEFINE_integer("epochs", _D.epochs, "Training epochs.")
+_TRAIN_EXAMPLES = flags.DEFINE_integer("train_examples", _D.train_examples,
+                                       "Training examples per epoch.")
+_EVAL_EXAMPLES = flags.DEFINE_integer("eval_examples", _D.eval_examples, "Held-out examples.")
+_BATCH = flags.DEFINE_integer("batch_size_per_replica", _D.batch_size_per_replica,
+                              "Examples per replica per step; global = this x replicas in sync.")
+_GLOBAL_BATCH = flags.DEFINE_integer("global_batch_size", _D.global_batch_size,
+                                     "If > 0, the global batch held fixed (strong scaling); "
+                                     "overrides --batch_size_per_replica.")
+_NUM_REPLICAS = flags.DEFINE_integer("num_replicas", _D.num_replicas,
+                                     "Local replicas for --strategy=mirrored (GPUs, or logical "
+                                     "CPU devices on a CPU host).")
+_NUM_WORKERS = flags.DEFINE_integer("num_workers", _D.num_workers,
+                                    "Workers of a local cluster (ignored when TF_CONFIG is set).")
+_NUM_PS = flags.DEFINE_integer("num_ps", _D.num_ps, "Parameter servers (parameter_server).")
+_PS_SHARDS = flags.DEFINE_integer("ps_shards", _D.ps_shards,
+                                  "Shard each variable across this many parameter servers.")
+_COLLECTIVE = flags.DEFINE_string("collective", _D.collective,
+                                  f"MWMS all-reduce: {', '.join(COLLECTIVES)}.")
+_LR = flags.DEFINE_float("learning_rate", _D.learning_rate, "Base learning rate.")
+_LR_SCALING = flags.DEFINE_string("lr_scaling", _D.lr_scaling,
+                                  f"Scale the LR by replicas: {', '.join(LR_SCALING)}.")
+_WARMUP = flags.DEFINE_float("warmup_epochs", _D.warmup_epochs, "Linear LR warm-up epochs.")
+_OPTIMIZER = flags.DEFINE_string("optimizer", _D.optimizer, f"One of: {', '.join(OPTIMIZERS)}.")
+_BATCHNORM = flags.DEFINE_bool("batchnorm", _D.batchnorm, "BatchNormalization in the CNN.")
+_SYNC_BN = flags.DEFINE_bool("sync_batchnorm", _D.sync_batchnorm,
+                             "Synchronize BatchNormalization statistics across replicas.")
+_SEED = flags.DEFINE_integer("seed", _D.seed, "Seed for data, shuffling and initialization.")
+_RESULTS_DIR = flags.DEFINE_string("results_dir", _D.results_dir, "Where records go.")
+_RUN_NAME = flags.DEFINE_string("run_name", _D.run_name, "Optional label stored in the record.")
+_THREADS = flags.DEFINE_integer("threads", _D.threads,
+                                "Intra/inter-op threads of this process (0: TF default).")
+_TENSORBOARD = flags.DEFINE_bool("tensorboard", _D.tensorboard, "Write TensorBoard scalars.")
+_THREADS_PER_WORKER = flags.DEFINE_integer("threads_per_worker", 0,
+                                           "Threads per task of a local cluster "
+                                           "(0: cores / tasks, at least 1).")
+_CLUSTER_TIMEOUT = flags.DEFINE_float("cluster_timeout", 60.0,
+                                      "Seconds for every local task to come up.")
+_ISOLATE = flags.DEFINE_bool("isolate_network", True,
+                             "Run a local cluster in a private network namespace.")
+
+
+def _bad_input(message):
+    sys.stderr.write(f"error: {message}\n")
+    sys.exit(2)
+
+
+def _parse_flags(argv):
+    try:
+        return flags.FLAGS(argv)
+    except flags.Error as e:
+        _bad_input(str(e).splitlines()[0])
+
+
+def _config():
+    return RunConfig(
+        strategy=_STRATEGY.value, model=_MODEL.value, dataset=_DATASET.value,
+        data_dir=_DATA_DIR.value, epochs=_EPOCHS.value, train_examples=_TRAIN_EXAMPLES.value,
+        eval_examples=_EVAL_EXAMPLES.value, batch_size_per_replica=_BATCH.value,
+        global_batch_size=_GLOBAL_BATCH.value, num_replicas=_NUM_REPLICAS.value,
+        num_workers=_NUM_WORKERS.value, num_ps=_NUM_PS.value, ps_shards=_PS_SHARDS.value,
+        collective=_COLLECTIVE.value, learning_rate=_LR.value, lr_scaling=_LR_SCALING.value,
+        warmup_epochs=_WARMUP.value, optimizer=_OPTIMIZER.value, batchnorm=_BATCHNORM.value,
+        sync_batchnorm=_SYNC_BN.value, seed=_SEED.value, results_dir=_RESULTS_DIR.value,
+        run_name=_RUN_NAME.value, threads=_THREADS.value, tensorboard=_TENSORBOARD.value)
+
+
+def main(argv):
+    if not flags.FLAGS["verbosity"].present:
+        logging.set_verbosity(logging.WARNING)  # TF's Python INFO lines drown the progress bars
+    if len(argv) > 1:
+        _bad_input(f"unexpected arguments {argv[1:]}; all options are --flags")
+    cfg = _config()
+    try:
+        role = role_from_env()
+        if role is not None:  # the platform's cluster wins over --num_workers / --num_ps
+            cfg = dataclasses.replace(cfg, num_workers=max(role.num_workers, 1),
+                                      num_ps=role.num_ps)
+        validate(cfg)
+        check_strategy_fits(cfg.strategy, role)
+        if _THREADS_PER_WORKER.value < 0 or _CLUSTER_TIMEOUT.value <= 0:
+            raise ConfigError("--threads_per_worker must be >= 0 and --cluster_timeout > 0")
+    except (ConfigError, TFConfigError) as e:
+        _bad_input(e)
+    if role is None and cfg.strategy in MULTI_WORKER:
+        this_command = [sys.executable, "-m", "experiments.run"] + sys.argv[1:]
+        launch.maybe_isolate(this_command, _ISOLATE.value)
+        pss = cfg.strategy == "parameter_server"
+        sys.exit(launch.run(launch.LaunchOptions(
+            num_workers=cfg.num_workers, num_ps=cfg.num_ps, chief=pss,
+            threads_per_task=_THREADS_PER_WORKER.value, cluster_timeout_s=_CLUSTER_TIMEOUT.value,
+            command=lambda kind, index, threads: this_command + [f"--threads={threads}"])))
+    # Imported only now: TensorFlow is slow to import and the launcher never needs it.
+    from experiments.task import run_task
+    sys.exit(run_task(cfg, role, extra_config={
+        "threads_per_worker": _THREADS_PER_WORKER.value,
+        "cluster_timeout": _CLUSTER_TIMEOUT.value, "isolate_network": _ISOLATE.value}))
+
+
+if __name__ == "__main__":
+    app.run(main, flags_parser=_parse_flags)

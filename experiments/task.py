@@ -1,0 +1,128 @@
+"""One process's part of a run: single process, or one task of a cluster (TF_CONFIG set).
+
+    chief / single process: train, evaluate, write the record and TensorBoard scalars
+    MWMS non-chief worker:  train in lockstep, write nothing
+    PSS worker / ps:        serve the coordinator until stopped
+"""
+import dataclasses
+import datetime
+import os
+import uuid
+
+import tensorflow as tf
+
+from experiments import environment
+from experiments.datasets import get_info
+from experiments.training import Trainer
+from results import metrics, records
+from strategies.factory import get_strategy
+
+
+def _set_threads(threads):
+    if threads:
+        tf.config.threading.set_intra_op_parallelism_threads(threads)
+        tf.config.threading.set_inter_op_parallelism_threads(threads)
+
+
+def _resolver(role):
+    if role is None:
+        return None
+    return tf.distribute.cluster_resolver.SimpleClusterResolver(
+        tf.train.ClusterSpec(role.tf_cluster()), task_type=role.tf_task_type,
+        task_id=role.task_index, rpc_layer="grpc")
+
+
+def _serve(role, threads):
+    """A PSS worker or parameter server: a gRPC server the coordinator drives until stopped."""
+    config = tf.compat.v1.ConfigProto()
+    if threads:
+        config.intra_op_parallelism_threads = config.inter_op_parallelism_threads = threads
+    server = tf.distribute.Server(tf.train.ClusterSpec(role.tf_cluster()),
+                                  job_name=role.tf_task_type, task_index=role.task_index,
+                                  protocol="grpc", config=config, start=True)
+    print(f"{role.name} serving at {role.cluster[role.task_type][role.task_index]}", flush=True)
+    server.join()
+    return 0
+
+
+def new_run_id(cfg):
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S")
+    return f"{stamp}-{cfg.strategy}-{cfg.model}-{uuid.uuid4().hex[:6]}"
+
+
+def run_task(cfg, role, extra_config=None):
+    """Plays this process's role. Returns the process exit code."""
+    _set_threads(cfg.threads)
+    if role is not None and cfg.strategy == "parameter_server" and role.task_type in ("worker",
+                                                                                        "ps"):
+        return _serve(role, cfg.threads)
+    if role is not None and role.task_type == "evaluator":
+        print("evaluator: this toolkit evaluates on the chief; nothing to do", flush=True)
+        return 0
+    # Created before any other TF op: MWMS configures collectives at program start.
+    strategy = get_strategy(cfg.strategy, num_replicas=cfg.num_replicas,
+                            cluster_resolver=_resolver(role), collective=cfg.collective,
+                            ps_shards=cfg.ps_shards)
+    coordinator = None
+    if cfg.strategy == "parameter_server":
+        coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
+    is_chief = role is None or role.is_chief
+    info = get_info(cfg.dataset)
+    trainer = Trainer(cfg, info, strategy, coordinator=coordinator, is_chief=is_chief)
+    run_id = new_run_id(cfg)
+    writer = None
+    if is_chief and cfg.tensorboard:
+        writer = tf.summary.create_file_writer(
+            os.path.join(cfg.results_dir, "tensorboard", run_id))
+    epochs = []
+    for epoch in range(1, cfg.epochs + 1):
+        stats = trainer.train_epoch(epoch)
+        epochs.append(dataclasses.asdict(stats))
+        if writer is not None:
+            with writer.as_default(step=epoch):
+                for key in ("time_s", "examples_per_sec", "train_loss", "train_accuracy",
+                            "eval_loss", "eval_accuracy", "learning_rate"):
+                    tf.summary.scalar(key, epochs[-1][key])
+            writer.flush()
+    if not is_chief:
+        return 0
+    record = _record(cfg, role, trainer, strategy, run_id, epochs, extra_config or {})
+    path = records.write_record(cfg.results_dir, record)
+    steady = record["steady_state"]
+    print(f"record: {path}\nsteady state: {steady['epoch_time_s']['median']:.3f} s/epoch, "
+          f"{steady['examples_per_sec']['median']:.1f} examples/s; final eval accuracy "
+          f"{record['final_eval_accuracy']:.4f}", flush=True)
+    return 0
+
+
+def _record(cfg, role, trainer, strategy, run_id, epochs, extra_config):
+    return {
+        "schema_version": records.SCHEMA_VERSION,
+        "run_id": run_id,
+        "run_name": cfg.run_name,
+        "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+        "strategy": cfg.strategy,
+        "model": cfg.model,
+        "dataset": cfg.dataset,
+        "num_workers": role.num_workers if role else 1,
+        "num_ps": role.num_ps if role else 0,
+        "num_replicas_in_sync": strategy.num_replicas_in_sync,
+        "batch_size_per_replica": trainer.per_replica_batch,
+        "global_batch_size": trainer.global_batch,
+        "train_examples": trainer.examples_per_epoch,
+        "steps_per_epoch": trainer.steps_per_epoch,
+        "learning_rate": trainer.learning_rate,
+        "threads_per_task": cfg.threads or None,
+        "epochs": epochs,
+        "steady_state": metrics.steady_state(epochs),
+        "total_train_time_s": sum(e["time_s"] for e in epochs),
+        "final_eval_accuracy": epochs[-1]["eval_accuracy"],
+        "final_eval_loss": epochs[-1]["eval_loss"],
+        "final_train_loss": epochs[-1]["train_loss"],
+        "cluster": {"roles": role.tf_cluster() if role else {}, "this_task": role.name if role
+                    else "single", "collective": cfg.collective if cfg.strategy ==
+                    "multi_worker_mirrored" else None,
+                    "ps_shards": cfg.ps_shards if cfg.strategy == "parameter_server" else None},
+        "config": {**dataclasses.asdict(cfg), **extra_config},
+        "environment": environment.describe(),
+    }

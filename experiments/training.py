@@ -1,0 +1,205 @@
+"""The one training loop every strategy shares.
+
+A `tf.function` train step runs the model through `strategy.run`; losses are averaged over the
+*global* batch (tensorflow#45923) so gradients summed across replicas equal single-device ones.
+Under ParameterServerStrategy the same step is scheduled on workers by a ClusterCoordinator.
+Keras 3 `model.fit` is not used: it cannot run under MWMS (keras-team/keras#20585) or PSS
+(keras-team/keras#18624).
+"""
+import dataclasses
+import math
+import sys
+import time
+
+import keras
+import tensorflow as tf
+
+from experiments import pipeline
+from models.registry import build
+
+
+@dataclasses.dataclass
+class EpochStats:
+    epoch: int
+    time_s: float  # wall time of the training steps only (no eval), first epoch includes tracing
+    examples_per_sec: float
+    train_loss: float
+    train_accuracy: float
+    eval_loss: float
+    eval_accuracy: float
+    eval_time_s: float
+    learning_rate: float
+    steps: int
+
+
+class WarmupScaledLR(keras.optimizers.schedules.LearningRateSchedule):
+    """`target` = base LR x replica scaling; ramps linearly from 0 over `warmup_steps`
+    (Goyal et al. 2017: large global batches need the scaled rate, but not from step one)."""
+
+    def __init__(self, target, warmup_steps):
+        self.target = float(target)
+        self.warmup_steps = int(warmup_steps)
+
+    def __call__(self, step):
+        if self.warmup_steps <= 0:
+            return tf.constant(self.target, tf.float32)
+        ramp = tf.minimum(1.0, tf.cast(step + 1, tf.float32) / float(self.warmup_steps))
+        return self.target * ramp
+
+    def get_config(self):
+        return {"target": self.target, "warmup_steps": self.warmup_steps}
+
+
+def scaled_learning_rate(base, scaling, replicas):
+    if scaling == "linear":
+        return base * replicas
+    if scaling == "sqrt":
+        return base * math.sqrt(replicas)
+    return base
+
+
+def make_optimizer(name, schedule):
+    if name == "sgd":
+        return keras.optimizers.SGD(schedule)
+    if name == "momentum":
+        return keras.optimizers.SGD(schedule, momentum=0.9)
+    if name == "adam":
+        return keras.optimizers.Adam(schedule)
+    raise ValueError(f"unknown optimizer {name!r}; valid: sgd, momentum, adam")
+
+
+def _sum_on_read():
+    """A per-replica accumulator summed across replicas (and workers) when read: metrics cost
+    no communication per step."""
+    return tf.Variable(0.0, trainable=False, synchronization=tf.VariableSynchronization.ON_READ,
+                       aggregation=tf.VariableAggregation.SUM)
+
+
+class Trainer:
+    """Builds model, optimizer and input for `strategy`, then trains epoch by epoch.
+
+    coordinator: a ClusterCoordinator for ParameterServerStrategy, else None.
+    is_chief: only the chief evaluates, shows progress and (in the caller) writes results.
+    """
+
+    def __init__(self, cfg, info, strategy, coordinator=None, is_chief=True):
+        self.cfg, self.info, self.strategy = cfg, info, strategy
+        self.coordinator, self.is_chief = coordinator, is_chief
+        self.replicas = strategy.num_replicas_in_sync
+        self.global_batch = cfg.global_batch_size or cfg.batch_size_per_replica * self.replicas
+        if self.global_batch % self.replicas:
+            raise ValueError(f"global batch {self.global_batch} is not divisible by "
+                             f"{self.replicas} replicas in sync")
+        self.per_replica_batch = self.global_batch // self.replicas
+        self.steps_per_epoch = cfg.train_examples // self.global_batch
+        self.examples_per_epoch = self.steps_per_epoch * self.global_batch
+        self.learning_rate = scaled_learning_rate(cfg.learning_rate, cfg.lr_scaling, self.replicas)
+        warmup_steps = int(round(cfg.warmup_epochs * self.steps_per_epoch))
+        with strategy.scope():
+            self.model = build(cfg.model, info.image_shape, info.num_classes,
+                               batchnorm=cfg.batchnorm, sync_batchnorm=cfg.sync_batchnorm)
+            self.optimizer = make_optimizer(cfg.optimizer,
+                                            WarmupScaledLR(self.learning_rate, warmup_steps))
+            # Create slot variables now, in scope: lazily created Adam slots break under
+            # MirroredStrategy with 2 replicas ("You must feed a value for placeholder ...").
+            self.optimizer.build(self.model.trainable_variables)
+            self.loss_sum, self.correct, self.seen = _sum_on_read(), _sum_on_read(), _sum_on_read()
+        self._loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
+        self._iterator = iter(self._train_input())
+        self._train_step = tf.function(self._step)
+        self._eval_step = tf.function(self._eval_batch)
+        self._eval_data = (pipeline.eval_dataset(info, cfg.eval_examples, 512, cfg.seed,
+                                                 cfg.data_dir or None) if is_chief else None)
+
+    def _train_input(self):
+        cfg, info = self.cfg, self.info
+        if self.coordinator is not None:
+            # Every PSS worker builds its own pipeline; no fixed shuffle seed, so workers draw
+            # different orders instead of the same batches.
+            return self.coordinator.create_per_worker_dataset(
+                lambda: pipeline.train_dataset(info, cfg.train_examples, self.per_replica_batch,
+                                               cfg.seed, cfg.data_dir or None))
+
+        def dataset_fn(ctx):
+            return pipeline.train_dataset(
+                info, cfg.train_examples, ctx.get_per_replica_batch_size(self.global_batch),
+                cfg.seed, cfg.data_dir or None, num_shards=ctx.num_input_pipelines,
+                shard_index=ctx.input_pipeline_id, shuffle_seed=cfg.seed + ctx.input_pipeline_id)
+
+        return self.strategy.distribute_datasets_from_function(dataset_fn)
+
+    def _step(self, iterator):
+        def replica_step(images, labels):
+            with tf.GradientTape() as tape:
+                logits = self.model(images, training=True)
+                per_example = self._loss(labels, logits)
+                loss = tf.nn.compute_average_loss(per_example, global_batch_size=self.global_batch)
+                if self.model.losses:
+                    loss += tf.nn.scale_regularization_loss(tf.add_n(self.model.losses))
+            grads = tape.gradient(loss, self.model.trainable_variables)
+            self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables))
+            predicted = tf.argmax(logits, axis=-1, output_type=tf.int32)
+            self.loss_sum.assign_add(tf.reduce_sum(per_example))
+            self.correct.assign_add(tf.reduce_sum(tf.cast(predicted == labels, tf.float32)))
+            self.seen.assign_add(tf.cast(tf.shape(labels)[0], tf.float32))
+
+        self.strategy.run(replica_step, args=next(iterator))
+
+    def _eval_batch(self, images, labels):
+        logits = self.model(images, training=False)
+        per_example = self._loss(labels, logits)
+        predicted = tf.argmax(logits, axis=-1, output_type=tf.int32)
+        return tf.reduce_sum(per_example), tf.reduce_sum(tf.cast(predicted == labels, tf.float32))
+
+    def evaluate(self):
+        loss, correct, count = 0.0, 0.0, 0
+        for images, labels in self._eval_data:
+            batch_loss, batch_correct = self._eval_step(images, labels)
+            loss += float(batch_loss)
+            correct += float(batch_correct)
+            count += int(labels.shape[0])
+        return loss / count, correct / count
+
+    def _progbar(self):
+        if not self.is_chief:
+            return None
+        return keras.utils.Progbar(self.steps_per_epoch, verbose=1 if sys.stdout.isatty() else 2,
+                                   unit_name="step")
+
+    def train_epoch(self, epoch):
+        for var in (self.loss_sum, self.correct, self.seen):
+            var.assign(0.0)
+        progbar = self._progbar()
+        if progbar is not None:
+            print(f"Epoch {epoch}/{self.cfg.epochs}", flush=True)
+        start = time.perf_counter()
+        for step in range(self.steps_per_epoch):
+            if self.coordinator is not None:
+                self.coordinator.schedule(self._train_step, args=(self._iterator,))
+            else:
+                self._train_step(self._iterator)
+            if progbar is not None and progbar.verbose == 1:
+                progbar.update(step + 1)
+        if self.coordinator is not None:
+            self.coordinator.join()
+        seen = float(self.seen.read_value())  # waits for the last step: end of the timed span
+        elapsed = time.perf_counter() - start
+        train_loss = float(self.loss_sum.read_value()) / max(seen, 1.0)
+        train_accuracy = float(self.correct.read_value()) / max(seen, 1.0)
+        eval_loss = eval_accuracy = float("nan")
+        eval_start = time.perf_counter()
+        if self.is_chief:
+            eval_loss, eval_accuracy = self.evaluate()
+        eval_time = time.perf_counter() - eval_start
+        lr = float(self.optimizer.learning_rate.numpy() if hasattr(
+            self.optimizer.learning_rate, "numpy") else self.optimizer.learning_rate)
+        stats = EpochStats(epoch=epoch, time_s=elapsed, examples_per_sec=seen / elapsed,
+                           train_loss=train_loss, train_accuracy=train_accuracy,
+                           eval_loss=eval_loss, eval_accuracy=eval_accuracy,
+                           eval_time_s=eval_time, learning_rate=lr, steps=self.steps_per_epoch)
+        if progbar is not None:
+            progbar.update(self.steps_per_epoch, values=[
+                ("loss", train_loss), ("accuracy", train_accuracy), ("eval_loss", eval_loss),
+                ("eval_accuracy", eval_accuracy), ("examples/s", stats.examples_per_sec)],
+                finalize=True)
+        return stats

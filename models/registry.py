@@ -1,0 +1,18 @@
+"""Model by name. Call inside `strategy.scope()` so variables are created the strategy's way:
+
+    with strategy.scope():
+        model = build("cnn", input_shape=(28, 28, 1), num_classes=10)
+"""
+from models import MODELS
+from models.cnn import build_cnn
+from models.mlp import build_mlp
+
+
+def build(name, input_shape, num_classes, batchnorm=False, sync_batchnorm=False):
+    """Returns an uncompiled keras.Model producing logits of shape (batch, num_classes)."""
+    if name == "mlp":
+        return build_mlp(input_shape, num_classes)
+    if name == "cnn":
+        return build_cnn(input_shape, num_classes, batchnorm=batchnorm or sync_batchnorm,
+                         sync_batchnorm=sync_batchnorm)
+    raise ValueError(f"unknown model {name!r}; valid models: {', '.join(MODELS)}")

@@ -1,0 +1,1 @@
+"""Run records (one JSON file per run) and the figures derived from them."""

@@ -1,0 +1,74 @@
+"""One self-describing JSON record per run: written atomically, read back tolerantly.
+
+Schema (version 1) is documented in README.md ("Result records").
+"""
+import json
+import os
+import tempfile
+
+SCHEMA_VERSION = 1
+REQUIRED_KEYS = ("run_id", "timestamp", "strategy", "model", "dataset", "num_workers",
+                 "num_replicas_in_sync", "batch_size_per_replica", "global_batch_size",
+                 "train_examples", "epochs", "steady_state", "final_eval_accuracy", "config",
+                 "environment")
+EPOCH_KEYS = ("epoch", "time_s", "examples_per_sec", "train_loss", "train_accuracy", "eval_loss",
+              "eval_accuracy")
+
+
+def write_json_atomic(path, obj):
+    """Temp file in the same directory, fsync, rename: readers see the old file or the whole
+    new one, never a partial write, even if this process is killed mid-write."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=directory)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(obj, f, indent=2, sort_keys=True, allow_nan=True)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def record_path(results_dir, run_id):
+    return os.path.join(results_dir, "records", f"{run_id}.json")
+
+
+def write_record(results_dir, record):
+    missing = [k for k in REQUIRED_KEYS if k not in record]
+    if missing:
+        raise ValueError(f"record is missing keys: {', '.join(missing)}")
+    return write_json_atomic(record_path(results_dir, record["run_id"]), record)
+
+
+def load_records(results_dir):
+    """Returns (records, problems): every record that parses and has the required keys, sorted
+    by timestamp, and a list of (filename, reason) for the ones skipped."""
+    directory = os.path.join(results_dir, "records")
+    records, problems = [], []
+    if not os.path.isdir(directory):
+        return records, problems
+    for name in sorted(os.listdir(directory)):
+        if not name.endswith(".json") or name.startswith("."):
+            continue
+        path = os.path.join(directory, name)
+        try:
+            with open(path) as f:
+                record = json.load(f)
+        except (OSError, ValueError) as e:
+            problems.append((name, f"unreadable: {e}"))
+            continue
+        if not isinstance(record, dict):
+            problems.append((name, "not a JSON object"))
+            continue
+        missing = [k for k in REQUIRED_KEYS if k not in record]
+        if missing:
+            problems.append((name, f"missing keys: {', '.join(missing)}"))
+            continue
+        records.append(record)
+    records.sort(key=lambda r: (r["timestamp"], r["run_id"]))
+    return records, problems

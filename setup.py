@@ -1,0 +1,28 @@
+"""Install: `pip install -e .[test]` (the Makefile does this inside .venv)."""
+from setuptools import find_packages, setup
+
+setup(
+    name="tfdist-compare",
+    version="0.1.0",
+    description="Compare tf.distribute strategies (one device, Mirrored, MultiWorkerMirrored, "
+    "ParameterServer) on the same Keras model: time, throughput, scaling, accuracy.",
+    python_requires=">=3.10,<3.13",
+    packages=find_packages(include=["strategies*", "models*", "experiments*", "tf_config*",
+                                    "results*"]),
+    # Versions verified together on this machine (Python 3.11, 2 vCPU, no GPU).
+    install_requires=[
+        "tensorflow==2.21.0",
+        "keras==3.15.1",
+        "tensorflow-datasets==4.9.10",
+        "matplotlib==3.11.2",
+        "absl-py==2.5.1",
+        "psutil==7.2.2",
+        "pyyaml==6.0.3",
+        "tensorboard==2.21.0",
+    ],
+    extras_require={
+        "test": ["pytest==9.0.3"],
+        "gpu": ["tensorflow[and-cuda]==2.21.0"],
+        "vertex": ["google-cloud-aiplatform==2.7.0"],
+    },
+)

@@ -1,0 +1,16 @@
+"""tf.distribute strategies by name. The names live here (no TensorFlow import, so input can be
+validated before TF starts); build one with `strategies.factory.get_strategy(name, ...)`."""
+STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "parameter_server")
+MULTI_WORKER = ("multi_worker_mirrored", "parameter_server")
+COLLECTIVES = ("auto", "ring")
+
+
+def replicas_in_sync(name, num_replicas, num_workers):
+    """Replicas that share one global batch, known before TensorFlow starts (for validation).
+
+    PSS is asynchronous: each worker takes its own steps, so a step's batch is one worker's."""
+    if name == "mirrored":
+        return num_replicas
+    if name == "multi_worker_mirrored":
+        return num_workers
+    return 1

@@ -1,0 +1,285 @@
+"""Launch a local cluster: one process per task, each with its own TF_CONFIG.
+
+    python -m tf_config.launch --workers=2 -- python my_mwms_script.py
+    python -m tf_config.launch --workers=2 --ps=1 --chief -- python my_pss_script.py
+
+Each task's output is prefixed with its role. If a task fails, the others are stopped within
+seconds and the failed task is named with its last log lines; the cluster must form (every task's
+port answering) within --cluster_timeout; Ctrl-C, SIGTERM and the end of the run stop every task.
+Tasks also die with the launcher (PR_SET_PDEATHSIG), even if it is killed with -9.
+"""
+import collections
+import ctypes
+import dataclasses
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+from tf_config import netns
+from tf_config.spec import local_cluster, tf_config_json
+
+RUN_TAG_ENV = "TFDIST_LAUNCH_TAG"  # every task carries it, so tests can find leftovers
+_PORT_CLASH = ("Address already in use", "Could not start gRPC server", "Failed to add port")
+_STOP_GRACE_S = 5.0
+
+
+class LaunchError(RuntimeError):
+    pass
+
+
+@dataclasses.dataclass
+class LaunchOptions:
+    num_workers: int
+    num_ps: int = 0
+    chief: bool = False
+    threads_per_task: int = 0  # 0: cores // tasks, at least 1
+    cluster_timeout_s: float = 60.0
+    isolate_network: bool = True
+    port_retries: int = 2
+    done_grace_s: float = 30.0  # after the chief succeeds, how long other workers may finish
+    tag: str = ""
+    # Called with (task_type, index, threads) -> argv of that task.
+    command: object = None
+
+
+def default_threads(num_tasks, cores=None):
+    """Threads per task so the tasks together use each core once."""
+    cores = cores or os.cpu_count() or 1
+    return max(1, cores // max(1, num_tasks))
+
+
+def _die_with_parent():
+    """Runs in the child before exec: SIGKILL it if the launcher dies, however it dies."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+class _Task:
+    def __init__(self, task_type, index, address, argv, env, out):
+        self.task_type, self.index, self.address = task_type, index, address
+        self.name = f"{task_type}:{index}"
+        self.tail = collections.deque(maxlen=20)
+        self._out = out
+        self.proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     start_new_session=True, preexec_fn=_die_with_parent)
+        self.reader = threading.Thread(target=self._pump, daemon=True)
+        self.reader.start()
+
+    def _pump(self):
+        for raw in iter(self.proc.stdout.readline, b""):
+            line = raw.decode(errors="replace").rstrip("\n")
+            self.tail.append(line)
+            self._out(f"[{self.name}] {line}")
+
+    def answers(self):
+        host, port = self.address.rsplit(":", 1)
+        try:
+            with socket.create_connection((host, int(port)), timeout=0.5):
+                return True
+        except OSError:
+            return False
+
+    def signal(self, sig):
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, sig)
+            except ProcessLookupError:
+                pass
+
+
+class Cluster:
+    """The running tasks of one launch attempt."""
+
+    def __init__(self, opts, cluster, out):
+        self.opts, self.cluster, self.out = opts, cluster, out
+        self.tasks = []
+        threads = opts.threads_per_task or default_threads(
+            sum(len(v) for v in cluster.values()))
+        self.threads = threads
+        # Servers first, chief last: the chief is the one that waits for everyone else.
+        for kind in ("ps", "worker", "chief"):
+            for index, address in enumerate(cluster.get(kind, [])):
+                env = dict(os.environ)
+                env.update({"TF_CONFIG": tf_config_json(cluster, kind, index),
+                            "TF_NUM_INTRAOP_THREADS": str(threads),
+                            "TF_NUM_INTEROP_THREADS": str(threads),
+                            "OMP_NUM_THREADS": str(threads),
+                            "PYTHONUNBUFFERED": "1",
+                            RUN_TAG_ENV: opts.tag or str(os.getpid())})
+                self.tasks.append(_Task(kind, index, address,
+                                        opts.command(kind, index, threads), env, out))
+
+    @property
+    def chief(self):
+        kind = "chief" if self.cluster.get("chief") else "worker"
+        return next(t for t in self.tasks if t.task_type == kind and t.index == 0)
+
+    def stop(self):
+        """SIGTERM every task's process group, SIGKILL what is left after a grace period."""
+        for task in self.tasks:
+            task.signal(signal.SIGTERM)
+        deadline = time.monotonic() + _STOP_GRACE_S
+        for task in self.tasks:
+            try:
+                task.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+        for task in self.tasks:
+            task.signal(signal.SIGKILL)
+            task.proc.wait()
+            task.reader.join(timeout=2)
+
+    def failed(self):
+        return next((t for t in self.tasks if t.proc.poll() not in (None, 0)), None)
+
+    def wait_formed(self):
+        """Waits until every task's port answers. Returns None, or an error message."""
+        deadline = time.monotonic() + self.opts.cluster_timeout_s
+        pending = list(self.tasks)
+        while pending:
+            bad = self.failed()
+            if bad is not None:
+                return self._failure(bad)
+            pending = [t for t in pending if t.proc.poll() is None and not t.answers()]
+            if not pending:
+                return None
+            if time.monotonic() > deadline:
+                names = ", ".join(f"{t.name} ({t.address})" for t in pending)
+                return (f"cluster did not form within {self.opts.cluster_timeout_s:g}s "
+                        f"(--cluster_timeout): no answer from {names}")
+            time.sleep(0.2)
+        return None
+
+    def _failure(self, task):
+        code = task.proc.returncode
+        how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+        lines = "\n".join(f"    {line}" for line in list(task.tail)[-10:])
+        return f"task {task.name} {how}; its last lines:\n{lines}"
+
+    def port_clash(self):
+        return any(clash in line for t in self.tasks for line in t.tail for clash in _PORT_CLASH)
+
+    def wait_done(self):
+        """Returns (exit code, message). Success = the chief exits 0."""
+        chief = self.chief
+        while True:
+            bad = self.failed()
+            if bad is not None:
+                return 1, self._failure(bad)
+            if chief.proc.poll() == 0:
+                break
+            time.sleep(0.1)
+        # MWMS workers finish with the chief; PSS workers and parameter servers never exit on
+        # their own (they serve until stopped), so they are stopped here.
+        deadline = time.monotonic() + self.opts.done_grace_s
+        others = [t for t in self.tasks if t.task_type == "worker" and t is not chief
+                  and "ps" not in self.cluster]
+        for task in others:
+            try:
+                task.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                return 1, f"task {task.name} did not finish within {self.opts.done_grace_s:g}s " \
+                          f"of the chief"
+            if task.proc.returncode != 0:
+                return 1, self._failure(task)
+        return 0, ""
+
+
+def _print(line):
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+def run(opts, out=_print):
+    """Launches the cluster, waits for it, stops it. Returns the exit code for the launcher."""
+    stop_requested = []
+
+    def on_signal(signum, _frame):
+        stop_requested.append(signum)
+        raise KeyboardInterrupt
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        for attempt in range(opts.port_retries + 1):
+            cluster_spec = local_cluster(opts.num_workers, opts.num_ps, opts.chief)
+            cluster = Cluster(opts, cluster_spec, out)
+            try:
+                message = cluster.wait_formed()
+                code = 1 if message else None
+                if code is None:
+                    code, message = cluster.wait_done()
+                clash = code != 0 and cluster.port_clash()
+            finally:
+                cluster.stop()
+            if clash and attempt < opts.port_retries:
+                out(f"launch: port clash, retrying with fresh ports ({attempt + 1}/"
+                    f"{opts.port_retries})")
+                continue
+            if code:
+                out(f"launch: FAILED: {message}")
+            return code
+    except KeyboardInterrupt:
+        signum = stop_requested[0] if stop_requested else signal.SIGINT
+        out(f"launch: stopped by {signal.Signals(signum).name}; all tasks stopped")
+        return 128 + signum
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    return 1
+
+
+def maybe_isolate(module_argv, isolate):
+    """Re-executes this launcher inside a private network namespace when asked and possible.
+
+    Returns only when no re-exec happened (already isolated, turned off, or not possible: then a
+    loud warning says the cluster's ports are reachable from the network)."""
+    if not isolate or netns.in_private_namespace():
+        return
+    if netns.isolation_available():
+        sys.stdout.flush()
+        command = netns.isolated_command(module_argv)
+        os.execvp(command[0], command)
+    sys.stderr.write(
+        "WARNING: cannot create a private network namespace here (unshare --net failed); the "
+        "local cluster's gRPC ports listen on ALL interfaces without authentication. Pass "
+        "--noisolate_network to silence this warning.\n")
+
+
+def main():
+    from absl import app, flags
+
+    workers = flags.DEFINE_integer("workers", 2, "Worker tasks.", lower_bound=1)
+    ps = flags.DEFINE_integer("ps", 0, "Parameter-server tasks.", lower_bound=0)
+    chief = flags.DEFINE_bool("chief", False, "Add a chief task (needed for PSS).")
+    threads = flags.DEFINE_integer("threads_per_task", 0,
+                                   "Intra/inter-op threads per task (0: cores / tasks).",
+                                   lower_bound=0)
+    timeout = flags.DEFINE_float("cluster_timeout", 60.0,
+                                 "Seconds for every task's port to answer.", lower_bound=1.0)
+    isolate = flags.DEFINE_bool("isolate_network", True,
+                                "Run the cluster in a private network namespace (loopback only).")
+
+    def launch(argv):
+        command = argv[1:]
+        if not command:
+            sys.stderr.write("error: give the command after --, e.g. "
+                             "python -m tf_config.launch --workers=2 -- python train.py\n")
+            sys.exit(2)
+        maybe_isolate([sys.executable, "-m", "tf_config.launch"] + sys.argv[1:], isolate.value)
+        sys.exit(run(LaunchOptions(num_workers=workers.value, num_ps=ps.value, chief=chief.value,
+                                   threads_per_task=threads.value,
+                                   cluster_timeout_s=timeout.value,
+                                   command=lambda kind, index, n: command)))
+
+    app.run(launch)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,65 @@
+"""Run a command in a private network namespace with only loopback up.
+
+TF's gRPC servers listen on every interface without authentication (tensorflow#11689); inside a
+fresh namespace "every interface" is just loopback, so a local cluster is unreachable from outside.
+
+    python -m tf_config.netns -- CMD ARGS...      # what `unshare --net` re-executes
+"""
+import fcntl
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+
+ENV_MARK = "TFDIST_NETNS"  # set inside the namespace, so nothing re-isolates twice
+_SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
+
+
+def in_private_namespace():
+    return os.environ.get(ENV_MARK) == "1"
+
+
+def bring_loopback_up():
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        request = struct.pack("16sH14x", b"lo", 0)
+        flags = struct.unpack("16sH14x", fcntl.ioctl(s, _SIOCGIFFLAGS, request))[1]
+        fcntl.ioctl(s, _SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", flags | _IFF_UP))
+
+
+def isolation_available():
+    """True when `unshare --net` works here (it needs root or unprivileged user namespaces)."""
+    unshare = shutil.which("unshare")
+    if not unshare or not sys.platform.startswith("linux"):
+        return False
+    probe = subprocess.run([unshare, "--net", "true"], capture_output=True)
+    if probe.returncode == 0:
+        return True
+    probe = subprocess.run([unshare, "--net", "--map-root-user", "true"], capture_output=True)
+    return probe.returncode == 0
+
+
+def isolated_command(argv):
+    """`argv` wrapped so it runs in a new network namespace with loopback up. `unshare` execs
+    (no fork), so the wrapped command keeps the launcher's PID and receives its signals."""
+    unshare = [shutil.which("unshare"), "--net"]
+    if os.geteuid() != 0:
+        unshare.append("--map-root-user")
+    return unshare + ["--", sys.executable, "-m", "tf_config.netns", "--"] + list(argv)
+
+
+def main():
+    argv = sys.argv[1:]
+    if argv[:1] == ["--"]:
+        argv = argv[1:]
+    if not argv:
+        print("usage: python -m tf_config.netns -- CMD [ARGS...]", file=sys.stderr)
+        sys.exit(2)
+    bring_loopback_up()
+    os.environ[ENV_MARK] = "1"
+    os.execvp(argv[0], argv)
+
+
+if __name__ == "__main__":
+    main()
