@@ -18,10 +18,15 @@ from results import metrics, records
 from strategies.factory import get_strategy
 
 
-def _set_threads(threads):
+# A PSS server runs functions whose ops block (iterator reads, variable reads from a ps); with
+# one inter-op thread those wait on each other forever. Compute stays bounded by intra-op threads.
+_MIN_SERVER_INTEROP = 2
+
+
+def _set_threads(threads, inter=None):
     if threads:
         tf.config.threading.set_intra_op_parallelism_threads(threads)
-        tf.config.threading.set_inter_op_parallelism_threads(threads)
+        tf.config.threading.set_inter_op_parallelism_threads(inter or threads)
 
 
 def _resolver(role):
@@ -36,7 +41,8 @@ def _serve(role, threads):
     """A PSS worker or parameter server: a gRPC server the coordinator drives until stopped."""
     config = tf.compat.v1.ConfigProto()
     if threads:
-        config.intra_op_parallelism_threads = config.inter_op_parallelism_threads = threads
+        config.intra_op_parallelism_threads = threads
+        config.inter_op_parallelism_threads = max(threads, _MIN_SERVER_INTEROP)
     server = tf.distribute.Server(tf.train.ClusterSpec(role.tf_cluster()),
                                   job_name=role.tf_task_type, task_index=role.task_index,
                                   protocol="grpc", config=config, start=True)

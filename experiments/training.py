@@ -103,7 +103,9 @@ class Trainer:
             # Create slot variables now, in scope: lazily created Adam slots break under
             # MirroredStrategy with 2 replicas ("You must feed a value for placeholder ...").
             self.optimizer.build(self.model.trainable_variables)
-            self.loss_sum, self.correct, self.seen = _sum_on_read(), _sum_on_read(), _sum_on_read()
+            if coordinator is None:
+                self.loss_sum, self.correct, self.seen = (_sum_on_read(), _sum_on_read(),
+                                                          _sum_on_read())
         self._loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
         self._iterator = iter(self._train_input())
         self._train_step = tf.function(self._step)
@@ -139,11 +141,21 @@ class Trainer:
             grads = tape.gradient(loss, self.model.trainable_variables)
             self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables))
             predicted = tf.argmax(logits, axis=-1, output_type=tf.int32)
-            self.loss_sum.assign_add(tf.reduce_sum(per_example))
-            self.correct.assign_add(tf.reduce_sum(tf.cast(predicted == labels, tf.float32)))
-            self.seen.assign_add(tf.cast(tf.shape(labels)[0], tf.float32))
+            sums = (tf.reduce_sum(per_example),
+                    tf.reduce_sum(tf.cast(predicted == labels, tf.float32)),
+                    tf.cast(tf.shape(labels)[0], tf.float32))
+            if self.coordinator is not None:
+                return sums
+            for var, value in zip((self.loss_sum, self.correct, self.seen), sums):
+                var.assign_add(value)
+            return None
 
-        self.strategy.run(replica_step, args=next(iterator))
+        out = self.strategy.run(replica_step, args=next(iterator))
+        if self.coordinator is not None:
+            # PSS: each scheduled step hands its sums back as RemoteValues (the pattern of the
+            # PSS tutorial); ON_READ accumulators hung the coordinator here.
+            return [self.strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None) for v in out]
+        return None
 
     def _eval_batch(self, images, labels):
         logits = self.model(images, training=False)
@@ -167,25 +179,32 @@ class Trainer:
                                    unit_name="step")
 
     def train_epoch(self, epoch):
-        for var in (self.loss_sum, self.correct, self.seen):
-            var.assign(0.0)
+        if self.coordinator is None:
+            for var in (self.loss_sum, self.correct, self.seen):
+                var.assign(0.0)
+        remote = []
         progbar = self._progbar()
         if progbar is not None:
             print(f"Epoch {epoch}/{self.cfg.epochs}", flush=True)
         start = time.perf_counter()
         for step in range(self.steps_per_epoch):
             if self.coordinator is not None:
-                self.coordinator.schedule(self._train_step, args=(self._iterator,))
+                remote.append(self.coordinator.schedule(self._train_step,
+                                                        args=(self._iterator,)))
             else:
                 self._train_step(self._iterator)
             if progbar is not None and progbar.verbose == 1:
                 progbar.update(step + 1)
         if self.coordinator is not None:
             self.coordinator.join()
-        seen = float(self.seen.read_value())  # waits for the last step: end of the timed span
+            totals = [sum(float(v) for v in values)
+                      for values in zip(*(r.fetch() for r in remote))]
+        else:  # reading waits for the last step: the end of the timed span
+            totals = [float(v.read_value()) for v in (self.loss_sum, self.correct, self.seen)]
         elapsed = time.perf_counter() - start
-        train_loss = float(self.loss_sum.read_value()) / max(seen, 1.0)
-        train_accuracy = float(self.correct.read_value()) / max(seen, 1.0)
+        loss_sum, correct, seen = totals
+        train_loss = loss_sum / max(seen, 1.0)
+        train_accuracy = correct / max(seen, 1.0)
         eval_loss = eval_accuracy = float("nan")
         eval_start = time.perf_counter()
         if self.is_chief:

@@ -109,7 +109,8 @@ class Cluster:
                 env = dict(os.environ)
                 env.update({"TF_CONFIG": tf_config_json(cluster, kind, index),
                             "TF_NUM_INTRAOP_THREADS": str(threads),
-                            "TF_NUM_INTEROP_THREADS": str(threads),
+                            # >= 2: one inter-op thread deadlocks PSS servers
+                            "TF_NUM_INTEROP_THREADS": str(max(2, threads)),
                             "OMP_NUM_THREADS": str(threads),
                             "PYTHONUNBUFFERED": "1",
                             RUN_TAG_ENV: opts.tag or str(os.getpid())})
