@@ -1,0 +1,94 @@
+import json
+
+import pytest
+
+from tf_config import spec
+
+CLUSTER = {"worker": ["127.0.0.1:2001", "127.0.0.1:2002"]}
+PSS_CLUSTER = {"chief": ["h0:2000"], "worker": ["h1:2001", "h2:2001"], "ps": ["h3:2002"]}
+
+
+def _tf(cluster, kind, index, **extra):
+    return json.dumps({"cluster": cluster, "task": {"type": kind, "index": index}, **extra})
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("{bad", "not valid JSON"),
+    ("[]", "JSON object"),
+    ('{"task": {"type": "worker", "index": 0}}', "'cluster'"),
+    (json.dumps({"cluster": CLUSTER}), "'task'"),
+    (json.dumps({"cluster": {}, "task": {"type": "worker", "index": 0}}), "non-empty"),
+    (_tf({"trainer": ["h:1"]}, "trainer", 0), "unknown task type 'trainer'"),
+    (_tf(CLUSTER, "boss", 0), "task.type is 'boss'"),
+    (_tf(CLUSTER, "worker", 2), "out of range"),
+    (_tf(CLUSTER, "worker", -1), "task.index"),
+    (_tf(CLUSTER, "worker", "one"), "task.index"),
+    (_tf({"worker": ["127.0.0.1:2001", "127.0.0.1:2001"]}, "worker", 0), "appears twice"),
+    (_tf({"worker": ["no-port"]}, "worker", 0), "no-port"),
+    (_tf({"worker": ["h:99999"]}, "worker", 0), "h:99999"),
+    (_tf({"worker": "h:1"}, "worker", 0), "must be a list"),
+    (_tf({"chief": ["a:1", "b:1"], "worker": ["c:1"]}, "worker", 0), "at most 1"),
+    (_tf({"chief": ["a:1"], "master": ["b:1"], "worker": ["c:1"]}, "worker", 0), "both"),
+])
+def test_malformed_tf_config_is_named(text, fragment):
+    with pytest.raises(spec.TFConfigError, match=None) as err:
+        spec.parse_tf_config(text)
+    assert fragment in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_vertex_ai_tf_config():
+    text = json.dumps({"cluster": PSS_CLUSTER, "task": {"type": "worker", "index": 1, "trial": ""},
+                       "environment": "cloud", "job": {"worker_pool_specs": []}})
+    role = spec.parse_tf_config(text)
+    assert (role.task_type, role.task_index, role.is_chief) == ("worker", 1, False)
+    assert (role.num_workers, role.num_ps) == (2, 1)
+    assert spec.parse_tf_config(_tf(PSS_CLUSTER, "chief", 0)).is_chief
+
+
+def test_master_and_kubeflow_evaluator():
+    cluster = {"master": ["job-master-0.ns.svc:2222"], "worker": ["job-worker-0.ns.svc:2222"]}
+    role = spec.parse_tf_config(_tf(cluster, "master", 0))
+    assert role.is_chief and role.tf_cluster() == {"chief": ["job-master-0.ns.svc:2222"],
+                                                   "worker": ["job-worker-0.ns.svc:2222"]}
+    evaluator = spec.parse_tf_config(_tf(cluster, "evaluator", 0))  # TFJob leaves it out
+    assert evaluator.task_type == "evaluator" and not evaluator.is_chief
+
+
+def test_mwms_chief_is_worker_zero():
+    assert spec.parse_tf_config(_tf(CLUSTER, "worker", 0)).is_chief
+    assert not spec.parse_tf_config(_tf(CLUSTER, "worker", 1)).is_chief
+
+
+def test_role_from_env_single_task_means_alone():
+    assert spec.role_from_env({}) is None
+    assert spec.role_from_env({"TF_CONFIG": _tf({"chief": ["h:1"]}, "chief", 0)}) is None
+    assert spec.role_from_env({"TF_CONFIG": _tf(CLUSTER, "worker", 1)}).task_index == 1
+
+
+@pytest.mark.parametrize("strategy, cluster, fragment", [
+    ("multi_worker_mirrored", PSS_CLUSTER, "cannot use a cluster with 'ps'"),
+    ("parameter_server", CLUSTER, "needs cluster.chief and cluster.ps"),
+    ("parameter_server", {"chief": ["h:1"], "worker": ["h:2"]}, "cluster.ps"),
+    ("mirrored", CLUSTER, "runs in one process"),
+])
+def test_strategy_must_fit_cluster(strategy, cluster, fragment):
+    role = spec.parse_tf_config(_tf(cluster, sorted(cluster)[0], 0))
+    with pytest.raises(spec.TFConfigError) as err:
+        spec.check_strategy_fits(strategy, role)
+    assert fragment in str(err.value)
+
+
+def test_strategy_fits():
+    spec.check_strategy_fits("parameter_server", spec.parse_tf_config(_tf(PSS_CLUSTER, "ps", 0)))
+    spec.check_strategy_fits("multi_worker_mirrored", spec.parse_tf_config(_tf(CLUSTER, "worker", 0)))
+
+
+def test_local_cluster_ports_are_distinct_and_roundtrip():
+    cluster = spec.local_cluster(2, num_ps=1, chief=True)
+    addresses = [a for v in cluster.values() for a in v]
+    assert sorted(cluster) == ["chief", "ps", "worker"] and len(set(addresses)) == 4
+    role = spec.parse_tf_config(spec.tf_config_json(cluster, "ps", 0))
+    assert role.cluster == cluster
+    with pytest.raises(spec.TFConfigError):
+        spec.local_cluster(0)
