@@ -90,6 +90,10 @@ def run_task(cfg, role, extra_config=None):
                             "eval_loss", "eval_accuracy", "learning_rate"):
                     tf.summary.scalar(key, epochs[-1][key])
             writer.flush()
+    # Every synchronous replica must end with the same weights; printed by each task so a
+    # cluster's output can be checked (tests do), and recorded by the chief.
+    checksum = trainer.weights_checksum()
+    print(f"{role.name if role else 'single'} weights checksum {checksum:.9e}", flush=True)
     if not is_chief:
         return 0
     record = _record(cfg, role, trainer, strategy, run_id, epochs, extra_config or {})
@@ -125,6 +129,7 @@ def _record(cfg, role, trainer, strategy, run_id, epochs, extra_config):
         "final_eval_accuracy": epochs[-1]["eval_accuracy"],
         "final_eval_loss": epochs[-1]["eval_loss"],
         "final_train_loss": epochs[-1]["train_loss"],
+        "weights_checksum": trainer.weights_checksum(),
         "cluster": {"roles": role.tf_cluster() if role else {}, "this_task": role.name if role
                     else "single", "collective": cfg.collective if cfg.strategy ==
                     "multi_worker_mirrored" else None,

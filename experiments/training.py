@@ -172,6 +172,10 @@ class Trainer:
             count += int(labels.shape[0])
         return loss / count, correct / count
 
+    def weights_checksum(self):
+        """Sum of |w| over every model weight: equal on every worker of a synchronous run."""
+        return float(sum(float(tf.reduce_sum(tf.abs(v.value))) for v in self.model.weights))
+
     def _progbar(self):
         if not self.is_chief:
             return None

@@ -1,0 +1,66 @@
+"""End to end through `python -m experiments.run`, one process per strategy, tiny configs."""
+import os
+
+import pytest
+
+from tests.helpers import TINY, records_in, run_module
+
+EPOCH_KEYS = {"epoch", "time_s", "examples_per_sec", "train_loss", "train_accuracy", "eval_loss",
+              "eval_accuracy"}
+
+
+@pytest.mark.parametrize("strategy, extra, replicas", [
+    ("one_device", [], 1),
+    ("mirrored", ["--num_replicas=2"], 2),
+    ("mirrored", ["--num_replicas=2", "--model=cnn", "--sync_batchnorm", "--optimizer=adam",
+                  "--lr_scaling=linear", "--learning_rate=0.001", "--warmup_epochs=1"], 2),
+])
+def test_run_writes_a_complete_record(tmp_path, strategy, extra, replicas):
+    args = [f"--strategy={strategy}", "--model=mlp", *TINY, f"--results_dir={tmp_path}", *extra]
+    proc = run_module("experiments.run", *args)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    (record,) = records_in(tmp_path)
+    assert record["strategy"] == strategy and record["num_replicas_in_sync"] == replicas
+    assert record["global_batch_size"] == 32 * replicas and record["batch_size_per_replica"] == 32
+    assert [e["epoch"] for e in record["epochs"]] == [1, 2]
+    for e in record["epochs"]:
+        assert EPOCH_KEYS <= set(e) and e["time_s"] > 0 and e["examples_per_sec"] > 0
+    assert record["steady_state"]["epochs_used"] == [2]
+    assert record["final_eval_accuracy"] > 0.3  # chance is 0.1
+    assert record["config"]["strategy"] == strategy and record["environment"]["tensorflow"]
+    assert os.listdir(tmp_path / "tensorboard")  # scalars were written
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["--strategy=bogus"], "one_device, mirrored, multi_worker_mirrored, parameter_server"),
+    (["--model=resnet"], "mlp"),
+    (["--dataset=imagenet"], "synthetic"),
+    (["--epochs=0"], "--epochs"),
+    (["--epochs=two"], "epochs"),
+    (["--optimizer=rmsprop"], "sgd, momentum, adam"),
+    (["--lr_scaling=cubic"], "none, linear, sqrt"),
+    (["--strategy=one_device", "--num_replicas=2"], "--num_replicas"),
+    (["--strategy=parameter_server", "--num_ps=0"], "--num_ps"),
+    (["--strategy=parameter_server", "--num_ps=1", "--ps_shards=3"], "--ps_shards"),
+    (["--global_batch_size=63", "--strategy=mirrored", "--num_replicas=2"], "divisible"),
+    (["--train_examples=10"], "--train_examples"),
+    (["--dataset=mnist", "--train_examples=70000"], "--train_examples"),
+    (["--model=mlp", "--sync_batchnorm"], "--sync_batchnorm"),
+    (["--collective=nccl"], "auto, ring"),
+    (["positional"], "unexpected arguments"),
+])
+def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path, args, fragment):
+    out = tmp_path / "out"
+    proc = run_module("experiments.run", *args, f"--results_dir={out}", timeout=120)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    lines = [l for l in proc.stderr.splitlines() if l.strip()]
+    assert len(lines) == 1 and fragment in lines[0], proc.stderr
+    assert not out.exists()
+
+
+def test_malformed_tf_config_exits_2(tmp_path):
+    proc = run_module("experiments.run", "--strategy=multi_worker_mirrored",
+                      f"--results_dir={tmp_path / 'out'}", env={"TF_CONFIG": "{bad"}, timeout=120)
+    assert proc.returncode == 2 and "TF_CONFIG is not valid JSON" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()

@@ -1,0 +1,41 @@
+"""Real local clusters on loopback through `python -m experiments.run` (the launcher path)."""
+import re
+
+import pytest
+
+from tests.helpers import TINY, processes_mentioning, records_in, run_module
+
+pytestmark = pytest.mark.integration
+
+
+def _checksums(output):
+    return dict(re.findall(r"\] (\w+:\d) weights checksum (\S+)", output))
+
+
+def test_mwms_two_workers(tmp_path):
+    proc = run_module("experiments.run", "--strategy=multi_worker_mirrored", "--num_workers=2",
+                      "--model=mlp", *TINY, f"--results_dir={tmp_path}")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (record,) = records_in(tmp_path)  # only the chief wrote
+    assert record["strategy"] == "multi_worker_mirrored" and record["num_workers"] == 2
+    assert record["num_replicas_in_sync"] == 2 and record["global_batch_size"] == 64
+    assert record["cluster"]["this_task"] == "worker:0" and record["threads_per_task"] == 1
+    assert record["final_eval_accuracy"] > 0.3
+    sums = _checksums(proc.stdout)
+    assert set(sums) == {"worker:0", "worker:1"} and sums["worker:0"] == sums["worker:1"]
+    assert not processes_mentioning(str(tmp_path))
+
+
+def test_pss_two_workers_one_ps(tmp_path):
+    proc = run_module("experiments.run", "--strategy=parameter_server", "--num_workers=2",
+                      "--num_ps=1", "--model=mlp", *TINY, f"--results_dir={tmp_path}")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (record,) = records_in(tmp_path)
+    assert record["strategy"] == "parameter_server"
+    assert (record["num_workers"], record["num_ps"]) == (2, 1)
+    assert record["cluster"]["this_task"] == "chief:0"
+    assert sorted(record["cluster"]["roles"]) == ["chief", "ps", "worker"]
+    # Epochs are defined by steps: the same examples per epoch as a single device.
+    assert record["steps_per_epoch"] * record["global_batch_size"] == 512
+    assert record["final_eval_accuracy"] > 0.3
+    assert not processes_mentioning(str(tmp_path))

@@ -1,0 +1,66 @@
+"""`python -m tf_config.launch` failure handling: fail fast, name the task, leave nothing behind."""
+import sys
+import time
+
+import pytest
+
+from tests.helpers import processes_mentioning, run_module
+
+pytestmark = pytest.mark.integration
+
+# A task that serves its TF_CONFIG port (so the cluster forms), then behaves as told by argv.
+_TASK = r"""
+import json, os, socket, sys, time
+marker, mode = sys.argv[1], sys.argv[2]
+cfg = json.loads(os.environ["TF_CONFIG"])
+kind, index = cfg["task"]["type"], cfg["task"]["index"]
+if mode == "silent":
+    time.sleep(300)
+port = int(cfg["cluster"][kind][index].rsplit(":", 1)[1])
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", port)); s.listen()
+print(f"{kind}:{index} up threads={os.environ['TF_NUM_INTRAOP_THREADS']}", flush=True)
+if mode == "fail" and kind == "worker" and index == 1:
+    time.sleep(1); print("boom: simulated crash", flush=True); sys.exit(1)
+if mode == "ok":
+    sys.exit(0)
+time.sleep(300)
+"""
+
+
+def _launch(tmp_path, mode, *flags):
+    marker = str(tmp_path / "marker")
+    start = time.monotonic()
+    proc = run_module("tf_config.launch", "--workers=2", *flags, "--",
+                      sys.executable, "-c", _TASK, marker, mode, timeout=120)
+    return proc, time.monotonic() - start, marker
+
+
+def test_success_prefixes_output_and_sets_threads(tmp_path):
+    proc, _, marker = _launch(tmp_path, "ok", "--threads_per_task=1")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "[worker:0] worker:0 up threads=1" in proc.stdout
+    assert "[worker:1] worker:1 up threads=1" in proc.stdout
+    assert not processes_mentioning(marker)
+
+
+def test_failed_task_stops_the_cluster(tmp_path):
+    proc, elapsed, marker = _launch(tmp_path, "fail")
+    assert proc.returncode == 1
+    assert "task worker:1 exited with code 1" in proc.stdout and "boom: simulated crash" in proc.stdout
+    assert elapsed < 20, f"took {elapsed:.1f}s to fail"
+    assert not processes_mentioning(marker)
+
+
+def test_task_that_never_answers_is_named(tmp_path):
+    proc, elapsed, marker = _launch(tmp_path, "silent", "--cluster_timeout=3")
+    assert proc.returncode == 1
+    assert "cluster did not form within 3s" in proc.stdout
+    assert "worker:0" in proc.stdout.split("no answer from")[1]
+    assert elapsed < 20, f"took {elapsed:.1f}s to fail"
+    assert not processes_mentioning(marker)
+
+
+def test_launch_without_command_is_bad_input():
+    proc = run_module("tf_config.launch", "--workers=2", timeout=60)
+    assert proc.returncode == 2 and "give the command after --" in proc.stderr

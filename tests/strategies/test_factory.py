@@ -1,0 +1,28 @@
+import pytest
+
+from strategies import STRATEGIES, replicas_in_sync
+from strategies.factory import get_strategy
+
+
+def test_unknown_strategy_lists_valid_names():
+    with pytest.raises(ValueError) as err:
+        get_strategy("bogus")
+    for name in STRATEGIES:
+        assert name in str(err.value)
+
+
+def test_one_device_has_one_replica():
+    assert get_strategy("one_device").num_replicas_in_sync == 1
+
+
+def test_unknown_collective():
+    with pytest.raises(ValueError, match="valid: auto, ring"):
+        get_strategy("multi_worker_mirrored", collective="nccl-ish")
+
+
+def test_replicas_in_sync_per_strategy():
+    assert replicas_in_sync("one_device", 4, 4) == 1
+    assert replicas_in_sync("mirrored", 2, 1) == 2
+    assert replicas_in_sync("multi_worker_mirrored", 1, 3) == 3
+    # PSS is asynchronous: a step's batch belongs to one worker, whatever the worker count.
+    assert replicas_in_sync("parameter_server", 1, 2) == 1
