@@ -115,7 +115,11 @@ def main(argv):
             raise ConfigError("--threads_per_worker must be >= 0 and --cluster_timeout > 0")
     except (ConfigError, TFConfigError) as e:
         _bad_input(e)
-    if role is None and cfg.strategy in MULTI_WORKER:
+    # No cluster given: launch one locally. A one-worker MWMS needs no cluster (it runs like a
+    # single worker), and a task that already has TF_CONFIG never launches another cluster.
+    needs_cluster = cfg.strategy == "parameter_server" or cfg.num_workers > 1
+    if role is None and cfg.strategy in MULTI_WORKER and needs_cluster and \
+            not os.environ.get("TF_CONFIG"):
         this_command = [sys.executable, "-m", "experiments.run"] + sys.argv[1:]
         launch.maybe_isolate(this_command, _ISOLATE.value)
         pss = cfg.strategy == "parameter_server"

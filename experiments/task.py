@@ -122,7 +122,7 @@ def _record(cfg, role, trainer, strategy, run_id, epochs, extra_config):
         "train_examples": trainer.examples_per_epoch,
         "steps_per_epoch": trainer.steps_per_epoch,
         "learning_rate": trainer.learning_rate,
-        "threads_per_task": cfg.threads or None,
+        "threads_per_task": cfg.threads or os.cpu_count(),  # 0: TF default = all cores
         "epochs": epochs,
         "steady_state": metrics.steady_state(epochs),
         "total_train_time_s": sum(e["time_s"] for e in epochs),

@@ -15,15 +15,16 @@ EPOCH_KEYS = ("epoch", "time_s", "examples_per_sec", "train_loss", "train_accura
               "eval_accuracy")
 
 
-def write_json_atomic(path, obj):
-    """Temp file in the same directory, fsync, rename: readers see the old file or the whole
-    new one, never a partial write, even if this process is killed mid-write."""
+def write_atomic(path, write):
+    """Calls write(file) on a temp file in the same directory, fsyncs, renames: readers see the
+    old file or the whole new one, never a partial write, even if this process is killed."""
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=directory)
+    suffix = os.path.splitext(path)[1]
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=suffix, dir=directory)
     try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(obj, f, indent=2, sort_keys=True, allow_nan=True)
+        with os.fdopen(fd, "wb") as f:
+            write(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -32,6 +33,14 @@ def write_json_atomic(path, obj):
             os.unlink(tmp)
         raise
     return path
+
+
+def write_text_atomic(path, text):
+    return write_atomic(path, lambda f: f.write(text.encode("utf-8")))
+
+
+def write_json_atomic(path, obj):
+    return write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=True, allow_nan=True))
 
 
 def record_path(results_dir, run_id):

@@ -1,0 +1,143 @@
+"""The comparison: a single-device baseline, a hardware reference and every strategy, for the same
+model, data, per-replica batch and epochs; then the report (summary.csv, report.md, plots).
+
+    python -m experiments.compare                          # default: about 5 minutes on 2 CPUs
+    python -m experiments.compare --preset=full            # sweep for real hardware
+    python -m experiments.compare --workers=1,2 --models=mlp,cnn --train_examples=4096,16384 \
+        --repeats=3 --resume --results_dir=runs/compare
+
+Every run is an ordinary `python -m experiments.run` record tagged with its cell (`--run_name`), so
+an interrupted comparison continues with `--resume` (cells already recorded are skipped).
+"""
+import os
+import subprocess
+import sys
+import time
+
+from absl import app, flags
+
+from results.records import load_records
+from strategies import STRATEGIES
+
+PRESETS = {
+    # ~5 min on 2 vCPUs: 8 runs of the CNN, 3 epochs of 4096 examples each.
+    "default": dict(models="cnn", workers="1,2", train_examples="4096", repeats=1, epochs=3),
+    "full": dict(models="mlp,cnn", workers="1,2,4,8", train_examples="5000,10000,20000,40000",
+                 repeats=3, epochs=5),
+}
+
+_PRESET = flags.DEFINE_enum("preset", "default", list(PRESETS), "Sweep size; lists below override.")
+_MODELS = flags.DEFINE_list("models", None, "Models to compare (mlp, cnn).")
+_WORKERS = flags.DEFINE_list("workers", None, "Worker / replica counts N, e.g. 1,2,4.")
+_SIZES = flags.DEFINE_list("train_examples", None, "Training examples per epoch (size sweep).")
+_REPEATS = flags.DEFINE_integer("repeats", None, "Runs per configuration.", lower_bound=1)
+_EPOCHS = flags.DEFINE_integer("epochs", None, "Epochs per run (>= 2: the first is warm-up).",
+                               lower_bound=2)
+_STRATEGIES = flags.DEFINE_list("strategies", "mirrored,multi_worker_mirrored,parameter_server",
+                                "Strategies to compare against the baseline.")
+_NUM_PS = flags.DEFINE_integer("num_ps", 1, "Parameter servers for parameter_server.",
+                               lower_bound=1)
+_BATCH = flags.DEFINE_integer("batch_size_per_replica", 64, "Per-replica batch.", lower_bound=1)
+_DATASET = flags.DEFINE_string("dataset", "synthetic", "Dataset name (see experiments.run).")
+_RESULTS_DIR = flags.DEFINE_string("results_dir", "runs/compare", "Records, report and plots.")
+_RESUME = flags.DEFINE_bool("resume", True, "Skip configurations already recorded.")
+_TARGET = flags.DEFINE_float("target_accuracy", 0.9, "Eval accuracy for time-to-accuracy.")
+_RUN_TIMEOUT = flags.DEFINE_float("run_timeout", 1800, "Seconds before one run is abandoned.")
+
+
+def _ints(name, values):
+    try:
+        out = [int(v) for v in values]
+    except ValueError:
+        raise ValueError(f"--{name}={','.join(values)} must be a comma-separated list of integers")
+    if not out or min(out) < 1:
+        raise ValueError(f"--{name}={','.join(values)} must list integers >= 1")
+    return out
+
+
+def plan(models, workers, sizes, strategies, num_ps, repeats):
+    """[(run_name, extra experiments.run flags)] in execution order."""
+    runs = []
+    for model in models:
+        for size in sizes:
+            cells = [("baseline", ["--strategy=one_device", "--threads=1"]),
+                     ("hardware_reference", ["--strategy=one_device", "--threads=0"])]
+            for n in workers:
+                for s in strategies:
+                    flags_ = [f"--strategy={s}"]
+                    if s == "mirrored":
+                        flags_ += [f"--num_replicas={n}", "--threads=0"]
+                    elif s == "multi_worker_mirrored":
+                        flags_ += [f"--num_workers={n}"]
+                    elif s == "parameter_server":
+                        flags_ += [f"--num_workers={n}", f"--num_ps={num_ps}"]
+                    cells.append((f"{s}-n{n}", flags_))
+            for repeat in range(repeats):
+                for cell, extra in cells:
+                    name = f"{cell}/{model}/{size}/r{repeat}"
+                    runs.append((name, [f"--model={model}", f"--train_examples={size}", *extra]))
+    return runs
+
+
+def main(argv):
+    if len(argv) > 1:
+        sys.stderr.write(f"error: unexpected arguments {argv[1:]}; all options are --flags\n")
+        sys.exit(2)
+    preset = PRESETS[_PRESET.value]
+    try:
+        models = _MODELS.value or preset["models"].split(",")
+        bad = [m for m in models if m not in ("mlp", "cnn")]
+        if bad:
+            raise ValueError(f"--models={','.join(models)}: {bad[0]!r} is not valid; choose "
+                             f"from mlp, cnn")
+        strategies = _STRATEGIES.value
+        bad = [s for s in strategies if s not in STRATEGIES[1:]]
+        if bad:
+            raise ValueError(f"--strategies: {bad[0]!r} is not valid; choose from "
+                             f"{', '.join(STRATEGIES[1:])}")
+        workers = _ints("workers", _WORKERS.value or preset["workers"].split(","))
+        sizes = _ints("train_examples", _SIZES.value or preset["train_examples"].split(","))
+    except ValueError as e:
+        sys.stderr.write(f"error: {e}\n")
+        sys.exit(2)
+    repeats = _REPEATS.value or preset["repeats"]
+    epochs = _EPOCHS.value or preset["epochs"]
+    results_dir = _RESULTS_DIR.value
+    runs = plan(models, workers, sizes, strategies, _NUM_PS.value, repeats)
+    done = {r.get("run_name") for r in load_records(results_dir)[0]} if _RESUME.value else set()
+    todo = [(name, extra) for name, extra in runs if name not in done]
+    print(f"compare: {len(runs)} runs planned, {len(runs) - len(todo)} already recorded, "
+          f"{len(todo)} to go -> {results_dir}", flush=True)
+    common = [f"--epochs={epochs}", f"--batch_size_per_replica={_BATCH.value}",
+              f"--dataset={_DATASET.value}", f"--results_dir={results_dir}"]
+    failures, durations = [], []
+    for i, (name, extra) in enumerate(todo, 1):
+        eta = ""
+        if durations:
+            left = sum(durations) / len(durations) * (len(todo) - i + 1)
+            eta = f", about {left / 60:.1f} min left"
+        print(f"\n=== run {i}/{len(todo)}: {name}{eta}", flush=True)
+        start = time.monotonic()
+        command = [sys.executable, "-m", "experiments.run", *extra, *common, f"--run_name={name}"]
+        try:
+            code = subprocess.run(command, timeout=_RUN_TIMEOUT.value).returncode
+        except subprocess.TimeoutExpired:  # the child's launcher stops its own cluster on SIGKILL
+            code = "timeout"
+        durations.append(time.monotonic() - start)
+        if code != 0:
+            failures.append(f"{name} (exit {code})")
+            print(f"compare: run {name} FAILED (exit {code}); continuing", flush=True)
+    from results.report import build
+
+    paths, problems = build(results_dir, _TARGET.value or None)
+    for name, why in problems:
+        print(f"skipped record {name}: {why}")
+    print("\n".join(f"wrote {p}" for p in paths))
+    if failures:
+        print(f"compare: {len(failures)} run(s) failed: {', '.join(failures)}")
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    app.run(main)

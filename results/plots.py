@@ -1,0 +1,129 @@
+"""PNG plots of a comparison, from summary rows and records. Every figure has a title, axis
+labels with units and a legend; files are written atomically."""
+import collections
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless: CI, containers, Vertex
+import matplotlib.pyplot as plt  # noqa: E402
+
+from results.records import write_atomic  # noqa: E402
+from results.summary import workers_of  # noqa: E402
+
+_LABELS = {"one_device": "one device", "mirrored": "Mirrored (replicas)",
+           "multi_worker_mirrored": "MWMS (workers)", "parameter_server": "PSS (workers)"}
+
+
+def _save(fig, path):
+    write_atomic(path, lambda f: fig.savefig(f, format="png", dpi=110, bbox_inches="tight"))
+    plt.close(fig)
+    return path
+
+
+def _groups(rows):
+    """(model, dataset, size) -> rows, one plot panel per group."""
+    out = collections.defaultdict(list)
+    for r in rows:
+        out[(r["model"], r["dataset"], r["train_examples"])].append(r)
+    return out
+
+
+def epoch_time(rows, path):
+    groups = _groups(rows)
+    fig, axes = plt.subplots(1, len(groups), figsize=(6 * len(groups), 4.2), squeeze=False)
+    for ax, ((model, dataset, size), group) in zip(axes[0], sorted(groups.items())):
+        labels = [f"{r['strategy'].replace('multi_worker_mirrored', 'mwms')}\nN={r['n']}"
+                  + ("\n(all cores)" if r["role"] == "hardware_reference" else "") for r in group]
+        med = [r["epoch_time_s"] for r in group]
+        err = [[m - r["epoch_time_min_s"] for m, r in zip(med, group)],
+               [r["epoch_time_max_s"] - m for m, r in zip(med, group)]]
+        colors = ["tab:gray" if r["role"] != "strategy" else "tab:blue" for r in group]
+        ax.bar(range(len(group)), med, yerr=err, capsize=4, color=colors,
+               label="median epoch time (bars: min-max)")
+        ax.set_xticks(range(len(group)), labels, fontsize=8)
+        ax.set_ylabel("steady-state epoch time (s)")
+        ax.set_title(f"Epoch time: {model}, {dataset}, {size} examples")
+        ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def scaling(rows, throughput_path, efficiency_path):
+    """Throughput vs N against the ideal line (N x one-worker throughput), and efficiency."""
+    figs = {}
+    for kind, path in (("throughput", throughput_path), ("efficiency", efficiency_path)):
+        groups = _groups(rows)
+        fig, axes = plt.subplots(1, len(groups), figsize=(6 * len(groups), 4.2), squeeze=False)
+        for ax, ((model, dataset, size), group) in zip(axes[0], sorted(groups.items())):
+            base = next((r for r in group if r["role"] == "baseline"), None)
+            ref = next((r for r in group if r["role"] == "hardware_reference"), None)
+            ns = sorted({r["n"] for r in group if r["role"] == "strategy"} | {1})
+            for strategy in ("mirrored", "multi_worker_mirrored", "parameter_server"):
+                pts = sorted((r["n"], r) for r in group
+                             if r["strategy"] == strategy and r["role"] == "strategy")
+                if not pts:
+                    continue
+                ys = [r["examples_per_sec"] if kind == "throughput" else
+                      (r["efficiency"] or 0) * 100 for _, r in pts]
+                ax.plot([n for n, _ in pts], ys, "o-", label=_LABELS[strategy])
+            if kind == "throughput" and base:
+                ax.plot(ns, [base["examples_per_sec"] * n for n in ns], "k--",
+                        label="ideal: N x one worker (1 thread)")
+                if ref:
+                    ax.axhline(ref["examples_per_sec"], color="tab:red", ls=":",
+                               label="hardware reference (1 process, all cores)")
+                ax.set_ylabel("throughput (examples/s)")
+            if kind == "efficiency":
+                ax.axhline(100, color="k", ls="--", label="ideal (100 %)")
+                ax.set_ylabel("parallel efficiency (%) vs 1 worker")
+            ax.set_xticks(ns)
+            ax.set_xlabel("workers / replicas (N)")
+            ax.set_title(f"{kind.capitalize()} vs N: {model}, {size} examples")
+            ax.legend(fontsize=8)
+        figs[kind] = _save(fig, path)
+    return figs
+
+
+def curves(records, path):
+    """Eval accuracy and train loss per epoch, one line per (strategy, N) (first repeat)."""
+    fig, (acc, loss) = plt.subplots(1, 2, figsize=(12, 4.2))
+    seen = set()
+    for r in records:
+        key = (r["strategy"], workers_of(r), r.get("run_name", "").split("/")[0], r["model"],
+               r["train_examples"])
+        if key in seen:
+            continue
+        seen.add(key)
+        label = f"{r['model']} {r['strategy']} N={key[1]}" + (
+            " (all cores)" if key[2] == "hardware_reference" else "")
+        epochs = [e["epoch"] for e in r["epochs"]]
+        acc.plot(epochs, [e["eval_accuracy"] * 100 for e in r["epochs"]], "o-", label=label)
+        loss.plot(epochs, [e["train_loss"] for e in r["epochs"]], "o-", label=label)
+    acc.set(title="Eval accuracy per epoch", xlabel="epoch", ylabel="eval accuracy (%)")
+    loss.set(title="Train loss per epoch", xlabel="epoch", ylabel="train loss (cross-entropy)")
+    acc.legend(fontsize=7)
+    loss.legend(fontsize=7)
+    return _save(fig, path)
+
+
+def size_sweep(rows, path):
+    """Epoch time, speedup and efficiency vs dataset size, one line per (strategy, N)."""
+    lines = collections.defaultdict(list)
+    for r in rows:
+        if r["role"] == "strategy":
+            lines[(r["model"], r["strategy"], r["n"])].append(r)
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.2))
+    for (model, strategy, n), group in sorted(lines.items()):
+        group.sort(key=lambda r: r["train_examples"])
+        xs = [r["train_examples"] for r in group]
+        label = f"{model} {strategy} N={n}"
+        axes[0].plot(xs, [r["epoch_time_s"] for r in group], "o-", label=label)
+        axes[1].plot(xs, [r["speedup"] or 0 for r in group], "o-", label=label)
+        axes[2].plot(xs, [(r["efficiency"] or 0) * 100 for r in group], "o-", label=label)
+    for ax, (title, unit) in zip(axes, (("Epoch time", "epoch time (s)"),
+                                        ("Speedup vs 1 worker", "speedup (x)"),
+                                        ("Parallel efficiency", "efficiency (%)"))):
+        ax.set(title=f"{title} vs dataset size", xlabel="training examples per epoch",
+               ylabel=unit)
+        ax.set_xscale("log")
+        ax.legend(fontsize=7)
+    return _save(fig, path)
