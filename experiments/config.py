@@ -45,6 +45,7 @@ class RunConfig:
     run_name: str = ""  # optional label, e.g. the comparison cell this run belongs to
     threads: int = 0  # intra/inter-op threads of this process; 0 = TensorFlow's default
     tensorboard: bool = True
+    tensorboard_dir: str = ""  # "": <results_dir>/tensorboard; Vertex: $AIP_TENSORBOARD_LOG_DIR
 
     def replicas_in_sync(self):
         return replicas_in_sync(self.strategy, self.num_replicas, self.num_workers)
@@ -78,6 +79,8 @@ def check_writable_dir(flag, path):
     """The nearest existing ancestor must be a writable directory; nothing is created here."""
     if not path:
         raise ConfigError(f"--{flag} is empty; give a directory to write results into")
+    if "://" in path:
+        return  # gs:// and other tf.io.gfile URLs: checked by the platform's permissions
     probe = os.path.abspath(path)
     while not os.path.exists(probe):
         parent = os.path.dirname(probe)

@@ -104,10 +104,18 @@ def main(argv):
     if len(argv) > 1:
         _bad_input(f"unexpected arguments {argv[1:]}; all options are --flags")
     cfg = _config()
+    # Vertex AI tells a job where its outputs go; an explicit --results_dir still wins.
+    if os.environ.get("AIP_MODEL_DIR") and not _RESULTS_DIR.present:
+        cfg = dataclasses.replace(cfg, results_dir=os.environ["AIP_MODEL_DIR"])
+    if os.environ.get("AIP_TENSORBOARD_LOG_DIR"):
+        cfg = dataclasses.replace(cfg, tensorboard_dir=os.environ["AIP_TENSORBOARD_LOG_DIR"])
     try:
         role = role_from_env()
         if role is not None:  # the platform's cluster wins over --num_workers / --num_ps
-            cfg = dataclasses.replace(cfg, num_workers=max(role.num_workers, 1),
+            # MWMS counts a chief (Vertex pool 0) as a worker; PSS's chief only coordinates.
+            chief = 1 if cfg.strategy == "multi_worker_mirrored" and role.chief_type != "worker" \
+                else 0
+            cfg = dataclasses.replace(cfg, num_workers=max(role.num_workers + chief, 1),
                                       num_ps=role.num_ps)
         validate(cfg)
         check_strategy_fits(cfg.strategy, role)

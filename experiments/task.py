@@ -79,7 +79,8 @@ def run_task(cfg, role, extra_config=None):
     writer = None
     if is_chief and cfg.tensorboard:
         writer = tf.summary.create_file_writer(
-            os.path.join(cfg.results_dir, "tensorboard", run_id))
+            os.path.join(cfg.tensorboard_dir or os.path.join(cfg.results_dir, "tensorboard"),
+                         run_id))
     epochs = []
     for epoch in range(1, cfg.epochs + 1):
         stats = trainer.train_epoch(epoch)
@@ -114,7 +115,7 @@ def _record(cfg, role, trainer, strategy, run_id, epochs, extra_config):
         "strategy": cfg.strategy,
         "model": cfg.model,
         "dataset": cfg.dataset,
-        "num_workers": role.num_workers if role else 1,
+        "num_workers": cfg.num_workers,
         "num_ps": role.num_ps if role else 0,
         "num_replicas_in_sync": strategy.num_replicas_in_sync,
         "batch_size_per_replica": trainer.per_replica_batch,

@@ -10,6 +10,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 from results.records import write_atomic  # noqa: E402
 from results.summary import workers_of  # noqa: E402
 
+_SHORT = {"one_device": "1 device", "mirrored": "mirrored", "multi_worker_mirrored": "MWMS",
+          "parameter_server": "PSS"}
 _LABELS = {"one_device": "one device", "mirrored": "Mirrored (replicas)",
            "multi_worker_mirrored": "MWMS (workers)", "parameter_server": "PSS (workers)"}
 
@@ -30,9 +32,10 @@ def _groups(rows):
 
 def epoch_time(rows, path):
     groups = _groups(rows)
-    fig, axes = plt.subplots(1, len(groups), figsize=(6 * len(groups), 4.2), squeeze=False)
+    width = max(6.0, 0.9 * max(len(g) for g in groups.values()))
+    fig, axes = plt.subplots(1, len(groups), figsize=(width * len(groups), 4.2), squeeze=False)
     for ax, ((model, dataset, size), group) in zip(axes[0], sorted(groups.items())):
-        labels = [f"{r['strategy'].replace('multi_worker_mirrored', 'mwms')}\nN={r['n']}"
+        labels = [f"{_SHORT[r['strategy']]}\nN={r['n']}"
                   + ("\n(all cores)" if r["role"] == "hardware_reference" else "") for r in group]
         med = [r["epoch_time_s"] for r in group]
         err = [[m - r["epoch_time_min_s"] for m, r in zip(med, group)],

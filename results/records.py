@@ -18,6 +18,13 @@ EPOCH_KEYS = ("epoch", "time_s", "examples_per_sec", "train_loss", "train_accura
 def write_atomic(path, write):
     """Calls write(file) on a temp file in the same directory, fsyncs, renames: readers see the
     old file or the whole new one, never a partial write, even if this process is killed."""
+    if "://" in path:  # gs:// (Vertex): an object appears whole when its upload completes
+        import tensorflow as tf
+
+        tf.io.gfile.makedirs(path.rsplit("/", 1)[0])
+        with tf.io.gfile.GFile(path, "wb") as f:
+            write(f)
+        return path
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     suffix = os.path.splitext(path)[1]

@@ -80,10 +80,10 @@ def findings(rows):
                                f"throughput: adding workers stops paying here.")
         worst = min((r for r in strat if r["accuracy_delta"] is not None),
                     key=lambda r: r["accuracy_delta"], default=None)
-        if worst is not None:
+        if worst is not None and worst["accuracy_delta"] < 0:
             out.append(f"  - Accuracy: the largest drop vs the baseline is "
                        f"{worst['accuracy_delta'] * 100:+.1f} points ({worst['strategy']} "
-                       f"N={worst['n']}; larger global batches take fewer steps per epoch).")
+                       f"N={worst['n']}, global batch {worst['global_batch_size']}).")
     return "\n".join(out) or "- Not enough runs for findings (a baseline and a strategy needed)."
 
 

@@ -1,0 +1,52 @@
+"""A tiny end-to-end comparison: records, summary.csv, report.md, plots; rebuilt from records."""
+import csv
+import os
+
+import pytest
+
+from results import metrics
+from tests.helpers import processes_mentioning, records_in, run_module
+
+pytestmark = pytest.mark.integration
+
+
+def test_tiny_comparison_and_rebuild(tmp_path):
+    args = ["--models=mlp", "--workers=2", "--strategies=mirrored,multi_worker_mirrored",
+            "--train_examples=1024", "--epochs=2", f"--results_dir={tmp_path}"]
+    proc = run_module("experiments.compare", *args, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "run 4/4" in proc.stdout and "left" in proc.stdout  # progress with an estimate
+    recs = records_in(tmp_path)
+    assert sorted(r["run_name"].split("/")[0] for r in recs) == [
+        "baseline", "hardware_reference", "mirrored-n2", "multi_worker_mirrored-n2"]
+    for name in ("summary.csv", "report.md", "epoch_time.png", "throughput_vs_workers.png",
+                 "efficiency_vs_workers.png", "curves.png"):
+        assert os.path.getsize(tmp_path / name) > 500, name
+    # summary.csv agrees with the definitions recomputed from the records themselves
+    steady = {r["run_name"].split("/")[0]: metrics.steady_state(r["epochs"])["epoch_time_s"]["median"]
+              for r in recs}
+    with open(tmp_path / "summary.csv") as f:
+        rows = {r["strategy"] + r["role"]: r for r in csv.DictReader(f)}
+    t1, t2 = steady["baseline"], steady["multi_worker_mirrored-n2"]
+    mw = rows["multi_worker_mirroredstrategy"]
+    assert float(mw["speedup"]) == pytest.approx(t1 / t2)
+    assert float(mw["scaling_percent"]) == pytest.approx(t1 / (2 * t2) * 100)
+    assert float(mw["efficiency"]) == pytest.approx(t1 / t2 / 2)
+
+    # resume: nothing left to run
+    again = run_module("experiments.compare", *args, timeout=300)
+    assert again.returncode == 0 and "4 already recorded, 0 to go" in again.stdout
+    # the report alone rebuilds everything from the records
+    os.remove(tmp_path / "summary.csv")
+    os.remove(tmp_path / "curves.png")
+    rebuilt = run_module("experiments.report", f"--results_dir={tmp_path}", timeout=300)
+    assert rebuilt.returncode == 0, rebuilt.stderr[-2000:]
+    assert (tmp_path / "summary.csv").exists() and (tmp_path / "curves.png").exists()
+    assert not processes_mentioning(str(tmp_path))
+
+
+def test_compare_bad_input_exits_2(tmp_path):
+    proc = run_module("experiments.compare", "--workers=1,x", f"--results_dir={tmp_path}/o",
+                      timeout=120)
+    assert proc.returncode == 2 and "--workers=1,x" in proc.stderr
+    assert not (tmp_path / "o").exists()

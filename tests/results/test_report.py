@@ -1,0 +1,95 @@
+"""The report built from fixture records: CSV values, report sections, PNGs that open."""
+import csv
+
+import matplotlib.image as mpimg
+import pytest
+
+from results import records
+from results.report import build
+from results.summary import COLUMNS
+
+
+def _record(run_id, strategy, n, times, acc, run_name="", size=1024):
+    epochs = [{"epoch": i + 1, "time_s": t, "examples_per_sec": size / t, "train_loss": 1.0 / (i + 1),
+               "train_accuracy": 0.5, "eval_loss": 1.0 - acc, "eval_accuracy": acc * (i + 1) / len(times)}
+              for i, t in enumerate(times)]
+    replicas = n if strategy in ("mirrored", "multi_worker_mirrored") else 1
+    return {"run_id": run_id, "run_name": run_name, "timestamp": f"2026-01-01T00:00:0{len(run_id)}",
+            "strategy": strategy, "model": "cnn", "dataset": "synthetic",
+            "num_workers": n if strategy in ("multi_worker_mirrored", "parameter_server") else 1,
+            "num_replicas_in_sync": replicas, "batch_size_per_replica": 64,
+            "global_batch_size": 64 * replicas, "train_examples": size, "epochs": epochs,
+            "steady_state": {}, "final_eval_accuracy": epochs[-1]["eval_accuracy"],
+            "final_eval_loss": 1.0 - acc, "config": {}, "environment": {}, "threads_per_task": 1}
+
+
+@pytest.fixture
+def results_dir(tmp_path):
+    for rec in [
+        # first epochs are slow (tracing) and must not count
+        _record("b1", "one_device", 1, [50.0, 10.0, 12.0], 0.90, "baseline/cnn/1024/r0"),
+        _record("b2", "one_device", 1, [50.0, 11.0, 11.0], 0.92, "baseline/cnn/1024/r1"),
+        _record("ref", "one_device", 1, [50.0, 7.0, 7.0], 0.91, "hardware_reference/cnn/1024/r0"),
+        _record("mw2", "multi_worker_mirrored", 2, [60.0, 8.0, 8.0], 0.88),
+        _record("ps2", "parameter_server", 2, [60.0, 20.0, 20.0], 0.90),
+    ]:
+        records.write_record(str(tmp_path), rec)
+    (tmp_path / "records" / "broken.json").write_text('{"run_id": ')
+    return tmp_path
+
+
+def _rows(path):
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+def test_summary_csv_matches_definitions(results_dir):
+    paths, problems = build(str(results_dir), target_accuracy=0.5)
+    assert [p[0] for p in problems] == ["broken.json"]
+    rows = _rows(results_dir / "summary.csv")
+    assert tuple(rows[0]) == COLUMNS and len(rows) == 4
+    by = {(r["strategy"], r["role"]): r for r in rows}
+    base = by[("one_device", "baseline")]
+    # steady epochs pooled over both repeats: 10, 12, 11, 11 -> median 11
+    assert float(base["epoch_time_s"]) == 11.0 and base["runs"] == "2"
+    assert float(base["epoch_time_min_s"]) == 10.0 and float(base["epoch_time_max_s"]) == 12.0
+    mw = by[("multi_worker_mirrored", "strategy")]
+    assert float(mw["speedup"]) == pytest.approx(11.0 / 8.0)
+    assert float(mw["scaling_percent"]) == pytest.approx(11.0 / (2 * 8.0) * 100)
+    assert float(mw["efficiency"]) == pytest.approx(11.0 / 8.0 / 2)
+    assert float(mw["speedup_vs_reference"]) == pytest.approx(7.0 / 8.0)
+    assert float(mw["accuracy_delta"]) == pytest.approx(0.88 - 0.91)  # baseline median of 0.90, 0.92
+    ps = by[("parameter_server", "strategy")]
+    assert float(ps["speedup"]) == pytest.approx(0.55)
+    # time to 50 %: accuracy after epoch 2 of 3 is 2/3 of final (> 0.5) -> 60 + 20 s
+    assert float(ps["time_to_target_s"]) == pytest.approx(80.0)
+
+
+def test_report_sections_and_plots(results_dir):
+    paths, _ = build(str(results_dir), target_accuracy=None)
+    text = (results_dir / "report.md").read_text()
+    for section in ("# Strategy comparison", "## cnn, synthetic, 1024", "## Findings", "## Plots",
+                    "## Skipped records", "broken.json"):
+        assert section in text
+    assert "parameter_server N=2 is slower than one device (0.55x)" in text
+    assert "no distributed setup beats it" in text  # the all-cores reference (7 s) beats MWMS (8 s)
+    pngs = [p for p in paths if p.endswith(".png")]
+    assert len(pngs) == 4
+    for p in pngs:
+        img = mpimg.imread(p)
+        assert img.shape[0] > 300 and img.shape[1] > 400
+
+
+def test_size_sweep_plot_when_sizes_differ(tmp_path):
+    for size in (1024, 4096):
+        records.write_record(str(tmp_path), _record(f"b{size}", "one_device", 1, [5.0, 1.0], 0.9,
+                                                    "baseline", size=size))
+        records.write_record(str(tmp_path), _record(f"m{size}", "mirrored", 2, [5.0, 0.8], 0.9,
+                                                    size=size))
+    paths, _ = build(str(tmp_path))
+    assert any(p.endswith("size_sweep.png") for p in paths)
+
+
+def test_no_records_is_an_error(tmp_path):
+    with pytest.raises(ValueError, match="no readable records"):
+        build(str(tmp_path))
