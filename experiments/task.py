@@ -7,6 +7,7 @@
 import dataclasses
 import datetime
 import os
+import resource
 import uuid
 
 import tensorflow as tf
@@ -23,10 +24,10 @@ from strategies.factory import get_strategy
 _MIN_SERVER_INTEROP = 2
 
 
-def _set_threads(threads, inter=None):
+def _set_threads(threads):
     if threads:
         tf.config.threading.set_intra_op_parallelism_threads(threads)
-        tf.config.threading.set_inter_op_parallelism_threads(inter or threads)
+        tf.config.threading.set_inter_op_parallelism_threads(max(threads, _MIN_SERVER_INTEROP))
 
 
 def _resolver(role):
@@ -49,6 +50,14 @@ def _serve(role, threads):
     print(f"{role.name} serving at {role.cluster[role.task_type][role.task_index]}", flush=True)
     server.join()
     return 0
+
+
+def _peak_memory():
+    """This task's resident-set high-water mark, and each GPU's peak allocation if there are GPUs."""
+    out = {"host_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}  # Linux: KiB
+    for i, _ in enumerate(tf.config.list_physical_devices("GPU")):
+        out[f"gpu:{i}"] = tf.config.experimental.get_memory_info(f"GPU:{i}")["peak"]
+    return out
 
 
 def new_run_id(cfg):
@@ -131,6 +140,7 @@ def _record(cfg, role, trainer, strategy, run_id, epochs, extra_config):
         "final_eval_loss": epochs[-1]["eval_loss"],
         "final_train_loss": epochs[-1]["train_loss"],
         "weights_checksum": trainer.weights_checksum(),
+        "peak_memory_bytes": _peak_memory(),
         "cluster": {"roles": role.tf_cluster() if role else {}, "this_task": role.name if role
                     else "single", "collective": cfg.collective if cfg.strategy ==
                     "multi_worker_mirrored" else None,

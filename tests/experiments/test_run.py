@@ -29,6 +29,7 @@ def test_run_writes_a_complete_record(tmp_path, strategy, extra, replicas):
     assert record["final_eval_accuracy"] > 0.3  # chance is 0.1
     assert record["config"]["strategy"] == strategy and record["environment"]["tensorflow"]
     assert os.listdir(tmp_path / "tensorboard")  # scalars were written
+    assert 50e6 < record["peak_memory_bytes"]["host_rss"] < 8e9  # TF alone is > 50 MB
 
 
 @pytest.mark.parametrize("args, fragment", [
