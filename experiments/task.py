@@ -24,10 +24,10 @@ from strategies.factory import get_strategy
 _MIN_SERVER_INTEROP = 2
 
 
-def _set_threads(threads):
+def _set_threads(threads, min_inter_op=1):
     if threads:
         tf.config.threading.set_intra_op_parallelism_threads(threads)
-        tf.config.threading.set_inter_op_parallelism_threads(max(threads, _MIN_SERVER_INTEROP))
+        tf.config.threading.set_inter_op_parallelism_threads(max(threads, min_inter_op))
 
 
 def _resolver(role):
@@ -67,7 +67,7 @@ def new_run_id(cfg):
 
 def run_task(cfg, role, extra_config=None):
     """Plays this process's role. Returns the process exit code."""
-    _set_threads(cfg.threads)
+    _set_threads(cfg.threads, _MIN_SERVER_INTEROP if cfg.strategy == "parameter_server" else 1)
     if role is not None and cfg.strategy == "parameter_server" and role.task_type in ("worker",
                                                                                         "ps"):
         return _serve(role, cfg.threads)
