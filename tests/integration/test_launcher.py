@@ -1,10 +1,15 @@
 """`python -m tf_config.launch` failure handling: fail fast, name the task, leave nothing behind."""
+import re
+import signal
+import socket
+import subprocess
 import sys
 import time
 
 import pytest
 
-from tests.helpers import processes_mentioning, run_module
+from tests.helpers import ROOT, processes_mentioning, run_module
+from tf_config import netns
 
 pytestmark = pytest.mark.integration
 
@@ -18,8 +23,9 @@ if mode == "silent":
     time.sleep(300)
 port = int(cfg["cluster"][kind][index].rsplit(":", 1)[1])
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("127.0.0.1", port)); s.listen()
+s.bind(("", port)); s.listen()  # every interface, as TF's gRPC servers do
 print(f"{kind}:{index} up threads={os.environ['TF_NUM_INTRAOP_THREADS']}", flush=True)
+print(f"listening on *:{port}", flush=True)
 if mode == "fail" and kind == "worker" and index == 1:
     time.sleep(1); print("boom: simulated crash", flush=True); sys.exit(1)
 if mode == "ok":
@@ -64,3 +70,46 @@ def test_task_that_never_answers_is_named(tmp_path):
 def test_launch_without_command_is_bad_input():
     proc = run_module("tf_config.launch", "--workers=2", timeout=60)
     assert proc.returncode == 2 and "give the command after --" in proc.stderr
+
+
+def test_ctrl_c_stops_every_task(tmp_path):
+    marker = str(tmp_path / "marker")
+    proc = subprocess.Popen([sys.executable, "-m", "tf_config.launch", "--workers=2", "--",
+                             sys.executable, "-c", _TASK, marker, "hang"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = []
+    for line in proc.stdout:  # wait until both tasks serve
+        lines.append(line)
+        if sum(" up threads=" in l for l in lines) == 2:
+            break
+    assert len(processes_mentioning(marker)) >= 2
+    proc.send_signal(signal.SIGINT)
+    out = proc.communicate(timeout=30)[0]
+    assert proc.returncode == 128 + signal.SIGINT
+    assert "stopped by SIGINT; all tasks stopped" in out
+    assert not processes_mentioning(marker)
+
+
+@pytest.mark.skipif(not netns.isolation_available(), reason="no private network namespaces here")
+def test_isolated_cluster_is_not_reachable_from_the_host(tmp_path):
+    """Tasks listen on all interfaces (like TF's gRPC servers); from this (host) namespace their
+    ports must not answer, not even on 127.0.0.1."""
+    marker = str(tmp_path / "marker")
+    proc = subprocess.Popen([sys.executable, "-m", "tf_config.launch", "--workers=2", "--",
+                             sys.executable, "-c", _TASK, marker, "hang"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        ports = []
+        for line in proc.stdout:
+            ports += [int(p) for p in re.findall(r"listening on \*:(\d+)", line)]
+            if len(ports) == 2:
+                break
+        assert len(ports) == 2
+        for port in ports:
+            with socket.socket() as s:
+                s.settimeout(1)
+                assert s.connect_ex(("127.0.0.1", port)) != 0, f"port {port} reachable"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=30)
+    assert not processes_mentioning(marker)
