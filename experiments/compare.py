@@ -104,8 +104,12 @@ def main(argv):
     epochs = _EPOCHS.value or preset["epochs"]
     results_dir = _RESULTS_DIR.value
     runs = plan(models, workers, sizes, strategies, _NUM_PS.value, repeats)
-    done = {r.get("run_name") for r in load_records(results_dir)[0]} if _RESUME.value else set()
-    todo = [(name, extra) for name, extra in runs if name not in done]
+    # A cell counts as done only if recorded with the same settings, not just the same name.
+    settings = (epochs, _BATCH.value, _DATASET.value)
+    done = {(r.get("run_name"), r["config"].get("epochs"), r["config"].get(
+        "batch_size_per_replica"), r["config"].get("dataset"))
+        for r in load_records(results_dir)[0]} if _RESUME.value else set()
+    todo = [(name, extra) for name, extra in runs if (name, *settings) not in done]
     print(f"compare: {len(runs)} runs planned, {len(runs) - len(todo)} already recorded, "
           f"{len(todo)} to go -> {results_dir}", flush=True)
     common = [f"--epochs={epochs}", f"--batch_size_per_replica={_BATCH.value}",

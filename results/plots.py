@@ -23,10 +23,10 @@ def _save(fig, path):
 
 
 def _groups(rows):
-    """(model, dataset, size) -> rows, one plot panel per group."""
+    """(model, dataset, size, per-replica batch) -> rows, one plot panel per group."""
     out = collections.defaultdict(list)
     for r in rows:
-        out[(r["model"], r["dataset"], r["train_examples"])].append(r)
+        out[(r["model"], r["dataset"], r["train_examples"], r["batch_size_per_replica"])].append(r)
     return out
 
 
@@ -34,7 +34,7 @@ def epoch_time(rows, path):
     groups = _groups(rows)
     width = max(6.0, 0.9 * max(len(g) for g in groups.values()))
     fig, axes = plt.subplots(1, len(groups), figsize=(width * len(groups), 4.2), squeeze=False)
-    for ax, ((model, dataset, size), group) in zip(axes[0], sorted(groups.items())):
+    for ax, ((model, dataset, size, batch), group) in zip(axes[0], sorted(groups.items())):
         labels = [f"{_SHORT[r['strategy']]}\nN={r['n']}"
                   + ("\n(all cores)" if r["role"] == "hardware_reference" else "") for r in group]
         med = [r["epoch_time_s"] for r in group]
@@ -45,7 +45,7 @@ def epoch_time(rows, path):
                label="median epoch time (bars: min-max)")
         ax.set_xticks(range(len(group)), labels, fontsize=8)
         ax.set_ylabel("steady-state epoch time (s)")
-        ax.set_title(f"Epoch time: {model}, {dataset}, {size} examples")
+        ax.set_title(f"Epoch time: {model}, {dataset}, {size} examples, {batch}/replica")
         ax.legend(fontsize=8)
     return _save(fig, path)
 
@@ -56,13 +56,14 @@ def scaling(rows, throughput_path, efficiency_path):
     for kind, path in (("throughput", throughput_path), ("efficiency", efficiency_path)):
         groups = _groups(rows)
         fig, axes = plt.subplots(1, len(groups), figsize=(6 * len(groups), 4.2), squeeze=False)
-        for ax, ((model, dataset, size), group) in zip(axes[0], sorted(groups.items())):
+        for ax, ((model, dataset, size, batch), group) in zip(axes[0], sorted(groups.items())):
             base = next((r for r in group if r["role"] == "baseline"), None)
             ref = next((r for r in group if r["role"] == "hardware_reference"), None)
             ns = sorted({r["n"] for r in group if r["role"] == "strategy"} | {1})
             for strategy in ("mirrored", "multi_worker_mirrored", "parameter_server"):
-                pts = sorted((r["n"], r) for r in group
-                             if r["strategy"] == strategy and r["role"] == "strategy")
+                pts = sorted(((r["n"], r) for r in group
+                          if r["strategy"] == strategy and r["role"] == "strategy"),
+                         key=lambda p: p[0])
                 if not pts:
                     continue
                 ys = [r["examples_per_sec"] if kind == "throughput" else
@@ -80,7 +81,7 @@ def scaling(rows, throughput_path, efficiency_path):
                 ax.set_ylabel("parallel efficiency (%) vs 1 worker")
             ax.set_xticks(ns)
             ax.set_xlabel("workers / replicas (N)")
-            ax.set_title(f"{kind.capitalize()} vs N: {model}, {size} examples")
+            ax.set_title(f"{kind.capitalize()} vs N: {model}, {size} examples, {batch}/replica")
             ax.legend(fontsize=8)
         figs[kind] = _save(fig, path)
     return figs
@@ -113,12 +114,12 @@ def size_sweep(rows, path):
     lines = collections.defaultdict(list)
     for r in rows:
         if r["role"] == "strategy":
-            lines[(r["model"], r["strategy"], r["n"])].append(r)
+            lines[(r["model"], r["strategy"], r["n"], r["batch_size_per_replica"])].append(r)
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.2))
-    for (model, strategy, n), group in sorted(lines.items()):
+    for (model, strategy, n, batch), group in sorted(lines.items()):
         group.sort(key=lambda r: r["train_examples"])
         xs = [r["train_examples"] for r in group]
-        label = f"{model} {strategy} N={n}"
+        label = f"{model} {strategy} N={n} ({batch}/replica)"
         axes[0].plot(xs, [r["epoch_time_s"] for r in group], "o-", label=label)
         axes[1].plot(xs, [r["speedup"] or 0 for r in group], "o-", label=label)
         axes[2].plot(xs, [(r["efficiency"] or 0) * 100 for r in group], "o-", label=label)

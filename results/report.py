@@ -47,13 +47,14 @@ def findings(rows):
     out = []
     groups = {}
     for r in rows:
-        groups.setdefault((r["model"], r["dataset"], r["train_examples"]), []).append(r)
-    for (model, dataset, size), group in sorted(groups.items()):
+        groups.setdefault((r["model"], r["dataset"], r["train_examples"],
+                           r["batch_size_per_replica"]), []).append(r)
+    for (model, dataset, size, batch), group in sorted(groups.items()):
         strat = [r for r in group if r["role"] == "strategy" and r["epoch_time_s"]]
         if not strat:
             continue
         best = max(strat, key=lambda r: r["examples_per_sec"])
-        where = f"{model} on {dataset}, {size} examples"
+        where = f"{model} on {dataset}, {size} examples, {batch} per replica"
         out.append(f"- **{where}**: fastest distributed setup is {best['strategy']} with "
                    f"N={best['n']} ({best['examples_per_sec']:.0f} examples/s"
                    + (f", {best['speedup']:.2f}x the 1-thread single device" if best["speedup"]
@@ -72,7 +73,8 @@ def findings(rows):
                        f"({r['speedup']:.2f}x): per-step synchronization (gradient all-reduce "
                        f"or parameter-server push/pull) costs more than the compute it splits.")
         for strategy in ("mirrored", "multi_worker_mirrored", "parameter_server"):
-            pts = sorted((r["n"], r) for r in strat if r["strategy"] == strategy)
+            pts = sorted(((r["n"], r) for r in strat if r["strategy"] == strategy),
+                         key=lambda p: p[0])
             for (n0, a), (n1, b) in zip(pts, pts[1:]):
                 if b["examples_per_sec"] <= a["examples_per_sec"] * 1.05:
                     out.append(f"  - {strategy}: going from N={n0} to N={n1} gains "
@@ -96,10 +98,11 @@ def markdown(rows, problems, plot_files, target_accuracy):
              "'vs all-cores ref' = T_ref/TN against one process using every core.", ""]
     groups = {}
     for r in rows:
-        groups.setdefault((r["model"], r["dataset"], r["train_examples"]), []).append(r)
-    for (model, dataset, size), group in sorted(groups.items()):
-        parts += [f"## {model}, {dataset}, {size} training examples, "
-                  f"{group[0]['batch_size_per_replica']} per replica", "", _table(group), ""]
+        groups.setdefault((r["model"], r["dataset"], r["train_examples"],
+                           r["batch_size_per_replica"]), []).append(r)
+    for (model, dataset, size, batch), group in sorted(groups.items()):
+        parts += [f"## {model}, {dataset}, {size} training examples, {batch} per replica", "",
+                  _table(group), ""]
     if target_accuracy:
         parts += [f"Time to {target_accuracy:.0%} eval accuracy (s): " + ", ".join(
             f"{r['strategy']} N={r['n']}: {_fmt(r['time_to_target_s'])}" for r in rows), ""]

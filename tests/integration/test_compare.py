@@ -36,6 +36,10 @@ def test_tiny_comparison_and_rebuild(tmp_path):
     # resume: nothing left to run
     again = run_module("experiments.compare", *args, timeout=300)
     assert again.returncode == 0 and "4 already recorded, 0 to go" in again.stdout
+    # other settings are other runs, even with the same cell names
+    changed = run_module("experiments.compare", *args, "--batch_size_per_replica=32",
+                         "--strategies=mirrored", timeout=600)
+    assert changed.returncode == 0 and "0 already recorded, 3 to go" in changed.stdout
     # the report alone rebuilds everything from the records
     os.remove(tmp_path / "summary.csv")
     os.remove(tmp_path / "curves.png")

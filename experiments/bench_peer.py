@@ -1,0 +1,70 @@
+"""Benchmark (not a test): the toolkit's loop against a plain `model.fit` script, same model, data
+and batch, single device and MirroredStrategy, run side by side in one invocation.
+
+    python -m experiments.bench_peer                 # CNN, 16384 examples, batch 128, 4 epochs, 2 rounds
+
+Each configuration runs in its own process (alternating toolkit / peer, `--rounds` times) and the
+figure is the median steady-state throughput (first epoch excluded). Prints both and the ratio.
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+from absl import app, flags
+
+from results.records import load_records
+
+_MODEL = flags.DEFINE_enum("model", "cnn", ["mlp", "cnn"], "Model.")
+_EPOCHS = flags.DEFINE_integer("epochs", 4, "Epochs per run (first excluded).", lower_bound=2)
+_TRAIN = flags.DEFINE_integer("train_examples", 16384, "Examples per epoch.", lower_bound=1)
+_BATCH = flags.DEFINE_integer("batch", 128, "Global batch size.", lower_bound=2)
+_ROUNDS = flags.DEFINE_integer("rounds", 2, "Alternating runs of each side.", lower_bound=1)
+
+
+def _run(argv):
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    proc = subprocess.run([sys.executable, "-m", *argv], capture_output=True, text=True, env=env)
+    if proc.returncode:
+        sys.exit(f"benchmark run failed: {' '.join(argv)}\n{proc.stderr[-2000:]}")
+    return proc.stdout
+
+
+def _toolkit(replicas):
+    with tempfile.TemporaryDirectory() as d:
+        strategy = ["--strategy=mirrored", f"--num_replicas={replicas}"] if replicas > 1 else \
+            ["--strategy=one_device"]
+        _run(["experiments.run", *strategy, f"--model={_MODEL.value}",
+              f"--epochs={_EPOCHS.value}", f"--train_examples={_TRAIN.value}",
+              f"--global_batch_size={_BATCH.value}", "--notensorboard", f"--results_dir={d}"])
+        (record,), _ = load_records(d)
+        return [e["examples_per_sec"] for e in record["epochs"][1:]]
+
+
+def _peer(replicas):
+    out = _run(["experiments.peer_keras", f"--model={_MODEL.value}", f"--epochs={_EPOCHS.value}",
+                f"--train_examples={_TRAIN.value}", f"--batch={_BATCH.value}",
+                f"--mirrored={replicas if replicas > 1 else 0}"])
+    line = [l for l in out.splitlines() if l.startswith("{")][-1]
+    return json.loads(line)["examples_per_sec"][1:]
+
+
+def main(argv):
+    del argv
+    print(f"peer benchmark: {_MODEL.value}, {_TRAIN.value} examples/epoch, global batch "
+          f"{_BATCH.value}, {_EPOCHS.value} epochs (first excluded), {_ROUNDS.value} rounds")
+    for replicas, name in ((1, "single device"), (2, "MirroredStrategy x2 (logical CPUs)")):
+        ours, theirs = [], []
+        for _ in range(_ROUNDS.value):
+            ours += _toolkit(replicas)
+            theirs += _peer(replicas)
+        a, b = statistics.median(ours), statistics.median(theirs)
+        print(f"{name:36s} toolkit {a:8.0f} ex/s [{min(ours):.0f}-{max(ours):.0f}]   "
+              f"model.fit {b:8.0f} ex/s [{min(theirs):.0f}-{max(theirs):.0f}]   "
+              f"ratio toolkit/model.fit {a / b:.3f}", flush=True)
+
+
+if __name__ == "__main__":
+    app.run(main)
