@@ -105,6 +105,11 @@ def validate(cfg):
         _positive(name, getattr(cfg, name))
     for name in ("global_batch_size", "num_ps", "ps_shards", "threads", "warmup_epochs", "seed"):
         _non_negative(name, getattr(cfg, name))
+    if cfg.ps_shards > 1:
+        # Checked on TF 2.21 + Keras 3.15: a Keras 3 variable wrapping a tf ShardedVariable has
+        # no `.handle`, so tf.GradientTape fails inside the train step. Refuse it up front.
+        raise ConfigError(f"--ps_shards={cfg.ps_shards} is not supported with Keras 3 models "
+                          f"(Keras variables cannot wrap a sharded variable); use --ps_shards=0")
     if cfg.strategy != "mirrored" and cfg.num_replicas != 1:
         raise ConfigError(f"--num_replicas={cfg.num_replicas} applies to --strategy=mirrored only "
                           f"(got --strategy={cfg.strategy})")

@@ -43,6 +43,7 @@ def test_run_writes_a_complete_record(tmp_path, strategy, extra, replicas):
     (["--strategy=one_device", "--num_replicas=2"], "--num_replicas"),
     (["--strategy=parameter_server", "--num_ps=0"], "--num_ps"),
     (["--strategy=parameter_server", "--num_ps=1", "--ps_shards=3"], "--ps_shards"),
+    (["--strategy=parameter_server", "--num_ps=2", "--ps_shards=2"], "not supported with Keras 3"),
     (["--global_batch_size=63", "--strategy=mirrored", "--num_replicas=2"], "divisible"),
     (["--train_examples=10"], "--train_examples"),
     (["--dataset=mnist", "--train_examples=70000"], "--train_examples"),
