@@ -5,6 +5,7 @@ before any cluster is started or any file is written.
 """
 import dataclasses
 import os
+import re
 
 from experiments.datasets import DATASETS
 from models import MODELS
@@ -45,6 +46,8 @@ class RunConfig:
     run_name: str = ""  # optional label, e.g. the comparison cell this run belongs to
     threads: int = 0  # intra/inter-op threads of this process; 0 = TensorFlow's default
     tensorboard: bool = True
+    fail_task: str = ""  # fault injection (local clusters): kill this task ("worker:1") ...
+    fail_at_step: int = 0  # ... when the chief reaches this global step (1-based)
     tensorboard_dir: str = ""  # "": <results_dir>/tensorboard; Vertex: $AIP_TENSORBOARD_LOG_DIR
 
     def replicas_in_sync(self):
@@ -105,6 +108,14 @@ def validate(cfg):
         _positive(name, getattr(cfg, name))
     for name in ("global_batch_size", "num_ps", "ps_shards", "threads", "warmup_epochs", "seed"):
         _non_negative(name, getattr(cfg, name))
+    if bool(cfg.fail_task) != bool(cfg.fail_at_step):
+        raise ConfigError(f"--fail_task={cfg.fail_task!r} and --fail_at_step={cfg.fail_at_step} "
+                          f"go together: give both or neither")
+    if cfg.fail_task and not re.fullmatch(r"(chief|worker|ps):\d+", cfg.fail_task):
+        raise ConfigError(f"--fail_task={cfg.fail_task!r} is not a task name; expected "
+                          f"worker:N, ps:N or chief:0")
+    if cfg.fail_at_step < 0:
+        raise ConfigError(f"--fail_at_step={cfg.fail_at_step} must be >= 1")
     if cfg.ps_shards > 1:
         # Checked on TF 2.21 + Keras 3.15: a Keras 3 variable wrapping a tf ShardedVariable has
         # no `.handle`, so tf.GradientTape fails inside the train step. Refuse it up front.

@@ -64,6 +64,9 @@ _RUN_NAME = flags.DEFINE_string("run_name", _D.run_name, "Optional label stored 
 _THREADS = flags.DEFINE_integer("threads", _D.threads,
                                 "Intra/inter-op threads of this process (0: TF default).")
 _TENSORBOARD = flags.DEFINE_bool("tensorboard", _D.tensorboard, "Write TensorBoard scalars.")
+_FAIL_TASK = flags.DEFINE_string("fail_task", "", "Fault injection in a local cluster: the task to "
+                                 "SIGKILL (e.g. worker:1) at --fail_at_step.")
+_FAIL_AT_STEP = flags.DEFINE_integer("fail_at_step", 0, "Global step (1-based) of the fault.")
 _THREADS_PER_WORKER = flags.DEFINE_integer("threads_per_worker", 0,
                                            "Threads per task of a local cluster "
                                            "(0: cores / tasks, at least 1).")
@@ -95,7 +98,8 @@ def _config():
         collective=_COLLECTIVE.value, learning_rate=_LR.value, lr_scaling=_LR_SCALING.value,
         warmup_epochs=_WARMUP.value, optimizer=_OPTIMIZER.value, batchnorm=_BATCHNORM.value,
         sync_batchnorm=_SYNC_BN.value, seed=_SEED.value, results_dir=_RESULTS_DIR.value,
-        run_name=_RUN_NAME.value, threads=_THREADS.value, tensorboard=_TENSORBOARD.value)
+        run_name=_RUN_NAME.value, threads=_THREADS.value, tensorboard=_TENSORBOARD.value,
+        fail_task=_FAIL_TASK.value, fail_at_step=_FAIL_AT_STEP.value)
 
 
 def main(argv):

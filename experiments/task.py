@@ -141,6 +141,7 @@ def _record(cfg, role, trainer, strategy, run_id, epochs, extra_config):
         "final_train_loss": epochs[-1]["train_loss"],
         "weights_checksum": trainer.weights_checksum(),
         "peak_memory_bytes": _peak_memory(),
+        "faults_injected": trainer.faults,
         "cluster": {"roles": role.tf_cluster() if role else {}, "this_task": role.name if role
                     else "single", "collective": cfg.collective if cfg.strategy ==
                     "multi_worker_mirrored" else None,

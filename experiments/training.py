@@ -16,6 +16,7 @@ import tensorflow as tf
 
 from experiments import pipeline
 from models.registry import build
+from tf_config.launch import FAULT_MARK
 
 
 @dataclasses.dataclass
@@ -108,6 +109,8 @@ class Trainer:
                                                           _sum_on_read())
         self._loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
         self._iterator = iter(self._train_input())
+        self.global_step = 0
+        self.faults = []
         self._train_step = tf.function(self._step)
         self._eval_step = tf.function(self._eval_batch)
         self._eval_data = (pipeline.eval_dataset(info, cfg.eval_examples, 512, cfg.seed,
@@ -192,6 +195,11 @@ class Trainer:
             print(f"Epoch {epoch}/{self.cfg.epochs}", flush=True)
         start = time.perf_counter()
         for step in range(self.steps_per_epoch):
+            self.global_step += 1
+            if self.is_chief and self.cfg.fail_task and self.global_step == self.cfg.fail_at_step:
+                # The local launcher reads this line and SIGKILLs the named task.
+                print(f"{FAULT_MARK}{self.cfg.fail_task}", flush=True)
+                self.faults.append({"task": self.cfg.fail_task, "at_step": self.global_step})
             if self.coordinator is not None:
                 remote.append(self.coordinator.schedule(self._train_step,
                                                         args=(self._iterator,)))

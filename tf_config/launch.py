@@ -22,6 +22,9 @@ import time
 from tf_config import netns
 from tf_config.spec import local_cluster, tf_config_json
 
+# A task that prints this line followed by a task name makes the launcher SIGKILL that task: fault
+# injection for experiments and tests (`experiments.run --fail_task=worker:1 --fail_at_step=S`).
+FAULT_MARK = "tfdist-fault: kill "
 RUN_TAG_ENV = "TFDIST_LAUNCH_TAG"  # every task carries it, so tests can find leftovers
 _PORT_CLASH = ("Address already in use", "Could not start gRPC server", "Failed to add port")
 _STOP_GRACE_S = 5.0
@@ -41,6 +44,7 @@ class LaunchOptions:
     isolate_network: bool = True
     port_retries: int = 2
     done_grace_s: float = 30.0  # after the chief succeeds, how long other workers may finish
+    max_restarts: int = 3  # PSS: lost workers restarted (as a platform would) at most this often
     tag: str = ""
     # Called with (task_type, index, threads) -> argv of that task.
     command: object = None
@@ -61,22 +65,28 @@ def _die_with_parent():
 
 
 class _Task:
-    def __init__(self, task_type, index, address, argv, env, out):
+    def __init__(self, task_type, index, address, argv, env, out, on_fault=None):
         self.task_type, self.index, self.address = task_type, index, address
         self.name = f"{task_type}:{index}"
         self.tail = collections.deque(maxlen=20)
-        self._out = out
-        self.proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL,
+        self._out, self._argv, self._env, self._on_fault = out, argv, env, on_fault
+        self.start()
+
+    def start(self):
+        """Starts (or restarts) the task's process with its original command and TF_CONFIG."""
+        self.proc = subprocess.Popen(self._argv, env=self._env, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      start_new_session=True, preexec_fn=_die_with_parent)
-        self.reader = threading.Thread(target=self._pump, daemon=True)
+        self.reader = threading.Thread(target=self._pump, args=(self.proc,), daemon=True)
         self.reader.start()
 
-    def _pump(self):
-        for raw in iter(self.proc.stdout.readline, b""):
+    def _pump(self, proc):
+        for raw in iter(proc.stdout.readline, b""):
             line = raw.decode(errors="replace").rstrip("\n")
             self.tail.append(line)
             self._out(f"[{self.name}] {line}")
+            if line.startswith(FAULT_MARK) and self._on_fault is not None:
+                self._on_fault(line[len(FAULT_MARK):].strip())
 
     def answers(self):
         host, port = self.address.rsplit(":", 1)
@@ -115,7 +125,22 @@ class Cluster:
                             "PYTHONUNBUFFERED": "1",
                             RUN_TAG_ENV: opts.tag or str(os.getpid())})
                 self.tasks.append(_Task(kind, index, address,
-                                        opts.command(kind, index, threads), env, out))
+                                        opts.command(kind, index, threads), env, out,
+                                        on_fault=self._inject))
+        self.restarts = []
+
+    def _inject(self, name):
+        task = next((t for t in self.tasks if t.name == name), None)
+        if task is None:
+            self.out(f"launch: fault injection names no task {name!r}; ignored")
+            return
+        self.out(f"launch: injecting fault: SIGKILL {name}")
+        task.signal(signal.SIGKILL)
+
+    @property
+    def tolerates_lost_workers(self):
+        """PSS: the coordinator reschedules a lost worker's steps, so the run goes on."""
+        return bool(self.cluster.get("ps")) and bool(self.cluster.get("chief"))
 
     @property
     def chief(self):
@@ -158,11 +183,15 @@ class Cluster:
             time.sleep(0.2)
         return None
 
-    def _failure(self, task):
+    @staticmethod
+    def _how(task):
         code = task.proc.returncode
         how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+        return f"task {task.name} {how}"
+
+    def _failure(self, task):
         lines = "\n".join(f"    {line}" for line in list(task.tail)[-10:])
-        return f"task {task.name} {how}; its last lines:\n{lines}"
+        return f"{self._how(task)}; its last lines:\n{lines}"
 
     def port_clash(self):
         return any(clash in line for t in self.tasks for line in t.tail for clash in _PORT_CLASH)
@@ -172,6 +201,13 @@ class Cluster:
         chief = self.chief
         while True:
             bad = self.failed()
+            if bad is not None and bad.task_type == "worker" and self.tolerates_lost_workers \
+                    and len(self.restarts) < self.opts.max_restarts:
+                self.out(f"launch: {self._how(bad)}; restarting it (PSS tolerates lost "
+                         f"workers; restart {len(self.restarts) + 1}/{self.opts.max_restarts})")
+                self.restarts.append(bad.name)
+                bad.start()
+                continue
             if bad is not None:
                 return 1, self._failure(bad)
             if chief.proc.poll() == 0:
