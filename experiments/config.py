@@ -48,6 +48,7 @@ class RunConfig:
     tensorboard: bool = True
     fail_task: str = ""  # fault injection (local clusters): kill this task ("worker:1") ...
     fail_at_step: int = 0  # ... when the chief reaches this global step (1-based)
+    checkpoint_dir: str = ""  # per-epoch checkpoints; a rerun with the same dir resumes
     tensorboard_dir: str = ""  # "": <results_dir>/tensorboard; Vertex: $AIP_TENSORBOARD_LOG_DIR
 
     def replicas_in_sync(self):
@@ -153,3 +154,5 @@ def validate(cfg):
     if cfg.sync_batchnorm and cfg.model != "cnn":
         raise ConfigError(f"--sync_batchnorm needs --model=cnn (got --model={cfg.model})")
     check_writable_dir("results_dir", cfg.results_dir)
+    if cfg.checkpoint_dir:
+        check_writable_dir("checkpoint_dir", cfg.checkpoint_dir)

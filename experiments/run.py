@@ -64,6 +64,9 @@ _RUN_NAME = flags.DEFINE_string("run_name", _D.run_name, "Optional label stored 
 _THREADS = flags.DEFINE_integer("threads", _D.threads,
                                 "Intra/inter-op threads of this process (0: TF default).")
 _TENSORBOARD = flags.DEFINE_bool("tensorboard", _D.tensorboard, "Write TensorBoard scalars.")
+_CHECKPOINT_DIR = flags.DEFINE_string("checkpoint_dir", "", "Save every epoch here; rerunning "
+                                      "with the same directory resumes (Vertex: "
+                                      "$AIP_CHECKPOINT_DIR).")
 _FAIL_TASK = flags.DEFINE_string("fail_task", "", "Fault injection in a local cluster: the task to "
                                  "SIGKILL (e.g. worker:1) at --fail_at_step.")
 _FAIL_AT_STEP = flags.DEFINE_integer("fail_at_step", 0, "Global step (1-based) of the fault.")
@@ -99,7 +102,8 @@ def _config():
         warmup_epochs=_WARMUP.value, optimizer=_OPTIMIZER.value, batchnorm=_BATCHNORM.value,
         sync_batchnorm=_SYNC_BN.value, seed=_SEED.value, results_dir=_RESULTS_DIR.value,
         run_name=_RUN_NAME.value, threads=_THREADS.value, tensorboard=_TENSORBOARD.value,
-        fail_task=_FAIL_TASK.value, fail_at_step=_FAIL_AT_STEP.value)
+        fail_task=_FAIL_TASK.value, fail_at_step=_FAIL_AT_STEP.value,
+        checkpoint_dir=_CHECKPOINT_DIR.value)
 
 
 def main(argv):
@@ -111,6 +115,8 @@ def main(argv):
     # Vertex AI tells a job where its outputs go; an explicit --results_dir still wins.
     if os.environ.get("AIP_MODEL_DIR") and not _RESULTS_DIR.present:
         cfg = dataclasses.replace(cfg, results_dir=os.environ["AIP_MODEL_DIR"])
+    if os.environ.get("AIP_CHECKPOINT_DIR") and not _CHECKPOINT_DIR.present:
+        cfg = dataclasses.replace(cfg, checkpoint_dir=os.environ["AIP_CHECKPOINT_DIR"])
     if os.environ.get("AIP_TENSORBOARD_LOG_DIR"):
         cfg = dataclasses.replace(cfg, tensorboard_dir=os.environ["AIP_TENSORBOARD_LOG_DIR"])
     try:

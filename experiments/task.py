@@ -13,6 +13,7 @@ import uuid
 import tensorflow as tf
 
 from experiments import environment
+from experiments.checkpoints import EpochCheckpoints
 from experiments.datasets import get_info
 from experiments.training import Trainer
 from results import metrics, records
@@ -90,10 +91,19 @@ def run_task(cfg, role, extra_config=None):
         writer = tf.summary.create_file_writer(
             os.path.join(cfg.tensorboard_dir or os.path.join(cfg.results_dir, "tensorboard"),
                          run_id))
+    checkpoints = None
     epochs = []
-    for epoch in range(1, cfg.epochs + 1):
+    if cfg.checkpoint_dir:
+        checkpoints = EpochCheckpoints(cfg.checkpoint_dir, trainer, is_chief,
+                                       role.name if role else "single")
+        epochs = checkpoints.restore()
+    first = len(epochs) + 1
+    for epoch in range(first, cfg.epochs + 1):
         stats = trainer.train_epoch(epoch)
-        epochs.append(dataclasses.asdict(stats))
+        # The first epoch a process runs traces the step function: not steady state.
+        epochs.append({**dataclasses.asdict(stats), "includes_tracing": epoch == first})
+        if checkpoints is not None:
+            checkpoints.save(epochs)
         if writer is not None:
             with writer.as_default(step=epoch):
                 for key in ("time_s", "examples_per_sec", "train_loss", "train_accuracy",
@@ -142,6 +152,7 @@ def _record(cfg, role, trainer, strategy, run_id, epochs, extra_config):
         "weights_checksum": trainer.weights_checksum(),
         "peak_memory_bytes": _peak_memory(),
         "faults_injected": trainer.faults,
+        "resumed_epochs": [e["epoch"] for e in epochs if e.get("resumed")],
         "cluster": {"roles": role.tf_cluster() if role else {}, "this_task": role.name if role
                     else "single", "collective": cfg.collective if cfg.strategy ==
                     "multi_worker_mirrored" else None,

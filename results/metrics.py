@@ -17,15 +17,24 @@ def spread(values):
             "n": len(values)}
 
 
+def steady_epochs(epochs):
+    """The epochs that count for steady state: not the ones that traced the step function (the
+    first of each process: `includes_tracing`, or else the first epoch), unless nothing is left."""
+    if any("includes_tracing" in e for e in epochs):
+        kept = [e for e in epochs if not e.get("includes_tracing")]
+    else:
+        kept = epochs[1:]
+    return kept or epochs
+
+
 def steady_state(epochs):
-    """Steady-state figures from per-epoch dicts. The first epoch includes tf.function tracing
-    and input caching, so it is left out whenever there is more than one epoch."""
-    kept = epochs[1:] if len(epochs) > 1 else epochs
+    """Steady-state figures from per-epoch dicts (see `steady_epochs`)."""
+    kept = steady_epochs(epochs)
     return {
         "epoch_time_s": spread([e["time_s"] for e in kept]),
         "examples_per_sec": spread([e["examples_per_sec"] for e in kept]),
         "epochs_used": [e["epoch"] for e in kept],
-        "includes_first_epoch": len(epochs) <= 1,
+        "includes_first_epoch": kept is epochs or epochs[0] in kept,
     }
 
 

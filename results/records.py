@@ -15,6 +15,12 @@ EPOCH_KEYS = ("epoch", "time_s", "examples_per_sec", "train_loss", "train_accura
               "eval_accuracy")
 
 
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def write_atomic(path, write):
     """Calls write(file) on a temp file in the same directory, fsyncs, renames: readers see the
     old file or the whole new one, never a partial write, even if this process is killed."""
@@ -30,6 +36,7 @@ def write_atomic(path, write):
     suffix = os.path.splitext(path)[1]
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=suffix, dir=directory)
     try:
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; results are meant to be shared
         with os.fdopen(fd, "wb") as f:
             write(f)
             f.flush()

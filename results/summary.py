@@ -48,7 +48,7 @@ def _steady_times(records):
     """Steady-state epoch times pooled over every repeat (first epoch of each run left out)."""
     times, rates = [], []
     for r in records:
-        kept = r["epochs"][1:] if len(r["epochs"]) > 1 else r["epochs"]
+        kept = metrics.steady_epochs(r["epochs"])
         times += [e["time_s"] for e in kept]
         rates += [e["examples_per_sec"] for e in kept]
     return metrics.spread(times), metrics.spread(rates)

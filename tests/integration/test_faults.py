@@ -46,3 +46,33 @@ def test_bad_fault_flags(tmp_path, args, fragment):
                       f"--results_dir={tmp_path / 'o'}", timeout=120)
     assert proc.returncode == 2 and fragment in proc.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_mwms_lost_worker_then_resume_from_checkpoint(tmp_path):
+    """8 steps per epoch (512 examples, global batch 64): the fault at step 12 falls in epoch 2,
+    after epoch 1's checkpoint."""
+    common = ["--strategy=multi_worker_mirrored", "--num_workers=2", "--model=mlp", *TINY,
+              "--epochs=3", f"--checkpoint_dir={tmp_path / 'ckpt'}", f"--results_dir={tmp_path}"]
+    failed = run_module("experiments.run", *common, "--fail_task=worker:1", "--fail_at_step=12")
+    assert failed.returncode == 1 and "task worker:1 was killed by signal 9" in failed.stdout
+    assert records_in(tmp_path) == [] and not processes_mentioning(str(tmp_path))
+    resumed = run_module("experiments.run", *common)
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    assert "resumed from" in resumed.stdout and "1 epoch(s) done" in resumed.stdout
+    (record,) = records_in(tmp_path)
+    assert [e["epoch"] for e in record["epochs"]] == [1, 2, 3]
+    assert record["resumed_epochs"] == [1]
+    assert record["steady_state"]["epochs_used"] == [3]  # 1 is from the lost run, 2 traced
+    assert record["final_eval_accuracy"] > 0.3
+    assert not processes_mentioning(str(tmp_path))
+
+
+def test_resume_single_device_keeps_every_epoch(tmp_path):
+    common = ["--strategy=one_device", "--model=mlp", *TINY, f"--checkpoint_dir={tmp_path / 'c'}"]
+    first = run_module("experiments.run", *common, "--epochs=1", f"--results_dir={tmp_path / 'a'}")
+    assert first.returncode == 0
+    second = run_module("experiments.run", *common, "--epochs=3", f"--results_dir={tmp_path / 'b'}")
+    assert second.returncode == 0, second.stderr[-2000:]
+    (record,) = records_in(tmp_path / "b")
+    assert [(e["epoch"], bool(e.get("resumed"))) for e in record["epochs"]] == [
+        (1, True), (2, False), (3, False)]
