@@ -16,7 +16,7 @@ pytestmark = pytest.mark.integration
 def test_vertex_style_mwms_job_writes_to_aip_dirs(tmp_path):
     ports = free_ports(2)
     cluster = {"chief": [f"127.0.0.1:{ports[0]}"], "worker": [f"127.0.0.1:{ports[1]}"]}
-    model_dir, tb_dir = tmp_path / "model", tmp_path / "logs"
+    model_dir, tb_dir, ckpt_dir = tmp_path / "model", tmp_path / "logs", tmp_path / "ckpt"
     procs = []
     for kind in ("chief", "worker"):
         env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2",
@@ -25,7 +25,8 @@ def test_vertex_style_mwms_job_writes_to_aip_dirs(tmp_path):
                                         "environment": "cloud", "job": {}}),
                "CLUSTER_SPEC": json.dumps({"cluster": {"workerpool0": cluster["chief"],
                                                        "workerpool1": cluster["worker"]}}),
-               "AIP_MODEL_DIR": str(model_dir), "AIP_TENSORBOARD_LOG_DIR": str(tb_dir)}
+               "AIP_MODEL_DIR": str(model_dir), "AIP_TENSORBOARD_LOG_DIR": str(tb_dir),
+               "AIP_CHECKPOINT_DIR": str(ckpt_dir)}
         procs.append(subprocess.Popen(
             [sys.executable, "-m", "experiments.run", "--strategy=multi_worker_mirrored",
              "--model=mlp", "--threads=1", *TINY], cwd=ROOT, env=env,
@@ -39,5 +40,6 @@ def test_vertex_style_mwms_job_writes_to_aip_dirs(tmp_path):
     (record,) = records_in(model_dir)
     assert record["num_workers"] == 2 and record["num_replicas_in_sync"] == 2
     assert record["cluster"]["this_task"] == "chief:0"
+    assert (ckpt_dir / "checkpoint").exists() and (ckpt_dir / "epochs.json").exists()
     assert os.listdir(tb_dir) and not os.path.exists(os.path.join(ROOT, "runs", "tensorboard",
                                                                   record["run_id"]))
