@@ -127,8 +127,8 @@ def main(argv):
                 else 0
             cfg = dataclasses.replace(cfg, num_workers=max(role.num_workers + chief, 1),
                                       num_ps=role.num_ps)
+        check_strategy_fits(cfg.strategy, role)  # first: the cluster is the cause, not flags
         validate(cfg)
-        check_strategy_fits(cfg.strategy, role)
         if _THREADS_PER_WORKER.value < 0 or _CLUSTER_TIMEOUT.value <= 0:
             raise ConfigError("--threads_per_worker must be >= 0 and --cluster_timeout > 0")
     except (ConfigError, TFConfigError) as e:

@@ -145,6 +145,13 @@ def check_strategy_fits(strategy, role):
     """Raises TFConfigError when the cluster cannot run `strategy`."""
     if role is None:
         return
+    try:
+        _check_fits(strategy, role)
+    except TFConfigError as e:
+        raise TFConfigError(f"TF_CONFIG does not fit: {e}") from None
+
+
+def _check_fits(strategy, role):
     kinds = {k for k, v in role.cluster.items() if v}
     if strategy == "multi_worker_mirrored":
         if "ps" in kinds:

@@ -1,4 +1,5 @@
 """End to end through `python -m experiments.run`, one process per strategy, tiny configs."""
+import json
 import os
 
 import pytest
@@ -66,3 +67,40 @@ def test_malformed_tf_config_exits_2(tmp_path):
     assert proc.returncode == 2 and "TF_CONFIG is not valid JSON" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()
+
+
+_W2 = {"worker": ["127.0.0.1:2001", "127.0.0.1:2002"]}
+
+
+@pytest.mark.parametrize("strategy, tf_config, fragment", [
+    ("multi_worker_mirrored", "{bad", "not valid JSON"),
+    ("multi_worker_mirrored", "[1, 2]", "JSON object"),
+    ("multi_worker_mirrored", '{"task": {"type": "worker", "index": 0}}', "'cluster'"),
+    ("multi_worker_mirrored", json.dumps({"cluster": _W2}), "'task'"),
+    ("multi_worker_mirrored", json.dumps({"cluster": _W2, "task": {"type": "worker", "index": 5}}),
+     "out of range"),
+    ("multi_worker_mirrored", json.dumps({"cluster": _W2, "task": {"type": "boss", "index": 0}}),
+     "task.type is 'boss'"),
+    ("multi_worker_mirrored", json.dumps({"cluster": {"worker": ["h:1", "h:1"]},
+                                          "task": {"type": "worker", "index": 0}}), "appears twice"),
+    ("multi_worker_mirrored", json.dumps({"cluster": {"worker": ["h"]},
+                                          "task": {"type": "worker", "index": 0}}), "'h'"),
+    ("multi_worker_mirrored", json.dumps({"cluster": {**_W2, "ps": ["h:3"]},
+                                          "task": {"type": "worker", "index": 0}}), "'ps'"),
+    ("parameter_server", json.dumps({"cluster": _W2, "task": {"type": "worker", "index": 0}}),
+     "needs cluster.chief"),
+    ("mirrored", json.dumps({"cluster": _W2, "task": {"type": "worker", "index": 0}}),
+     "runs in one process"),
+    ("multi_worker_mirrored", json.dumps({"cluster": {"gpu": ["h:1"]},
+                                          "task": {"type": "gpu", "index": 0}}), "'gpu'"),
+    ("multi_worker_mirrored", json.dumps({"cluster": _W2, "task": {"type": "worker",
+                                                                   "index": -2}}), "task.index"),
+])
+def test_bad_tf_config_exits_2_before_anything_starts(tmp_path, strategy, tf_config, fragment):
+    out = tmp_path / "out"
+    proc = run_module("experiments.run", f"--strategy={strategy}", f"--results_dir={out}",
+                      env={"TF_CONFIG": tf_config}, timeout=120)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    lines = [l for l in proc.stderr.splitlines() if l.strip()]
+    assert len(lines) == 1 and fragment in lines[0] and "TF_CONFIG" in lines[0], proc.stderr
+    assert not out.exists()
