@@ -115,6 +115,9 @@ def validate(cfg):
     if cfg.fail_task and not re.fullmatch(r"(chief|worker|ps):\d+", cfg.fail_task):
         raise ConfigError(f"--fail_task={cfg.fail_task!r} is not a task name; expected "
                           f"worker:N, ps:N or chief:0")
+    if cfg.fail_task and cfg.strategy not in MULTI_WORKER:
+        raise ConfigError(f"--fail_task={cfg.fail_task} needs a cluster (--strategy="
+                          f"{' or '.join(MULTI_WORKER)}), not --strategy={cfg.strategy}")
     if cfg.fail_at_step < 0:
         raise ConfigError(f"--fail_at_step={cfg.fail_at_step} must be >= 1")
     if cfg.ps_shards > 1:

@@ -40,6 +40,7 @@ def test_mwms_fails_fast_when_a_worker_is_killed(tmp_path):
     (["--fail_task=gpu:1", "--fail_at_step=3"], "not a task name"),
     (["--fail_task=worker:1"], "go together"),
     (["--fail_at_step=-1", "--fail_task=worker:0"], "--fail_at_step=-1"),
+    (["--strategy=one_device", "--fail_task=worker:0", "--fail_at_step=3"], "needs a cluster"),
 ])
 def test_bad_fault_flags(tmp_path, args, fragment):
     proc = run_module("experiments.run", "--strategy=multi_worker_mirrored", *args,
