@@ -89,6 +89,8 @@ _W2 = {"worker": ["127.0.0.1:2001", "127.0.0.1:2002"]}
                                           "task": {"type": "worker", "index": 0}}), "'ps'"),
     ("parameter_server", json.dumps({"cluster": _W2, "task": {"type": "worker", "index": 0}}),
      "needs cluster.chief"),
+    ("parameter_server", json.dumps({"cluster": {"chief": ["h:1"]},
+                                     "task": {"type": "chief", "index": 0}}), "single task"),
     ("mirrored", json.dumps({"cluster": _W2, "task": {"type": "worker", "index": 0}}),
      "runs in one process"),
     ("multi_worker_mirrored", json.dumps({"cluster": {"gpu": ["h:1"]},
