@@ -15,9 +15,11 @@ import tempfile
 
 from absl import app, flags
 
+from models import MODELS
+from results.metrics import steady_epochs
 from results.records import load_records
 
-_MODEL = flags.DEFINE_enum("model", "cnn", ["mlp", "cnn"], "Model.")
+_MODEL = flags.DEFINE_enum("model", "cnn", list(MODELS), "Model.")
 _EPOCHS = flags.DEFINE_integer("epochs", 4, "Epochs per run (first excluded).", lower_bound=2)
 _TRAIN = flags.DEFINE_integer("train_examples", 16384, "Examples per epoch.", lower_bound=1)
 _BATCH = flags.DEFINE_integer("batch", 128, "Global batch size.", lower_bound=2)
@@ -40,7 +42,7 @@ def _toolkit(replicas):
               f"--epochs={_EPOCHS.value}", f"--train_examples={_TRAIN.value}",
               f"--global_batch_size={_BATCH.value}", "--notensorboard", f"--results_dir={d}"])
         (record,), _ = load_records(d)
-        return [e["examples_per_sec"] for e in record["epochs"][1:]]
+        return [e["examples_per_sec"] for e in steady_epochs(record["epochs"])]
 
 
 def _peer(replicas):

@@ -16,6 +16,7 @@ import time
 
 from absl import app, flags
 
+from models import MODELS
 from results.records import load_records
 from strategies import STRATEGIES
 
@@ -86,10 +87,10 @@ def main(argv):
     preset = PRESETS[_PRESET.value]
     try:
         models = _MODELS.value or preset["models"].split(",")
-        bad = [m for m in models if m not in ("mlp", "cnn")]
+        bad = [m for m in models if m not in MODELS]
         if bad:
             raise ValueError(f"--models={','.join(models)}: {bad[0]!r} is not valid; choose "
-                             f"from mlp, cnn")
+                             f"from {', '.join(MODELS)}")
         strategies = _STRATEGIES.value
         bad = [s for s in strategies if s not in STRATEGIES[1:]]
         if bad:

@@ -11,7 +11,9 @@ import time
 
 from absl import app, flags
 
-_MODEL = flags.DEFINE_enum("model", "cnn", ["mlp", "cnn"], "Model.")
+from models import MODELS
+
+_MODEL = flags.DEFINE_enum("model", "cnn", list(MODELS), "Model.")
 _EPOCHS = flags.DEFINE_integer("epochs", 4, "Epochs.", lower_bound=2)
 _TRAIN = flags.DEFINE_integer("train_examples", 16384, "Examples per epoch.", lower_bound=1)
 _BATCH = flags.DEFINE_integer("batch", 128, "Global batch size.", lower_bound=1)

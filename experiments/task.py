@@ -116,7 +116,7 @@ def run_task(cfg, role, extra_config=None):
     print(f"{role.name if role else 'single'} weights checksum {checksum:.9e}", flush=True)
     if not is_chief:
         return 0
-    record = _record(cfg, role, trainer, strategy, run_id, epochs, extra_config or {})
+    record = _record(cfg, role, trainer, strategy, run_id, epochs, checksum, extra_config or {})
     path = records.write_record(cfg.results_dir, record)
     steady = record["steady_state"]
     print(f"record: {path}\nsteady state: {steady['epoch_time_s']['median']:.3f} s/epoch, "
@@ -125,7 +125,7 @@ def run_task(cfg, role, extra_config=None):
     return 0
 
 
-def _record(cfg, role, trainer, strategy, run_id, epochs, extra_config):
+def _record(cfg, role, trainer, strategy, run_id, epochs, checksum, extra_config):
     return {
         "schema_version": records.SCHEMA_VERSION,
         "run_id": run_id,
@@ -149,7 +149,7 @@ def _record(cfg, role, trainer, strategy, run_id, epochs, extra_config):
         "final_eval_accuracy": epochs[-1]["eval_accuracy"],
         "final_eval_loss": epochs[-1]["eval_loss"],
         "final_train_loss": epochs[-1]["train_loss"],
-        "weights_checksum": trainer.weights_checksum(),
+        "weights_checksum": checksum,
         "peak_memory_bytes": _peak_memory(),
         "faults_injected": trainer.faults,
         "resumed_epochs": [e["epoch"] for e in epochs if e.get("resumed")],

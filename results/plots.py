@@ -8,7 +8,7 @@ matplotlib.use("Agg")  # headless: CI, containers, Vertex
 import matplotlib.pyplot as plt  # noqa: E402
 
 from results.records import write_atomic  # noqa: E402
-from results.summary import workers_of  # noqa: E402
+from results.summary import groups as _groups, workers_of  # noqa: E402
 
 _SHORT = {"one_device": "1 device", "mirrored": "mirrored", "multi_worker_mirrored": "MWMS",
           "parameter_server": "PSS"}
@@ -22,19 +22,11 @@ def _save(fig, path):
     return path
 
 
-def _groups(rows):
-    """(model, dataset, size, per-replica batch) -> rows, one plot panel per group."""
-    out = collections.defaultdict(list)
-    for r in rows:
-        out[(r["model"], r["dataset"], r["train_examples"], r["batch_size_per_replica"])].append(r)
-    return out
-
-
 def epoch_time(rows, path):
     groups = _groups(rows)
     width = max(6.0, 0.9 * max(len(g) for g in groups.values()))
     fig, axes = plt.subplots(1, len(groups), figsize=(width * len(groups), 4.2), squeeze=False)
-    for ax, ((model, dataset, size, batch), group) in zip(axes[0], sorted(groups.items())):
+    for ax, ((model, dataset, size, batch), group) in zip(axes[0], groups.items()):
         labels = [f"{_SHORT[r['strategy']]}\nN={r['n']}"
                   + ("\n(all cores)" if r["role"] == "hardware_reference" else "") for r in group]
         med = [r["epoch_time_s"] for r in group]
@@ -53,10 +45,10 @@ def epoch_time(rows, path):
 def scaling(rows, throughput_path, efficiency_path):
     """Throughput vs N against the ideal line (N x one-worker throughput), and efficiency."""
     figs = {}
+    groups = _groups(rows)
     for kind, path in (("throughput", throughput_path), ("efficiency", efficiency_path)):
-        groups = _groups(rows)
         fig, axes = plt.subplots(1, len(groups), figsize=(6 * len(groups), 4.2), squeeze=False)
-        for ax, ((model, dataset, size, batch), group) in zip(axes[0], sorted(groups.items())):
+        for ax, ((model, dataset, size, batch), group) in zip(axes[0], groups.items()):
             base = next((r for r in group if r["role"] == "baseline"), None)
             ref = next((r for r in group if r["role"] == "hardware_reference"), None)
             ns = sorted({r["n"] for r in group if r["role"] == "strategy"} | {1})

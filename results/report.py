@@ -8,7 +8,7 @@ import os
 
 from results import plots
 from results.records import load_records, write_text_atomic
-from results.summary import COLUMNS, summarize
+from results.summary import COLUMNS, groups, summarize
 
 
 def _fmt(value, digits=3):
@@ -45,11 +45,7 @@ def _table(rows):
 def findings(rows):
     """Plain-language statements that follow from the numbers (nothing else)."""
     out = []
-    groups = {}
-    for r in rows:
-        groups.setdefault((r["model"], r["dataset"], r["train_examples"],
-                           r["batch_size_per_replica"]), []).append(r)
-    for (model, dataset, size, batch), group in sorted(groups.items()):
+    for (model, dataset, size, batch), group in groups(rows).items():
         strat = [r for r in group if r["role"] == "strategy" and r["epoch_time_s"]]
         if not strat:
             continue
@@ -96,11 +92,7 @@ def markdown(rows, problems, plot_files, target_accuracy):
              "repeats. Speedup = T1/TN, scaling % = T1/(N·TN)·100 and efficiency = speedup/N, "
              "with T1 the single device at 1 thread (one worker's share of this machine); "
              "'vs all-cores ref' = T_ref/TN against one process using every core.", ""]
-    groups = {}
-    for r in rows:
-        groups.setdefault((r["model"], r["dataset"], r["train_examples"],
-                           r["batch_size_per_replica"]), []).append(r)
-    for (model, dataset, size, batch), group in sorted(groups.items()):
+    for (model, dataset, size, batch), group in groups(rows).items():
         parts += [f"## {model}, {dataset}, {size} training examples, {batch} per replica", "",
                   _table(group), ""]
     if target_accuracy:

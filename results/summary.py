@@ -58,6 +58,15 @@ def _median(values):
     return metrics.spread(values)["median"]
 
 
+def groups(rows):
+    """Summary rows by comparison setting: (model, dataset, size, per-replica batch) -> rows,
+    in sorted order. One table / plot panel per setting."""
+    out = collections.defaultdict(list)
+    for r in rows:
+        out[(r["model"], r["dataset"], r["train_examples"], r["batch_size_per_replica"])].append(r)
+    return dict(sorted(out.items()))
+
+
 def summarize(records, target_accuracy=None):
     """Returns a list of row dicts with COLUMNS, ordered by model, size, strategy, N."""
     cells = collections.defaultdict(list)
