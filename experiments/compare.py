@@ -5,6 +5,7 @@ model, data, per-replica batch and epochs; then the report (summary.csv, report.
     python -m experiments.compare --preset=full            # sweep for real hardware
     python -m experiments.compare --workers=1,2 --models=mlp,cnn --train_examples=4096,16384 \
         --repeats=3 --resume --results_dir=runs/compare
+    python -m experiments.compare --experiments=straggler --models=mlp --straggler_delays=0,20,50
 
 Every run is an ordinary `python -m experiments.run` record tagged with its cell (`--run_name`), so
 an interrupted comparison continues with `--resume` (cells already recorded are skipped).
@@ -43,36 +44,55 @@ _DATASET = flags.DEFINE_string("dataset", "synthetic", "Dataset name (see experi
 _RESULTS_DIR = flags.DEFINE_string("results_dir", "runs/compare", "Records, report and plots.")
 _RESUME = flags.DEFINE_bool("resume", True, "Skip configurations already recorded.")
 _TARGET = flags.DEFINE_float("target_accuracy", 0.9, "Eval accuracy for time-to-accuracy.")
+_EXPERIMENTS = flags.DEFINE_list("experiments", "scaling",
+                                 "scaling: baseline, reference and every strategy per N; "
+                                 "straggler: MWMS and PSS with one worker slowed by each delay.")
+_DELAYS = flags.DEFINE_list("straggler_delays", "0,25,50,100",
+                            "Straggler experiment: per-step delays (ms) of the last worker.")
+_STRAGGLER_WORKERS = flags.DEFINE_integer("straggler_workers", 2,
+                                          "Straggler experiment: workers per cluster.",
+                                          lower_bound=2)
 _RUN_TIMEOUT = flags.DEFINE_float("run_timeout", 1800, "Seconds before one run is abandoned.")
 
 
-def _ints(name, values):
+def _ints(name, values, minimum=1):
     try:
         out = [int(v) for v in values]
     except ValueError:
         raise ValueError(f"--{name}={','.join(values)} must be a comma-separated list of integers")
-    if not out or min(out) < 1:
-        raise ValueError(f"--{name}={','.join(values)} must list integers >= 1")
+    if not out or min(out) < minimum:
+        raise ValueError(f"--{name}={','.join(values)} must list integers >= {minimum}")
     return out
 
 
-def plan(models, workers, sizes, strategies, num_ps, repeats):
+def _strategy_flags(strategy, n, num_ps):
+    if strategy == "mirrored":
+        return [f"--strategy={strategy}", f"--num_replicas={n}", "--threads=0"]
+    if strategy == "multi_worker_mirrored":
+        return [f"--strategy={strategy}", f"--num_workers={n}"]
+    return [f"--strategy={strategy}", f"--num_workers={n}", f"--num_ps={num_ps}"]
+
+
+def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scaling",),
+         delays=(), straggler_workers=2):
     """[(run_name, extra experiments.run flags)] in execution order."""
     runs = []
     for model in models:
         for size in sizes:
-            cells = [("baseline", ["--strategy=one_device", "--threads=1"]),
-                     ("hardware_reference", ["--strategy=one_device", "--threads=0"])]
-            for n in workers:
-                for s in strategies:
-                    flags_ = [f"--strategy={s}"]
-                    if s == "mirrored":
-                        flags_ += [f"--num_replicas={n}", "--threads=0"]
-                    elif s == "multi_worker_mirrored":
-                        flags_ += [f"--num_workers={n}"]
-                    elif s == "parameter_server":
-                        flags_ += [f"--num_workers={n}", f"--num_ps={num_ps}"]
-                    cells.append((f"{s}-n{n}", flags_))
+            cells = []
+            if "scaling" in experiments:
+                cells += [("baseline", ["--strategy=one_device", "--threads=1"]),
+                          ("hardware_reference", ["--strategy=one_device", "--threads=0"])]
+                cells += [(f"{s}-n{n}", _strategy_flags(s, n, num_ps))
+                          for n in workers for s in strategies]
+            if "straggler" in experiments:
+                n = straggler_workers
+                for s in (s for s in strategies if s != "mirrored"):
+                    for d in delays:
+                        slow = [f"--straggler_task=worker:{n - 1}",
+                                f"--straggler_delay_ms={d}"] if d else []
+                        cells.append((f"straggler-{s}-n{n}-d{d}",
+                                      _strategy_flags(s, n, num_ps) + slow))
             for repeat in range(repeats):
                 for cell, extra in cells:
                     name = f"{cell}/{model}/{size}/r{repeat}"
@@ -96,6 +116,14 @@ def main(argv):
         if bad:
             raise ValueError(f"--strategies: {bad[0]!r} is not valid; choose from "
                              f"{', '.join(STRATEGIES[1:])}")
+        bad = [e for e in _EXPERIMENTS.value if e not in ("scaling", "straggler")]
+        if bad or not _EXPERIMENTS.value:
+            raise ValueError(f"--experiments={','.join(_EXPERIMENTS.value)}: choose from "
+                             f"scaling, straggler")
+        if "straggler" in _EXPERIMENTS.value and set(strategies) <= {"mirrored"}:
+            raise ValueError("--experiments=straggler needs multi_worker_mirrored or "
+                             "parameter_server in --strategies")
+        delays = _ints("straggler_delays", _DELAYS.value, minimum=0)
         workers = _ints("workers", _WORKERS.value or preset["workers"].split(","))
         sizes = _ints("train_examples", _SIZES.value or preset["train_examples"].split(","))
     except ValueError as e:
@@ -104,7 +132,8 @@ def main(argv):
     repeats = _REPEATS.value or preset["repeats"]
     epochs = _EPOCHS.value or preset["epochs"]
     results_dir = _RESULTS_DIR.value
-    runs = plan(models, workers, sizes, strategies, _NUM_PS.value, repeats)
+    runs = plan(models, workers, sizes, strategies, _NUM_PS.value, repeats, _EXPERIMENTS.value,
+                delays, _STRAGGLER_WORKERS.value)
     # A cell counts as done only if recorded with the same settings, not just the same name.
     settings = (epochs, _BATCH.value, _DATASET.value)
     done = {(r.get("run_name"), r["config"].get("epochs"), r["config"].get(

@@ -48,6 +48,8 @@ class RunConfig:
     tensorboard: bool = True
     fail_task: str = ""  # fault injection (local clusters): kill this task ("worker:1") ...
     fail_at_step: int = 0  # ... when the chief reaches this global step (1-based)
+    straggler_task: str = ""  # straggler injection: slow this worker ("worker:1") ...
+    straggler_delay_ms: float = 0.0  # ... by this many milliseconds per step it runs
     checkpoint_dir: str = ""  # per-epoch checkpoints; a rerun with the same dir resumes
     tensorboard_dir: str = ""  # "": <results_dir>/tensorboard; Vertex: $AIP_TENSORBOARD_LOG_DIR
 
@@ -118,6 +120,23 @@ def validate(cfg):
     if cfg.fail_task and cfg.strategy not in MULTI_WORKER:
         raise ConfigError(f"--fail_task={cfg.fail_task} needs a cluster (--strategy="
                           f"{' or '.join(MULTI_WORKER)}), not --strategy={cfg.strategy}")
+    if bool(cfg.straggler_task) != bool(cfg.straggler_delay_ms):
+        raise ConfigError(f"--straggler_task={cfg.straggler_task!r} and --straggler_delay_ms="
+                          f"{cfg.straggler_delay_ms:g} go together: give both or neither")
+    if cfg.straggler_task:
+        match = re.fullmatch(r"worker:(\d+)", cfg.straggler_task)
+        if not match:
+            raise ConfigError(f"--straggler_task={cfg.straggler_task!r} is not a worker; expected "
+                              f"worker:N with N < --num_workers")
+        if cfg.strategy not in MULTI_WORKER:
+            raise ConfigError(f"--straggler_task={cfg.straggler_task} needs a cluster (--strategy="
+                              f"{' or '.join(MULTI_WORKER)}), not --strategy={cfg.strategy}")
+        if int(match.group(1)) >= cfg.num_workers:
+            raise ConfigError(f"--straggler_task={cfg.straggler_task} is not in the cluster: "
+                              f"workers are worker:0..worker:{cfg.num_workers - 1}")
+        if not 0 < cfg.straggler_delay_ms <= 60_000:
+            raise ConfigError(f"--straggler_delay_ms={cfg.straggler_delay_ms:g} must be in "
+                              f"(0, 60000]")
     if cfg.fail_at_step < 0:
         raise ConfigError(f"--fail_at_step={cfg.fail_at_step} must be >= 1")
     if cfg.ps_shards > 1:

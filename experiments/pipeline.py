@@ -5,6 +5,9 @@ not by a NumPy array baked into the graph, so every task of a cluster, including
 workers that receive the pipeline as a serialized graph, builds the same examples cheaply.
 """
 import tensorflow as tf
+# TF's own dataset-testing transformation (public only as tf.raw_ops.SleepDataset): a sleep
+# inside the graph, so it also slows a parameter-server worker that runs the pipeline remotely.
+from tensorflow.python.data.experimental.ops.testing import sleep as _sleep_dataset
 
 # How far apart the class prototypes are relative to the per-pixel noise. Tuned so that the CNN
 # needs a couple of epochs to get near its ceiling: fast enough for tests, hard enough that
@@ -61,13 +64,17 @@ def _with_explicit_sharding_policy(ds, policy):
 
 
 def train_dataset(info, count, batch_size, seed, data_dir=None, num_shards=1, shard_index=0,
-                  shuffle_seed=None):
+                  shuffle_seed=None, delay_us=None):
     """Endless shuffled batches of this input pipeline's shard of the training split.
 
     Sharding is done here, by example, and tf.data auto-sharding is switched OFF explicitly: with
     an in-memory or generated source FILE sharding does not apply, and the silent DATA fallback
     is what confuses users (tensorflow#42146). `repeat()` comes before `batch()` so every worker
     runs exactly the number of steps the loop asks for (MWMS hangs if workers disagree).
+
+    delay_us (straggler injection): microseconds every batch waits, applied *after* prefetch so
+    the consumer's step itself is delayed rather than hidden by the prefetch buffer. An int or a
+    scalar tensor (a parameter-server worker computes its own from its worker index).
     """
     ds = examples(info, "train", count, seed, data_dir)
     if num_shards > 1:
@@ -75,6 +82,8 @@ def train_dataset(info, count, batch_size, seed, data_dir=None, num_shards=1, sh
     shard_size = len(range(shard_index, count, num_shards))
     ds = ds.cache().shuffle(shard_size, seed=shuffle_seed, reshuffle_each_iteration=True)
     ds = ds.repeat().batch(batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
+    if delay_us is not None:
+        ds = ds.apply(_sleep_dataset(tf.cast(delay_us, tf.int64)))
     return _with_explicit_sharding_policy(ds, tf.data.experimental.AutoShardPolicy.OFF)
 
 

@@ -70,6 +70,10 @@ _CHECKPOINT_DIR = flags.DEFINE_string("checkpoint_dir", "", "Save every epoch he
 _FAIL_TASK = flags.DEFINE_string("fail_task", "", "Fault injection in a local cluster: the task to "
                                  "SIGKILL (e.g. worker:1) at --fail_at_step.")
 _FAIL_AT_STEP = flags.DEFINE_integer("fail_at_step", 0, "Global step (1-based) of the fault.")
+_STRAGGLER_TASK = flags.DEFINE_string("straggler_task", "", "Straggler injection: the worker to "
+                                      "slow down (e.g. worker:1) by --straggler_delay_ms.")
+_STRAGGLER_DELAY = flags.DEFINE_float("straggler_delay_ms", 0.0, "Milliseconds added to every "
+                                      "step of --straggler_task (a sleep in its input pipeline).")
 _THREADS_PER_WORKER = flags.DEFINE_integer("threads_per_worker", 0,
                                            "Threads per task of a local cluster "
                                            "(0: cores / tasks, at least 1).")
@@ -103,6 +107,7 @@ def _config():
         sync_batchnorm=_SYNC_BN.value, seed=_SEED.value, results_dir=_RESULTS_DIR.value,
         run_name=_RUN_NAME.value, threads=_THREADS.value, tensorboard=_TENSORBOARD.value,
         fail_task=_FAIL_TASK.value, fail_at_step=_FAIL_AT_STEP.value,
+        straggler_task=_STRAGGLER_TASK.value, straggler_delay_ms=_STRAGGLER_DELAY.value,
         checkpoint_dir=_CHECKPOINT_DIR.value)
 
 

@@ -152,6 +152,9 @@ def _record(cfg, role, trainer, strategy, run_id, epochs, checksum, extra_config
         "weights_checksum": checksum,
         "peak_memory_bytes": _peak_memory(),
         "faults_injected": trainer.faults,
+        "straggler": ({"task": cfg.straggler_task, "delay_ms": cfg.straggler_delay_ms}
+                      if cfg.straggler_task else None),
+        "steps_by_worker": dict(sorted(trainer.steps_by_worker.items())) or None,
         "resumed_epochs": [e["epoch"] for e in epochs if e.get("resumed")],
         "cluster": {"roles": role.tf_cluster() if role else {}, "this_task": role.name if role
                     else "single", "collective": cfg.collective if cfg.strategy ==

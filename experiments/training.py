@@ -111,10 +111,20 @@ class Trainer:
         self._iterator = iter(self._train_input())
         self.global_step = 0
         self.faults = []
+        self.steps_by_worker = {}  # PSS: which worker ran how many steps (stragglers run fewer)
         self._train_step = tf.function(self._step)
         self._eval_step = tf.function(self._eval_batch)
         self._eval_data = (pipeline.eval_dataset(info, cfg.eval_examples, 512, cfg.seed,
                                                  cfg.data_dir or None) if is_chief else None)
+
+    def _straggler_delay_us(self, worker_index):
+        """Per-step delay of the input pipeline of worker `worker_index` (an int, or a tensor on
+        a PSS worker): --straggler_delay_ms on the straggler, nothing elsewhere."""
+        if not self.cfg.straggler_task:
+            return None
+        straggler = int(self.cfg.straggler_task.split(":")[1])
+        return tf.cast(tf.equal(worker_index, straggler), tf.int64) * int(
+            self.cfg.straggler_delay_ms * 1000)
 
     def _train_input(self):
         cfg, info = self.cfg, self.info
@@ -122,14 +132,18 @@ class Trainer:
             # Every PSS worker builds its own pipeline; no fixed shuffle seed, so workers draw
             # different orders instead of the same batches.
             return self.coordinator.create_per_worker_dataset(
-                lambda: pipeline.train_dataset(info, cfg.train_examples, self.per_replica_batch,
-                                               cfg.seed, cfg.data_dir or None))
+                lambda: pipeline.train_dataset(
+                    info, cfg.train_examples, self.per_replica_batch, cfg.seed,
+                    cfg.data_dir or None, delay_us=self._straggler_delay_us(
+                        tf.distribute.coordinator.experimental_get_current_worker_index())))
 
         def dataset_fn(ctx):
+            # MWMS: one input pipeline per worker, so the pipeline id is the worker index.
             return pipeline.train_dataset(
                 info, cfg.train_examples, ctx.get_per_replica_batch_size(self.global_batch),
                 cfg.seed, cfg.data_dir or None, num_shards=ctx.num_input_pipelines,
-                shard_index=ctx.input_pipeline_id, shuffle_seed=cfg.seed + ctx.input_pipeline_id)
+                shard_index=ctx.input_pipeline_id, shuffle_seed=cfg.seed + ctx.input_pipeline_id,
+                delay_us=self._straggler_delay_us(ctx.input_pipeline_id))
 
         return self.strategy.distribute_datasets_from_function(dataset_fn)
 
@@ -156,8 +170,11 @@ class Trainer:
         out = self.strategy.run(replica_step, args=next(iterator))
         if self.coordinator is not None:
             # PSS: each scheduled step hands its sums back as RemoteValues (the pattern of the
-            # PSS tutorial); ON_READ accumulators hung the coordinator here.
-            return [self.strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None) for v in out]
+            # PSS tutorial); ON_READ accumulators hung the coordinator here. The worker's index
+            # comes back too: the record counts the steps each worker ran.
+            worker = tf.distribute.coordinator.experimental_get_current_worker_index()
+            return [self.strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None)
+                    for v in out] + [tf.cast(worker, tf.float32)]
         return None
 
     def _eval_batch(self, images, labels):
@@ -209,8 +226,11 @@ class Trainer:
                 progbar.update(step + 1)
         if self.coordinator is not None:
             self.coordinator.join()
-            totals = [sum(float(v) for v in values)
-                      for values in zip(*(r.fetch() for r in remote))]
+            fetched = [r.fetch() for r in remote]
+            totals = [sum(float(v) for v in values) for values in zip(*(f[:3] for f in fetched))]
+            for f in fetched:
+                worker = f"worker:{int(f[3])}"
+                self.steps_by_worker[worker] = self.steps_by_worker.get(worker, 0) + 1
         else:  # reading waits for the last step: the end of the timed span
             totals = [float(v.read_value()) for v in (self.loss_sum, self.correct, self.seen)]
         elapsed = time.perf_counter() - start

@@ -15,6 +15,9 @@ _SHORT = {"one_device": "1 device", "mirrored": "mirrored", "multi_worker_mirror
 _LABELS = {"one_device": "one device", "mirrored": "Mirrored (replicas)",
            "multi_worker_mirrored": "MWMS (workers)", "parameter_server": "PSS (workers)"}
 
+_STRATEGY_COLORS = {"mirrored": "tab:green", "multi_worker_mirrored": "tab:blue",
+                    "parameter_server": "tab:orange"}
+
 
 def _save(fig, path):
     write_atomic(path, lambda f: fig.savefig(f, format="png", dpi=110, bbox_inches="tight"))
@@ -122,4 +125,36 @@ def size_sweep(rows, path):
                ylabel=unit)
         ax.set_xscale("log")
         ax.legend(fontsize=7)
+    return _save(fig, path)
+
+
+def straggler(rows, path):
+    """Throughput kept vs the straggler's delay (left) and, for PSS, the share of steps the
+    straggler ran (right): synchronous strategies follow the straggler, PSS routes around it."""
+    lines = collections.defaultdict(list)
+    for r in rows:
+        lines[(r["model"], r["train_examples"], r["strategy"], r["n"])].append(r)
+    fig, (kept, share) = plt.subplots(1, 2, figsize=(12, 4.2))
+    for (model, size, strategy, n), group in sorted(lines.items()):
+        label = f"{_SHORT[strategy]} N={n} ({model}, {size} ex.)"
+        pts = [(r["delay_ms"], r["relative_throughput"] * 100) for r in group
+               if r["relative_throughput"] is not None]
+        color = _STRATEGY_COLORS[strategy]  # the same strategy has the same colour in both panels
+        if pts:
+            kept.plot(*zip(*pts), "o-", color=color, label=label)
+        pts = [(r["delay_ms"], r["straggler_step_share"] * 100) for r in group
+               if r["straggler_step_share"] is not None]
+        if pts:
+            share.plot(*zip(*pts), "o-", color=color, label=label)
+            share.axhline(100 / n, color="k", ls="--", lw=1)
+    kept.axhline(100, color="k", ls="--", lw=1, label="undisturbed")
+    kept.set(title="Throughput with one slow worker", xlabel="straggler delay (ms per step)",
+             ylabel="throughput kept (% of delay 0)")
+    share.set(title="PSS: steps run by the straggler (dashed: fair share)",
+              xlabel="straggler delay (ms per step)", ylabel="share of steps (%)")
+    kept.set_ylim(bottom=0)
+    share.set_ylim(0, 100)
+    kept.legend(fontsize=8)
+    if share.lines:
+        share.legend(fontsize=8)
     return _save(fig, path)

@@ -6,7 +6,7 @@ import csv
 import io
 import os
 
-from results import plots
+from results import plots, straggler
 from results.records import load_records, write_text_atomic
 from results.summary import COLUMNS, groups, summarize
 
@@ -19,9 +19,9 @@ def _fmt(value, digits=3):
     return str(value)
 
 
-def _csv(rows):
+def _csv(rows, columns):
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=COLUMNS, lineterminator="\n")
+    writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
     writer.writerows(rows)
     return out.getvalue()
@@ -85,7 +85,22 @@ def findings(rows):
     return "\n".join(out) or "- Not enough runs for findings (a baseline and a strategy needed)."
 
 
-def markdown(rows, problems, plot_files, target_accuracy):
+def _straggler_table(rows):
+    head = ("model", "examples", "strategy", "N", "slowed task", "delay ms/step", "examples/s",
+            "throughput kept", "straggler's share of steps")
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        kept = r["relative_throughput"]
+        share = r["straggler_step_share"]
+        lines.append("| " + " | ".join([
+            r["model"], str(r["train_examples"]), r["strategy"], str(r["n"]),
+            r["straggler_task"] or "–", _fmt(r["delay_ms"]), _fmt(r["examples_per_sec"], 4),
+            f"{kept * 100:.0f}%" if kept is not None else "–",
+            f"{share * 100:.0f}%" if share is not None else "–"]) + " |")
+    return "\n".join(lines)
+
+
+def markdown(rows, problems, plot_files, target_accuracy, straggler_rows=()):
     parts = ["# Strategy comparison", "",
              "Rebuilt from the records by `python -m experiments.report`. Epoch time is the "
              "median over steady-state epochs (first epoch of every run excluded: tracing) and "
@@ -98,6 +113,12 @@ def markdown(rows, problems, plot_files, target_accuracy):
     if target_accuracy:
         parts += [f"Time to {target_accuracy:.0%} eval accuracy (s): " + ", ".join(
             f"{r['strategy']} N={r['n']}: {_fmt(r['time_to_target_s'])}" for r in rows), ""]
+    if straggler_rows:
+        parts += ["## Straggler experiment", "",
+                  "One worker's input pipeline sleeps the given time before each batch "
+                  "(`--straggler_task`, `--straggler_delay_ms`). Throughput kept is relative to "
+                  "the same setting without a straggler.", "", _straggler_table(straggler_rows),
+                  "", *straggler.findings(straggler_rows), ""]
     parts += ["## Findings", "", findings(rows), "", "## Plots", ""]
     parts += [f"![{os.path.basename(p)}]({os.path.basename(p)})" for p in plot_files]
     if problems:
@@ -118,6 +139,11 @@ def build(results_dir, target_accuracy=None):
              plots.curves(records, j("curves.png"))]
     if len({r["train_examples"] for r in rows}) > 1:
         files.append(plots.size_sweep(rows, j("size_sweep.png")))
-    paths = [write_text_atomic(j("summary.csv"), _csv(rows)),
-             write_text_atomic(j("report.md"), markdown(rows, problems, files, target_accuracy))]
+    paths = [write_text_atomic(j("summary.csv"), _csv(rows, COLUMNS))]
+    slow = straggler.rows(records)
+    if slow:
+        files.append(plots.straggler(slow, j("straggler.png")))
+        paths.append(write_text_atomic(j("straggler.csv"), _csv(slow, straggler.COLUMNS)))
+    paths.append(write_text_atomic(j("report.md"), markdown(rows, problems, files,
+                                                            target_accuracy, slow)))
     return paths + files, problems

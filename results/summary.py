@@ -30,6 +30,11 @@ def workers_of(record):
     return 1
 
 
+def delay_of(record):
+    """The straggler delay injected into a record's run, in ms per step (0: none)."""
+    return float((record.get("straggler") or {}).get("delay_ms") or 0.0)
+
+
 def role_of(record):
     name = record.get("run_name") or ""
     if name.startswith(REFERENCE_RUN):
@@ -68,10 +73,12 @@ def groups(rows):
 
 
 def summarize(records, target_accuracy=None):
-    """Returns a list of row dicts with COLUMNS, ordered by model, size, strategy, N."""
+    """Returns a list of row dicts with COLUMNS, ordered by model, size, strategy, N. Runs with
+    an injected straggler are left out (results/straggler.py has them)."""
     cells = collections.defaultdict(list)
     for r in records:
-        cells[_cell(r)].append(r)
+        if not delay_of(r):
+            cells[_cell(r)].append(r)
     rows = []
     for (role, strategy, n, model, dataset, size, batch), runs in cells.items():
         time_s, rate = _steady_times(runs)

@@ -1,3 +1,5 @@
+import time
+
 import numpy as np
 import pytest
 import tensorflow_datasets as tfds
@@ -56,3 +58,14 @@ def test_tfds_path_with_mock_data():
         batch = next(iter(pipeline.train_dataset(info, 16, 8, seed=0)))
     assert x.shape == (16, 28, 28, 1) and x.dtype == np.float32 and 0.0 <= x.min() <= x.max() <= 1.0
     assert y.dtype == np.int32 and batch[0].shape == (8, 28, 28, 1)
+
+
+def test_delay_slows_every_batch_of_the_consumer():
+    """The straggler's delay sits after prefetch: each batch handed out waits for it."""
+    info = get_info("synthetic")
+    ds = pipeline.train_dataset(info, 64, 8, seed=3, delay_us=100_000)
+    start = time.perf_counter()
+    batches = list(ds.take(4))
+    assert len(batches) == 4 and time.perf_counter() - start >= 0.4
+    plain = pipeline.train_dataset(info, 64, 8, seed=3, delay_us=0)
+    assert np.array_equal(next(iter(plain))[1].numpy().shape, (8,))  # 0: no delay, same batches

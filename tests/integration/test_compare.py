@@ -49,8 +49,13 @@ def test_tiny_comparison_and_rebuild(tmp_path):
     assert not processes_mentioning(str(tmp_path))
 
 
-def test_compare_bad_input_exits_2(tmp_path):
-    proc = run_module("experiments.compare", "--workers=1,x", f"--results_dir={tmp_path}/o",
-                      timeout=120)
-    assert proc.returncode == 2 and "--workers=1,x" in proc.stderr
+@pytest.mark.parametrize("args, fragment", [
+    (["--workers=1,x"], "--workers=1,x"),
+    (["--experiments=speed"], "choose from scaling, straggler"),
+    (["--experiments=straggler", "--straggler_delays=0,-5"], "--straggler_delays=0,-5"),
+    (["--experiments=straggler", "--strategies=mirrored"], "needs multi_worker_mirrored"),
+])
+def test_compare_bad_input_exits_2(tmp_path, args, fragment):
+    proc = run_module("experiments.compare", *args, f"--results_dir={tmp_path}/o", timeout=120)
+    assert proc.returncode == 2 and fragment in proc.stderr, proc.stderr[-2000:]
     assert not (tmp_path / "o").exists()

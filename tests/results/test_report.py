@@ -93,3 +93,31 @@ def test_size_sweep_plot_when_sizes_differ(tmp_path):
 def test_no_records_is_an_error(tmp_path):
     with pytest.raises(ValueError, match="no readable records"):
         build(str(tmp_path))
+
+
+def test_straggler_runs_get_their_own_table_and_plot(results_dir):
+    """Straggler runs stay out of the main summary; their table is relative to the same
+    setting without a straggler, and the PSS share comes from steps_by_worker."""
+    slow = [("mw-d50", "multi_worker_mirrored", [60.0, 32.0, 32.0], None),
+            ("ps-d50", "parameter_server", [60.0, 25.0, 25.0], {"worker:0": 30, "worker:1": 10})]
+    for run_id, strategy, times, steps in slow:
+        rec = _record(run_id, strategy, 2, times, 0.9, f"straggler-{strategy}-n2-d50")
+        rec["straggler"], rec["steps_by_worker"] = {"task": "worker:1", "delay_ms": 50.0}, steps
+        records.write_record(str(results_dir), rec)
+    paths, _ = build(str(results_dir))
+    assert len(_rows(results_dir / "summary.csv")) == 4  # unchanged by the straggler runs
+    rows = {(r["strategy"], float(r["delay_ms"])): r
+            for r in _rows(results_dir / "straggler.csv")}
+    assert set(rows) == {("multi_worker_mirrored", 0.0), ("multi_worker_mirrored", 50.0),
+                         ("parameter_server", 0.0), ("parameter_server", 50.0)}
+    assert float(rows[("multi_worker_mirrored", 50.0)]["relative_throughput"]) == \
+        pytest.approx(8.0 / 32.0)
+    assert float(rows[("parameter_server", 50.0)]["relative_throughput"]) == \
+        pytest.approx(20.0 / 25.0)
+    assert float(rows[("parameter_server", 50.0)]["straggler_step_share"]) == 0.25
+    text = (results_dir / "report.md").read_text()
+    assert "## Straggler experiment" in text
+    assert "parameter_server N=2: with worker:1 slowed by 50 ms/step it keeps 80%" in text
+    assert "the straggler ran 25% of the steps (fair share 50%)" in text
+    (png,) = [p for p in paths if p.endswith("straggler.png")]
+    assert mpimg.imread(png).shape[1] > 400

@@ -1,0 +1,75 @@
+"""The straggler experiment, from records: how each multi-worker strategy copes when one worker
+is slowed by D ms per step (`--straggler_task`, `--straggler_delay_ms`).
+
+    python -m experiments.compare --experiments=straggler --straggler_delays=0,25,50,100
+
+A synchronous strategy (MWMS) waits for its slowest worker at every all-reduce, so its throughput
+follows the straggler; a parameter-server cluster hands steps to whichever worker is free, so the
+straggler simply runs fewer of them (`steps_by_worker` in the record).
+"""
+import collections
+
+from results import metrics
+from results.summary import delay_of, workers_of
+
+COLUMNS = ("model", "dataset", "train_examples", "batch_size_per_replica", "strategy", "n",
+           "straggler_task", "delay_ms", "runs", "examples_per_sec", "relative_throughput",
+           "straggler_step_share")
+
+
+def _straggler_share(record):
+    """Fraction of a PSS run's steps that the straggler ran (None when not recorded)."""
+    steps, task = record.get("steps_by_worker"), (record.get("straggler") or {}).get("task")
+    if not steps or not task:
+        return None
+    return steps.get(task, 0) / sum(steps.values())
+
+
+def rows(records):
+    """One row per (setting, strategy, N, delay) of every (setting, strategy, N) that has at
+    least one straggler run; delay 0 rows are the same setting without a straggler."""
+    cells = collections.defaultdict(list)
+    for r in records:
+        if r["strategy"] in ("multi_worker_mirrored", "parameter_server"):
+            setting = (r["model"], r["dataset"], r["train_examples"], r["batch_size_per_replica"],
+                       r["strategy"], workers_of(r))
+            cells[setting, delay_of(r)].append(r)
+    slowed = {setting for setting, delay in cells if delay > 0}
+    out = []
+    for (setting, delay), runs in cells.items():
+        if setting not in slowed:
+            continue
+        rate = metrics.spread([e["examples_per_sec"] for r in runs
+                               for e in metrics.steady_epochs(r["epochs"])])["median"]
+        shares = [s for s in map(_straggler_share, runs) if s is not None]
+        out.append(dict(zip(COLUMNS, (*setting, (runs[0].get("straggler") or {}).get("task", ""),
+                                      delay, len(runs), rate, None,
+                                      metrics.spread(shares)["median"]))))
+    undisturbed = {tuple(r[c] for c in COLUMNS[:6]): r["examples_per_sec"]
+                   for r in out if r["delay_ms"] == 0}
+    for r in out:
+        base = undisturbed.get(tuple(r[c] for c in COLUMNS[:6]))
+        r["relative_throughput"] = r["examples_per_sec"] / base if base and r[
+            "examples_per_sec"] else None
+    out.sort(key=lambda r: tuple(r[c] for c in COLUMNS[:6]) + (r["delay_ms"],))
+    return out
+
+
+def findings(straggler_rows):
+    """One sentence per (setting, strategy, N) at its largest delay."""
+    worst = {}
+    for r in straggler_rows:
+        key = tuple(r[c] for c in COLUMNS[:6])
+        if r["relative_throughput"] is not None and r["delay_ms"] >= worst.get(
+                key, {"delay_ms": -1})["delay_ms"]:
+            worst[key] = r
+    out = []
+    for (model, _, size, _, strategy, n), r in sorted(worst.items()):
+        if r["delay_ms"] == 0:
+            continue
+        share = (f"; the straggler ran {r['straggler_step_share'] * 100:.0f}% of the steps "
+                 f"(fair share {100 / n:.0f}%)" if r["straggler_step_share"] is not None else "")
+        out.append(f"- {model}, {size} examples, {strategy} N={n}: with {r['straggler_task']} "
+                   f"slowed by {r['delay_ms']:g} ms/step it keeps "
+                   f"{r['relative_throughput'] * 100:.0f}% of its undisturbed throughput{share}.")
+    return out
