@@ -1,58 +1,111 @@
-"""Per-epoch checkpoints and resume (tf.train.CheckpointManager).
+"""Checkpoints every epoch (and every N steps), resume, and MWMS preemption.
 
-    python -m experiments.run --strategy=multi_worker_mirrored --num_workers=2 --checkpoint_dir=ckpt
-    # ...interrupted or a worker lost: the same command resumes after the last finished epoch
+    python -m experiments.run --strategy=multi_worker_mirrored --num_workers=2 --checkpoint_dir=ckpt \
+        [--checkpoint_every_steps=50]
+    # ...interrupted, preempted or a worker lost: the same command resumes from the last checkpoint
 
-Model, optimizer and the finished-epoch counter go into the checkpoint; the finished epochs' stats
-go into `epochs.json` beside it, so the final record still has every epoch (resumed ones marked).
+Model, optimizer and the number of finished steps go into the checkpoint (tf.train.CheckpointManager);
+the finished epochs' stats go into `epochs.json` beside it, so the final record still has every
+epoch (restored ones marked `resumed`, a partly restored one `resumed_at_step`).
 Under MWMS every worker must take part in saving (the save is collective): the chief writes to the
 directory, the others to a scratch directory they delete (the TF multi-worker tutorial's pattern).
+MWMS also gets TensorFlow's `PreemptionCheckpointHandler`: a worker that receives SIGTERM (a
+platform's preemption notice) makes every worker save at the same step and exit with
+PREEMPTED_EXIT_CODE, so a rerun loses no step.
 """
 import json
 import os
 import shutil
+import sys
 
 import tensorflow as tf
 
 from results.records import write_json_atomic
+from tf_config.launch import PREEMPTED_EXIT_CODE
 
 _STATS = "epochs.json"
 
 
-class EpochCheckpoints:
-    def __init__(self, directory, trainer, is_chief, task_name):
-        self.is_chief = is_chief
+class Checkpoints:
+    """resolver: the MWMS cluster resolver (enables preemption handling), else None."""
+
+    def __init__(self, directory, trainer, is_chief, task_name, every_steps=0, resolver=None):
+        self.is_chief, self.every_steps, self.trainer = is_chief, every_steps, trainer
         self.directory = directory if is_chief else os.path.join(
             directory, ".scratch", task_name.replace(":", "-"))
         self.stats_path = os.path.join(directory, _STATS)
-        self.done = tf.Variable(0, dtype=tf.int64, trainable=False)  # finished epochs
-        checkpoint = tf.train.Checkpoint(model=trainer.model, optimizer=trainer.optimizer,
-                                         epochs_done=self.done)
-        self.manager = tf.train.CheckpointManager(checkpoint, self.directory, max_to_keep=2)
-        self._checkpoint = checkpoint
+        self.steps_done = tf.Variable(0, dtype=tf.int64, trainable=False)
+        self._checkpoint = tf.train.Checkpoint(model=trainer.model, optimizer=trainer.optimizer,
+                                               steps_done=self.steps_done)
+        self.manager = tf.train.CheckpointManager(self._checkpoint, self.directory, max_to_keep=2)
         self._shared_latest = tf.train.latest_checkpoint(directory)
+        self._epochs = []  # finished epochs' stats, as last handed to save()
+        self._saved_at = None  # global step of the last checkpoint this process wrote
+        self.preemption = None
+        if resolver is not None:
+            # Restores the chief's latest checkpoint on every worker when created; saves through
+            # save_fn so the chief/scratch layout and epochs.json stay the same as periodic saves.
+            self.preemption = tf.distribute.experimental.PreemptionCheckpointHandler(
+                resolver, self._checkpoint, checkpoint_dir=directory,
+                termination_config=tf.distribute.experimental.TerminationConfig(
+                    exit_fn=self._exit_preempted, save_fn=self._save_now))
 
     def restore(self):
-        """Restores the chief's latest checkpoint (every task reads the same one). Returns the
-        finished epochs' stats, each marked `resumed`."""
+        """Restores the chief's latest checkpoint (every task reads the same one). Returns
+        (finished epochs' stats each marked `resumed`, finished steps)."""
         if self._shared_latest is None:
-            return []
+            return [], 0
         self._checkpoint.restore(self._shared_latest).expect_partial()
-        done = int(self.done.numpy())
+        steps = int(self.steps_done.numpy())
+        per_epoch = self.trainer.steps_per_epoch
         stats = []
         if tf.io.gfile.exists(self.stats_path):
             with tf.io.gfile.GFile(self.stats_path) as f:
-                stats = [dict(e, resumed=True) for e in json.load(f) if e["epoch"] <= done]
-        if len(stats) != done:
-            raise RuntimeError(f"{self.stats_path} holds {len(stats)} epochs but the checkpoint "
-                               f"{self._shared_latest} has {done}; remove one of them")
-        print(f"resumed from {self._shared_latest}: {done} epoch(s) done", flush=True)
-        return stats
+                stats = [dict(e, resumed=True) for e in json.load(f)]
+        stats = [e for e in stats if e["epoch"] <= steps // per_epoch]
+        if len(stats) != steps // per_epoch or any(
+                e["steps"] != per_epoch for e in stats if "resumed_at_step" not in e):
+            raise RuntimeError(f"{self._shared_latest} ({steps} steps) does not match "
+                               f"{self.stats_path} ({len(stats)} epochs) at {per_epoch} steps per "
+                               f"epoch; resume with the settings that wrote it, or remove both")
+        print(f"resumed from {self._shared_latest}: {steps} step(s) done ({len(stats)} epoch(s) "
+              f"+ {steps % per_epoch} step(s))", flush=True)
+        self._epochs = stats
+        return stats, steps
+
+    def run_step(self, step_fn, *args):
+        """One training step; under MWMS through the preemption handler, which saves and exits
+        when any worker was told to stop."""
+        if self.preemption is not None:
+            return self.preemption.run(step_fn, *args)
+        return step_fn(*args)
+
+    def after_step(self, global_step):
+        """Counts the step; saves every `every_steps` steps."""
+        self.steps_done.assign(global_step)
+        if self.every_steps and global_step % self.every_steps == 0:
+            self._save_now()
 
     def save(self, epochs):
-        self.done.assign(len(epochs))
-        self.manager.save(checkpoint_number=len(epochs))
+        """End of an epoch: checkpoint and the finished epochs' stats."""
+        self._epochs = list(epochs)
+        if self._saved_at == int(self.steps_done.numpy()):  # a step checkpoint just saved it
+            if self.is_chief:
+                write_json_atomic(self.stats_path, self._epochs)
+            return
+        self._save_now()
+
+    def _save_now(self):
+        if self.trainer.coordinator is not None:
+            self.trainer.coordinator.join()  # PSS: the scheduled steps are in the variables
+        self.manager.save()
+        self._saved_at = int(self.steps_done.numpy())
         if self.is_chief:
-            write_json_atomic(self.stats_path, epochs)
+            write_json_atomic(self.stats_path, self._epochs)
         else:
             shutil.rmtree(self.directory, ignore_errors=True)
+
+    def _exit_preempted(self):
+        print(f"preempted: checkpoint saved after step {int(self.steps_done.numpy())}; exiting "
+              f"with code {PREEMPTED_EXIT_CODE} (rerun to resume)", flush=True)
+        sys.exit(PREEMPTED_EXIT_CODE)

@@ -12,6 +12,7 @@ from models import MODELS
 from strategies import COLLECTIVES, MULTI_WORKER, STRATEGIES, replicas_in_sync
 
 OPTIMIZERS = ("sgd", "momentum", "adam")
+FAIL_MODES = ("kill", "preempt")
 LR_SCALING = ("none", "linear", "sqrt")
 
 
@@ -48,9 +49,11 @@ class RunConfig:
     tensorboard: bool = True
     fail_task: str = ""  # fault injection (local clusters): kill this task ("worker:1") ...
     fail_at_step: int = 0  # ... when the chief reaches this global step (1-based)
+    fail_mode: str = "kill"  # kill: SIGKILL (lost machine); preempt: SIGTERM (preemption notice)
     straggler_task: str = ""  # straggler injection: slow this worker ("worker:1") ...
     straggler_delay_ms: float = 0.0  # ... by this many milliseconds per step it runs
     checkpoint_dir: str = ""  # per-epoch checkpoints; a rerun with the same dir resumes
+    checkpoint_every_steps: int = 0  # also save every N global steps (0: epoch ends only)
     tensorboard_dir: str = ""  # "": <results_dir>/tensorboard; Vertex: $AIP_TENSORBOARD_LOG_DIR
 
     def replicas_in_sync(self):
@@ -106,10 +109,12 @@ def validate(cfg):
     _choice("optimizer", cfg.optimizer, OPTIMIZERS)
     _choice("lr_scaling", cfg.lr_scaling, LR_SCALING)
     _choice("collective", cfg.collective, COLLECTIVES)
+    _choice("fail_mode", cfg.fail_mode, FAIL_MODES)
     for name in ("epochs", "train_examples", "eval_examples", "batch_size_per_replica",
                  "num_replicas", "num_workers", "learning_rate"):
         _positive(name, getattr(cfg, name))
-    for name in ("global_batch_size", "num_ps", "ps_shards", "threads", "warmup_epochs", "seed"):
+    for name in ("global_batch_size", "num_ps", "ps_shards", "threads", "warmup_epochs", "seed",
+                 "checkpoint_every_steps"):
         _non_negative(name, getattr(cfg, name))
     if bool(cfg.fail_task) != bool(cfg.fail_at_step):
         raise ConfigError(f"--fail_task={cfg.fail_task!r} and --fail_at_step={cfg.fail_at_step} "
@@ -176,5 +181,8 @@ def validate(cfg):
     if cfg.sync_batchnorm and cfg.model != "cnn":
         raise ConfigError(f"--sync_batchnorm needs --model=cnn (got --model={cfg.model})")
     check_writable_dir("results_dir", cfg.results_dir)
+    if cfg.checkpoint_every_steps and not cfg.checkpoint_dir:
+        raise ConfigError(f"--checkpoint_every_steps={cfg.checkpoint_every_steps} needs "
+                          f"--checkpoint_dir")
     if cfg.checkpoint_dir:
         check_writable_dir("checkpoint_dir", cfg.checkpoint_dir)

@@ -18,8 +18,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import app, flags, logging  # noqa: E402
 
-from experiments.config import (LR_SCALING, OPTIMIZERS, ConfigError, RunConfig,  # noqa: E402
-                                validate)
+from experiments.config import (FAIL_MODES, LR_SCALING, OPTIMIZERS, ConfigError,  # noqa: E402
+                                RunConfig, validate)
 from experiments.datasets import DATASETS  # noqa: E402
 from models import MODELS  # noqa: E402
 from strategies import COLLECTIVES, MULTI_WORKER, STRATEGIES  # noqa: E402
@@ -64,12 +64,17 @@ _RUN_NAME = flags.DEFINE_string("run_name", _D.run_name, "Optional label stored 
 _THREADS = flags.DEFINE_integer("threads", _D.threads,
                                 "Intra/inter-op threads of this process (0: TF default).")
 _TENSORBOARD = flags.DEFINE_bool("tensorboard", _D.tensorboard, "Write TensorBoard scalars.")
-_CHECKPOINT_DIR = flags.DEFINE_string("checkpoint_dir", "", "Save every epoch here; rerunning "
+_CHECKPOINT_DIR = flags.DEFINE_string("checkpoint_dir", "", "Save every epoch here (MWMS: also on "
+                                      "preemption, SIGTERM); rerunning "
                                       "with the same directory resumes (Vertex: "
                                       "$AIP_CHECKPOINT_DIR).")
 _FAIL_TASK = flags.DEFINE_string("fail_task", "", "Fault injection in a local cluster: the task to "
                                  "SIGKILL (e.g. worker:1) at --fail_at_step.")
 _FAIL_AT_STEP = flags.DEFINE_integer("fail_at_step", 0, "Global step (1-based) of the fault.")
+_FAIL_MODE = flags.DEFINE_string("fail_mode", _D.fail_mode, f"One of: {', '.join(FAIL_MODES)} "
+                                 "(SIGKILL: a lost machine; SIGTERM: a preemption notice).")
+_CKPT_EVERY = flags.DEFINE_integer("checkpoint_every_steps", 0, "Also checkpoint every N global "
+                                   "steps (0: at the end of each epoch only).")
 _STRAGGLER_TASK = flags.DEFINE_string("straggler_task", "", "Straggler injection: the worker to "
                                       "slow down (e.g. worker:1) by --straggler_delay_ms.")
 _STRAGGLER_DELAY = flags.DEFINE_float("straggler_delay_ms", 0.0, "Milliseconds added to every "
@@ -106,7 +111,8 @@ def _config():
         warmup_epochs=_WARMUP.value, optimizer=_OPTIMIZER.value, batchnorm=_BATCHNORM.value,
         sync_batchnorm=_SYNC_BN.value, seed=_SEED.value, results_dir=_RESULTS_DIR.value,
         run_name=_RUN_NAME.value, threads=_THREADS.value, tensorboard=_TENSORBOARD.value,
-        fail_task=_FAIL_TASK.value, fail_at_step=_FAIL_AT_STEP.value,
+        fail_task=_FAIL_TASK.value, fail_at_step=_FAIL_AT_STEP.value, fail_mode=_FAIL_MODE.value,
+        checkpoint_every_steps=_CKPT_EVERY.value,
         straggler_task=_STRAGGLER_TASK.value, straggler_delay_ms=_STRAGGLER_DELAY.value,
         checkpoint_dir=_CHECKPOINT_DIR.value)
 

@@ -13,7 +13,7 @@ import uuid
 import tensorflow as tf
 
 from experiments import environment
-from experiments.checkpoints import EpochCheckpoints
+from experiments.checkpoints import Checkpoints
 from experiments.datasets import get_info
 from experiments.training import Trainer
 from results import metrics, records
@@ -92,16 +92,22 @@ def run_task(cfg, role, extra_config=None):
             os.path.join(cfg.tensorboard_dir or os.path.join(cfg.results_dir, "tensorboard"),
                          run_id))
     checkpoints = None
-    epochs = []
+    epochs, steps_done = [], 0
     if cfg.checkpoint_dir:
-        checkpoints = EpochCheckpoints(cfg.checkpoint_dir, trainer, is_chief,
-                                       role.name if role else "single")
-        epochs = checkpoints.restore()
+        mwms_cluster = role is not None and cfg.strategy == "multi_worker_mirrored"
+        checkpoints = Checkpoints(cfg.checkpoint_dir, trainer, is_chief,
+                                  role.name if role else "single", cfg.checkpoint_every_steps,
+                                  resolver=strategy.cluster_resolver if mwms_cluster else None)
+        epochs, steps_done = checkpoints.restore()
+    trainer.global_step = steps_done
     first = len(epochs) + 1
+    first_step = steps_done % trainer.steps_per_epoch  # > 0: resuming inside an epoch
     for epoch in range(first, cfg.epochs + 1):
-        stats = trainer.train_epoch(epoch)
+        stats = trainer.train_epoch(epoch, first_step if epoch == first else 0, checkpoints)
         # The first epoch a process runs traces the step function: not steady state.
         epochs.append({**dataclasses.asdict(stats), "includes_tracing": epoch == first})
+        if epoch == first and first_step:
+            epochs[-1]["resumed_at_step"] = first_step
         if checkpoints is not None:
             checkpoints.save(epochs)
         if writer is not None:
@@ -156,6 +162,9 @@ def _record(cfg, role, trainer, strategy, run_id, epochs, checksum, extra_config
                       if cfg.straggler_task else None),
         "steps_by_worker": dict(sorted(trainer.steps_by_worker.items())) or None,
         "resumed_epochs": [e["epoch"] for e in epochs if e.get("resumed")],
+        "resumed_from_step": next((e["epoch"] - 1) * trainer.steps_per_epoch + e[
+            "resumed_at_step"] for e in epochs if "resumed_at_step" in e) if any(
+            "resumed_at_step" in e for e in epochs) else None,
         "cluster": {"roles": role.tf_cluster() if role else {}, "this_task": role.name if role
                     else "single", "collective": cfg.collective if cfg.strategy ==
                     "multi_worker_mirrored" else None,

@@ -202,7 +202,9 @@ class Trainer:
         return keras.utils.Progbar(self.steps_per_epoch, verbose=1 if sys.stdout.isatty() else 2,
                                    unit_name="step")
 
-    def train_epoch(self, epoch):
+    def train_epoch(self, epoch, first_step=0, checkpoints=None):
+        """Trains steps first_step..steps_per_epoch-1 of `epoch` (first_step > 0: resuming inside
+        the epoch). checkpoints: runs each step (MWMS preemption) and saves when due."""
         if self.coordinator is None:
             for var in (self.loss_sum, self.correct, self.seen):
                 var.assign(0.0)
@@ -211,17 +213,22 @@ class Trainer:
         if progbar is not None:
             print(f"Epoch {epoch}/{self.cfg.epochs}", flush=True)
         start = time.perf_counter()
-        for step in range(self.steps_per_epoch):
+        for step in range(first_step, self.steps_per_epoch):
             self.global_step += 1
             if self.is_chief and self.cfg.fail_task and self.global_step == self.cfg.fail_at_step:
-                # The local launcher reads this line and SIGKILLs the named task.
-                print(f"{FAULT_MARK}{self.cfg.fail_task}", flush=True)
-                self.faults.append({"task": self.cfg.fail_task, "at_step": self.global_step})
+                # The local launcher reads this line and kills (or preempts) the named task.
+                print(f"{FAULT_MARK}{self.cfg.fail_mode} {self.cfg.fail_task}", flush=True)
+                self.faults.append({"task": self.cfg.fail_task, "at_step": self.global_step,
+                                    "mode": self.cfg.fail_mode})
             if self.coordinator is not None:
                 remote.append(self.coordinator.schedule(self._train_step,
                                                         args=(self._iterator,)))
+            elif checkpoints is not None:
+                checkpoints.run_step(self._train_step, self._iterator)
             else:
                 self._train_step(self._iterator)
+            if checkpoints is not None:
+                checkpoints.after_step(self.global_step)
             if progbar is not None and progbar.verbose == 1:
                 progbar.update(step + 1)
         if self.coordinator is not None:
@@ -247,7 +254,8 @@ class Trainer:
         stats = EpochStats(epoch=epoch, time_s=elapsed, examples_per_sec=seen / elapsed,
                            train_loss=train_loss, train_accuracy=train_accuracy,
                            eval_loss=eval_loss, eval_accuracy=eval_accuracy,
-                           eval_time_s=eval_time, learning_rate=lr, steps=self.steps_per_epoch)
+                           eval_time_s=eval_time, learning_rate=lr,
+                           steps=self.steps_per_epoch - first_step)
         if progbar is not None:
             progbar.update(self.steps_per_epoch, values=[
                 ("loss", train_loss), ("accuracy", train_accuracy), ("eval_loss", eval_loss),

@@ -22,9 +22,13 @@ import time
 from tf_config import netns
 from tf_config.spec import local_cluster, tf_config_json
 
-# A task that prints this line followed by a task name makes the launcher SIGKILL that task: fault
-# injection for experiments and tests (`experiments.run --fail_task=worker:1 --fail_at_step=S`).
-FAULT_MARK = "tfdist-fault: kill "
+# A task that prints this line followed by "kill NAME" or "preempt NAME" makes the launcher SIGKILL
+# that task, or SIGTERM it (a platform's preemption notice): fault injection for experiments and
+# tests (`experiments.run --fail_task=worker:1 --fail_at_step=S [--fail_mode=preempt]`).
+FAULT_MARK = "tfdist-fault: "
+FAULT_SIGNALS = {"kill": signal.SIGKILL, "preempt": signal.SIGTERM}
+# A preempted MWMS worker exits with this after its checkpoint (EX_TEMPFAIL: try again later).
+PREEMPTED_EXIT_CODE = 75
 RUN_TAG_ENV = "TFDIST_LAUNCH_TAG"  # every task carries it, so tests can find leftovers
 _PORT_CLASH = ("Address already in use", "Could not start gRPC server", "Failed to add port")
 _STOP_GRACE_S = 5.0
@@ -129,13 +133,15 @@ class Cluster:
                                         on_fault=self._inject))
         self.restarts = []
 
-    def _inject(self, name):
+    def _inject(self, request):
+        mode, _, name = request.partition(" ")
         task = next((t for t in self.tasks if t.name == name), None)
-        if task is None:
-            self.out(f"launch: fault injection names no task {name!r}; ignored")
+        if task is None or mode not in FAULT_SIGNALS:
+            self.out(f"launch: fault injection {request!r} names no task or mode; ignored")
             return
-        self.out(f"launch: injecting fault: SIGKILL {name}")
-        task.signal(signal.SIGKILL)
+        sig = FAULT_SIGNALS[mode]
+        self.out(f"launch: injecting fault: {signal.Signals(sig).name} {name}")
+        task.signal(sig)
 
     @property
     def tolerates_lost_workers(self):
@@ -193,6 +199,23 @@ class Cluster:
         lines = "\n".join(f"    {line}" for line in list(task.tail)[-10:])
         return f"{self._how(task)}; its last lines:\n{lines}"
 
+    def _preempted(self, first):
+        """An MWMS worker was preempted: every worker is saving the same step and will exit with
+        PREEMPTED_EXIT_CODE; wait for that instead of killing them mid-save."""
+        deadline = time.monotonic() + self.opts.done_grace_s
+        for task in self.tasks:
+            try:
+                task.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                return 1, f"{first.name} exited as preempted, but {task.name} did not save " \
+                          f"and exit within {self.opts.done_grace_s:g}s"
+        codes = {t.name: t.proc.returncode for t in self.tasks}
+        if set(codes.values()) != {PREEMPTED_EXIT_CODE}:
+            return 1, f"{first.name} exited as preempted, but not every task did: {codes}"
+        return PREEMPTED_EXIT_CODE, ("preempted: every worker saved a checkpoint at the same step "
+                                     f"and exited with code {PREEMPTED_EXIT_CODE}; rerun the same "
+                                     "command to resume")
+
     def port_clash(self):
         return any(clash in line for t in self.tasks for line in t.tail for clash in _PORT_CLASH)
 
@@ -208,6 +231,8 @@ class Cluster:
                 self.restarts.append(bad.name)
                 bad.start()
                 continue
+            if bad is not None and bad.proc.returncode == PREEMPTED_EXIT_CODE:
+                return self._preempted(bad)
             if bad is not None:
                 return 1, self._failure(bad)
             if chief.proc.poll() == 0:

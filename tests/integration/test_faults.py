@@ -1,7 +1,9 @@
 """Fault injection on real local clusters: PSS survives a lost worker, MWMS fails fast."""
+import re
 import time
 
 import pytest
+import tensorflow as tf
 
 from tests.helpers import TINY, processes_mentioning, records_in, run_module
 
@@ -11,12 +13,18 @@ pytestmark = pytest.mark.integration
 def test_pss_run_survives_a_killed_worker(tmp_path):
     proc = run_module("experiments.run", "--strategy=parameter_server", "--num_workers=2",
                       "--num_ps=1", "--model=mlp", *TINY, "--fail_task=worker:1",
-                      "--fail_at_step=10", f"--results_dir={tmp_path}")
+                      "--fail_at_step=10", f"--checkpoint_dir={tmp_path / 'ckpt'}",
+                      "--checkpoint_every_steps=4", f"--results_dir={tmp_path}")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "launch: injecting fault: SIGKILL worker:1" in proc.stdout
     assert "task worker:1 was killed by signal 9; restarting it" in proc.stdout
     (record,) = records_in(tmp_path)
-    assert record["faults_injected"] == [{"task": "worker:1", "at_step": 10}]
+    assert record["faults_injected"] == [{"task": "worker:1", "at_step": 10, "mode": "kill"}]
+    # A checkpoint every 4 steps (the chief joins the scheduled steps first), epoch ends falling
+    # on the same steps: 2 epochs x 16 steps -> 8 saves, the last one after all 32 steps.
+    latest = tf.train.latest_checkpoint(str(tmp_path / "ckpt"))
+    assert latest.endswith("ckpt-8")
+    assert tf.train.load_variable(latest, "steps_done/.ATTRIBUTES/VARIABLE_VALUE") == 32
     assert [e["epoch"] for e in record["epochs"]] == [1, 2]  # every epoch, every step
     assert record["steps_per_epoch"] * record["global_batch_size"] == 512
     assert record["final_eval_accuracy"] > 0.3
@@ -41,6 +49,9 @@ def test_mwms_fails_fast_when_a_worker_is_killed(tmp_path):
     (["--fail_task=worker:1"], "go together"),
     (["--fail_at_step=-1", "--fail_task=worker:0"], "--fail_at_step=-1"),
     (["--strategy=one_device", "--fail_task=worker:0", "--fail_at_step=3"], "needs a cluster"),
+    (["--fail_task=worker:1", "--fail_at_step=3", "--fail_mode=reboot"], "kill, preempt"),
+    (["--checkpoint_every_steps=5"], "needs --checkpoint_dir"),
+    (["--checkpoint_every_steps=-1", "--checkpoint_dir=/tmp/x"], "--checkpoint_every_steps=-1"),
     (["--straggler_task=worker:1"], "go together"),
     (["--straggler_task=ps:0", "--straggler_delay_ms=10", "--num_workers=2"], "is not a worker"),
     (["--straggler_task=worker:2", "--straggler_delay_ms=10", "--num_workers=2"],
@@ -57,21 +68,51 @@ def test_bad_fault_flags(tmp_path, args, fragment):
 
 
 def test_mwms_lost_worker_then_resume_from_checkpoint(tmp_path):
-    """8 steps per epoch (512 examples, global batch 64): the fault at step 12 falls in epoch 2,
-    after epoch 1's checkpoint."""
+    """8 steps per epoch (512 examples, global batch 64), a checkpoint every 5 steps: the worker
+    killed at step 12 (epoch 2) loses the steps after the last 5-step checkpoint, no more."""
     common = ["--strategy=multi_worker_mirrored", "--num_workers=2", "--model=mlp", *TINY,
-              "--epochs=3", f"--checkpoint_dir={tmp_path / 'ckpt'}", f"--results_dir={tmp_path}"]
+              "--epochs=3", f"--checkpoint_dir={tmp_path / 'ckpt'}", "--checkpoint_every_steps=5",
+              f"--results_dir={tmp_path}"]
     failed = run_module("experiments.run", *common, "--fail_task=worker:1", "--fail_at_step=12")
     assert failed.returncode == 1 and "task worker:1 was killed by signal 9" in failed.stdout
     assert records_in(tmp_path) == [] and not processes_mentioning(str(tmp_path))
     resumed = run_module("experiments.run", *common)
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
-    assert "resumed from" in resumed.stdout and "1 epoch(s) done" in resumed.stdout
+    assert "resumed from" in resumed.stdout
     (record,) = records_in(tmp_path)
+    # The chief may have reached the step-15 save before the kill landed; never further.
+    assert record["resumed_from_step"] in (10, 15)
     assert [e["epoch"] for e in record["epochs"]] == [1, 2, 3]
     assert record["resumed_epochs"] == [1]
+    assert record["epochs"][1]["resumed_at_step"] == record["resumed_from_step"] - 8
+    assert record["epochs"][1]["steps"] == 16 - record["resumed_from_step"]
     assert record["steady_state"]["epochs_used"] == [3]  # 1 is from the lost run, 2 traced
     assert record["final_eval_accuracy"] > 0.3
+    assert not processes_mentioning(str(tmp_path))
+
+
+def test_mwms_preempted_worker_saves_then_resumes_without_losing_a_step(tmp_path):
+    """SIGTERM (a preemption notice) to worker:1: PreemptionCheckpointHandler makes both workers
+    save at the same step and exit 75; the rerun continues from exactly that step."""
+    common = ["--strategy=multi_worker_mirrored", "--num_workers=2", "--model=mlp", *TINY,
+              "--epochs=3", f"--checkpoint_dir={tmp_path / 'ckpt'}", f"--results_dir={tmp_path}"]
+    preempted = run_module("experiments.run", *common, "--fail_task=worker:1",
+                           "--fail_at_step=12", "--fail_mode=preempt")
+    assert preempted.returncode == 75, preempted.stdout[-3000:] + preempted.stderr[-3000:]
+    assert "launch: injecting fault: SIGTERM worker:1" in preempted.stdout
+    saved = re.findall(r"\[(worker:\d)\] preempted: checkpoint saved after step (\d+)",
+                       preempted.stdout)
+    assert sorted(w for w, _ in saved) == ["worker:0", "worker:1"]
+    (step,) = {int(s) for _, s in saved}  # both at the same step
+    assert 12 <= step <= 14  # the handler saves within a step or two of the notice
+    assert records_in(tmp_path) == [] and not processes_mentioning(str(tmp_path))
+    resumed = run_module("experiments.run", *common)
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    (record,) = records_in(tmp_path)
+    assert record["resumed_from_step"] == step  # no step lost
+    assert [e["steps"] for e in record["epochs"]] == [8, 16 - step, 8]
+    checksums = set(re.findall(r"weights checksum (\S+)", resumed.stdout))
+    assert len(checksums) == 1  # both workers resumed the same state
     assert not processes_mentioning(str(tmp_path))
 
 
