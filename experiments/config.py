@@ -54,6 +54,8 @@ class RunConfig:
     straggler_delay_ms: float = 0.0  # ... by this many milliseconds per step it runs
     checkpoint_dir: str = ""  # per-epoch checkpoints; a rerun with the same dir resumes
     checkpoint_every_steps: int = 0  # also save every N global steps (0: epoch ends only)
+    profile_steps: str = ""  # "FIRST,LAST": TF profiler trace of these global steps (chief)
+    comm_probe: bool = True  # after training, time one step's gradient synchronization alone
     tensorboard_dir: str = ""  # "": <results_dir>/tensorboard; Vertex: $AIP_TENSORBOARD_LOG_DIR
 
     def replicas_in_sync(self):
@@ -67,6 +69,10 @@ class RunConfig:
 
     def steps_per_epoch(self):
         return self.train_examples // self.resolved_global_batch()
+
+    def profile_range(self):
+        first, last = (int(v) for v in self.profile_steps.split(","))
+        return first, last
 
 
 def _choice(name, value, choices):
@@ -181,6 +187,15 @@ def validate(cfg):
     if cfg.sync_batchnorm and cfg.model != "cnn":
         raise ConfigError(f"--sync_batchnorm needs --model=cnn (got --model={cfg.model})")
     check_writable_dir("results_dir", cfg.results_dir)
+    if cfg.profile_steps:
+        if not re.fullmatch(r"\d+,\d+", cfg.profile_steps):
+            raise ConfigError(f"--profile_steps={cfg.profile_steps!r} must be FIRST,LAST (global "
+                              f"steps, e.g. 20,30)")
+        first, last = cfg.profile_range()
+        total = cfg.steps_per_epoch() * cfg.epochs
+        if not 1 <= first <= last <= total:
+            raise ConfigError(f"--profile_steps={cfg.profile_steps} must satisfy 1 <= FIRST <= "
+                              f"LAST <= {total} (the run's steps)")
     if cfg.checkpoint_every_steps and not cfg.checkpoint_dir:
         raise ConfigError(f"--checkpoint_every_steps={cfg.checkpoint_every_steps} needs "
                           f"--checkpoint_dir")

@@ -79,6 +79,10 @@ _STRAGGLER_TASK = flags.DEFINE_string("straggler_task", "", "Straggler injection
                                       "slow down (e.g. worker:1) by --straggler_delay_ms.")
 _STRAGGLER_DELAY = flags.DEFINE_float("straggler_delay_ms", 0.0, "Milliseconds added to every "
                                       "step of --straggler_task (a sleep in its input pipeline).")
+_PROFILE_STEPS = flags.DEFINE_string("profile_steps", "", "FIRST,LAST: TF profiler trace of these "
+                                     "global steps on the chief (TensorBoard Profile tab).")
+_COMM_PROBE = flags.DEFINE_bool("comm_probe", True, "After training, time one step's gradient "
+                                "synchronization in isolation (record: communication_fraction).")
 _THREADS_PER_WORKER = flags.DEFINE_integer("threads_per_worker", 0,
                                            "Threads per task of a local cluster "
                                            "(0: cores / tasks, at least 1).")
@@ -112,7 +116,8 @@ def _config():
         sync_batchnorm=_SYNC_BN.value, seed=_SEED.value, results_dir=_RESULTS_DIR.value,
         run_name=_RUN_NAME.value, threads=_THREADS.value, tensorboard=_TENSORBOARD.value,
         fail_task=_FAIL_TASK.value, fail_at_step=_FAIL_AT_STEP.value, fail_mode=_FAIL_MODE.value,
-        checkpoint_every_steps=_CKPT_EVERY.value,
+        checkpoint_every_steps=_CKPT_EVERY.value, comm_probe=_COMM_PROBE.value,
+        profile_steps=_PROFILE_STEPS.value,
         straggler_task=_STRAGGLER_TASK.value, straggler_delay_ms=_STRAGGLER_DELAY.value,
         checkpoint_dir=_CHECKPOINT_DIR.value)
 

@@ -10,14 +10,17 @@ import os
 import resource
 import uuid
 
+import psutil
 import tensorflow as tf
 
-from experiments import environment
+from experiments import comm_probe, environment
 from experiments.checkpoints import Checkpoints
 from experiments.datasets import get_info
+from experiments.profiling import StepProfiler
 from experiments.training import Trainer
 from results import metrics, records
 from strategies.factory import get_strategy
+from tf_config.launch import LAUNCH_T0_ENV
 
 
 # A PSS server runs functions whose ops block (iterator reads, variable reads from a ps); with
@@ -61,6 +64,15 @@ def _peak_memory():
     return out
 
 
+def _startup(trainer):
+    """Seconds from the command's start (the launcher's, for a local cluster) until this process's
+    first training step finished: imports, cluster forming, model building, tracing, one step."""
+    t0 = float(os.environ.get(LAUNCH_T0_ENV) or psutil.Process().create_time())
+    done = trainer.first_step_done_at
+    return {"launch_to_first_step_s": done - t0 if done else None,
+            "from": "launcher start" if os.environ.get(LAUNCH_T0_ENV) else "process start"}
+
+
 def new_run_id(cfg):
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S")
     return f"{stamp}-{cfg.strategy}-{cfg.model}-{uuid.uuid4().hex[:6]}"
@@ -86,11 +98,13 @@ def run_task(cfg, role, extra_config=None):
     info = get_info(cfg.dataset)
     trainer = Trainer(cfg, info, strategy, coordinator=coordinator, is_chief=is_chief)
     run_id = new_run_id(cfg)
-    writer = None
+    writer = profiler = None
+    logdir = os.path.join(cfg.tensorboard_dir or os.path.join(cfg.results_dir, "tensorboard"),
+                          run_id)
     if is_chief and cfg.tensorboard:
-        writer = tf.summary.create_file_writer(
-            os.path.join(cfg.tensorboard_dir or os.path.join(cfg.results_dir, "tensorboard"),
-                         run_id))
+        writer = tf.summary.create_file_writer(logdir)
+    if is_chief and cfg.profile_steps:
+        profiler = StepProfiler(logdir, *cfg.profile_range(), coordinator=coordinator)
     checkpoints = None
     epochs, steps_done = [], 0
     if cfg.checkpoint_dir:
@@ -103,7 +117,8 @@ def run_task(cfg, role, extra_config=None):
     first = len(epochs) + 1
     first_step = steps_done % trainer.steps_per_epoch  # > 0: resuming inside an epoch
     for epoch in range(first, cfg.epochs + 1):
-        stats = trainer.train_epoch(epoch, first_step if epoch == first else 0, checkpoints)
+        stats = trainer.train_epoch(epoch, first_step if epoch == first else 0, checkpoints,
+                                    profiler)
         # The first epoch a process runs traces the step function: not steady state.
         epochs.append({**dataclasses.asdict(stats), "includes_tracing": epoch == first})
         if epoch == first and first_step:
@@ -116,6 +131,11 @@ def run_task(cfg, role, extra_config=None):
                             "eval_loss", "eval_accuracy", "learning_rate"):
                     tf.summary.scalar(key, epochs[-1][key])
             writer.flush()
+    if profiler is not None:
+        profiler.close()
+    # After training, on every task that trains (the all-reduce probe is collective under MWMS).
+    probe = comm_probe.measure(strategy, [v.value for v in trainer.model.trainable_variables],
+                               coordinator) if cfg.comm_probe else None
     # Every synchronous replica must end with the same weights; printed by each task so a
     # cluster's output can be checked (tests do), and recorded by the chief.
     checksum = trainer.weights_checksum()
@@ -123,6 +143,12 @@ def run_task(cfg, role, extra_config=None):
     if not is_chief:
         return 0
     record = _record(cfg, role, trainer, strategy, run_id, epochs, checksum, extra_config or {})
+    if probe is not None:
+        step, share = comm_probe.fraction(
+            probe, record["steady_state"]["epoch_time_s"]["median"], trainer.steps_per_epoch,
+            cfg.num_workers if coordinator is not None else 1)
+        record["communication"] = {**probe, "step_time_s": step, "fraction": share}
+        record["communication_fraction"] = share
     path = records.write_record(cfg.results_dir, record)
     steady = record["steady_state"]
     print(f"record: {path}\nsteady state: {steady['epoch_time_s']['median']:.3f} s/epoch, "
@@ -157,6 +183,7 @@ def _record(cfg, role, trainer, strategy, run_id, epochs, checksum, extra_config
         "final_train_loss": epochs[-1]["train_loss"],
         "weights_checksum": checksum,
         "peak_memory_bytes": _peak_memory(),
+        "startup": _startup(trainer),
         "faults_injected": trainer.faults,
         "straggler": ({"task": cfg.straggler_task, "delay_ms": cfg.straggler_delay_ms}
                       if cfg.straggler_task else None),

@@ -112,6 +112,7 @@ class Trainer:
         self.global_step = 0
         self.faults = []
         self.steps_by_worker = {}  # PSS: which worker ran how many steps (stragglers run fewer)
+        self.first_step_done_at = None  # wall clock (epoch s) when this process's first step ended
         self._train_step = tf.function(self._step)
         self._eval_step = tf.function(self._eval_batch)
         self._eval_data = (pipeline.eval_dataset(info, cfg.eval_examples, 512, cfg.seed,
@@ -202,9 +203,10 @@ class Trainer:
         return keras.utils.Progbar(self.steps_per_epoch, verbose=1 if sys.stdout.isatty() else 2,
                                    unit_name="step")
 
-    def train_epoch(self, epoch, first_step=0, checkpoints=None):
+    def train_epoch(self, epoch, first_step=0, checkpoints=None, profiler=None):
         """Trains steps first_step..steps_per_epoch-1 of `epoch` (first_step > 0: resuming inside
-        the epoch). checkpoints: runs each step (MWMS preemption) and saves when due."""
+        the epoch). checkpoints: runs each step (MWMS preemption) and saves when due; profiler:
+        starts/stops a trace at its steps."""
         if self.coordinator is None:
             for var in (self.loss_sum, self.correct, self.seen):
                 var.assign(0.0)
@@ -215,6 +217,8 @@ class Trainer:
         start = time.perf_counter()
         for step in range(first_step, self.steps_per_epoch):
             self.global_step += 1
+            if profiler is not None:
+                profiler.before_step(self.global_step)
             if self.is_chief and self.cfg.fail_task and self.global_step == self.cfg.fail_at_step:
                 # The local launcher reads this line and kills (or preempts) the named task.
                 print(f"{FAULT_MARK}{self.cfg.fail_mode} {self.cfg.fail_task}", flush=True)
@@ -227,6 +231,12 @@ class Trainer:
                 checkpoints.run_step(self._train_step, self._iterator)
             else:
                 self._train_step(self._iterator)
+            if self.first_step_done_at is None:
+                if remote:  # PSS: scheduling is asynchronous; wait for this one step once
+                    remote[0].fetch()
+                self.first_step_done_at = time.time()
+            if profiler is not None:
+                profiler.after_step(self.global_step)
             if checkpoints is not None:
                 checkpoints.after_step(self.global_step)
             if progbar is not None and progbar.verbose == 1:

@@ -158,3 +158,68 @@ def straggler(rows, path):
     if share.lines:
         share.legend(fontsize=8)
     return _save(fig, path)
+
+
+def step_breakdown(rows, path):
+    """Per-worker step time split into compute and gradient synchronization (the communication
+    probe's share), one stacked bar per strategy and N, one panel per setting."""
+    groups = {k: [r for r in g if r["communication_fraction"] is not None and r["step_time_s"]]
+              for k, g in _groups(rows).items()}
+    groups = {k: g for k, g in groups.items() if g}
+    fig, axes = plt.subplots(1, max(1, len(groups)), figsize=(6.5 * max(1, len(groups)), 4.2),
+                             squeeze=False)
+    for ax, ((model, dataset, size, batch), group) in zip(axes[0], groups.items()):
+        labels = [f"{_SHORT[r['strategy']]}\nN={r['n']}" + (
+            "\n(all cores)" if r["role"] == "hardware_reference" else "") for r in group]
+        step_ms = [r["step_time_s"] * 1e3 for r in group]
+        comm = [s * r["communication_fraction"] for s, r in zip(step_ms, group)]
+        compute = [s - c for s, c in zip(step_ms, comm)]
+        x = range(len(group))
+        ax.bar(x, compute, color="tab:blue", label="compute and the rest")
+        ax.bar(x, comm, bottom=compute, color="tab:red", label="gradient synchronization (probe)")
+        for i, r in enumerate(group):
+            ax.text(i, step_ms[i], f"{r['communication_fraction'] * 100:.0f}%", ha="center",
+                    va="bottom", fontsize=8)
+        ax.set_xticks(list(x), labels, fontsize=8)
+        ax.set_ylabel("per-worker step time (ms)")
+        ax.set_title(f"Where a step goes: {model}, {size} examples, {batch}/replica")
+        ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def projection(rows, path):
+    """Projected throughput vs N (lines) with the measured points, and projected efficiency."""
+    lines = collections.defaultdict(lambda: {"projected": [], "measured": []})
+    for r in rows:
+        lines[(r["model"], r["train_examples"], r["strategy"])][r["kind"]].append(r)
+    fig, (tput, eff) = plt.subplots(1, 2, figsize=(12, 4.4))
+    for (model, size, strategy), kinds in sorted(lines.items()):
+        color = _STRATEGY_COLORS[strategy]
+        label = f"{_SHORT[strategy]} ({model}, {size} ex.)"
+        proj = sorted(kinds["projected"], key=lambda r: r["n"])
+        tput.plot([r["n"] for r in proj], [r["examples_per_sec"] for r in proj], "-",
+                  color=color, label=f"{label}: projected")
+        eff.plot([r["n"] for r in proj], [r["efficiency"] * 100 for r in proj], "-", color=color,
+                 label=f"{label}: projected")
+        meas = kinds["measured"]
+        if meas:
+            tput.plot([r["n"] for r in meas], [r["examples_per_sec"] for r in meas], "o",
+                      color=color, ms=8, label=f"{label}: measured")
+            eff.plot([r["n"] for r in meas], [r["efficiency"] * 100 for r in meas], "o",
+                     color=color, ms=8, label=f"{label}: measured")
+        ideal = [r for r in proj if r["n"] == 1]
+        if ideal:
+            ns = [r["n"] for r in proj]
+            tput.plot(ns, [ideal[0]["examples_per_sec"] / ideal[0]["speedup"] * n for n in ns],
+                      "k:", lw=1)
+    for ax in (tput, eff):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("workers (N)")
+    tput.set_yscale("log")
+    tput.set(title="Throughput: projected (lines), measured (dots), ideal (dotted)",
+             ylabel="examples/s")
+    eff.axhline(100, color="k", ls=":", lw=1)
+    eff.set(title="Parallel efficiency vs 1 worker", ylabel="efficiency (%)")
+    eff.set_ylim(bottom=0)
+    tput.legend(fontsize=7)
+    return _save(fig, path)

@@ -6,7 +6,7 @@ import csv
 import io
 import os
 
-from results import plots, straggler
+from results import plots, scaling_model, straggler
 from results.records import load_records, write_text_atomic
 from results.summary import COLUMNS, groups, summarize
 
@@ -100,7 +100,7 @@ def _straggler_table(rows):
     return "\n".join(lines)
 
 
-def markdown(rows, problems, plot_files, target_accuracy, straggler_rows=()):
+def markdown(rows, problems, plot_files, target_accuracy, straggler_rows=(), model_section=""):
     parts = ["# Strategy comparison", "",
              "Rebuilt from the records by `python -m experiments.report`. Epoch time is the "
              "median over steady-state epochs (first epoch of every run excluded: tracing) and "
@@ -119,6 +119,8 @@ def markdown(rows, problems, plot_files, target_accuracy, straggler_rows=()):
                   "(`--straggler_task`, `--straggler_delay_ms`). Throughput kept is relative to "
                   "the same setting without a straggler.", "", _straggler_table(straggler_rows),
                   "", *straggler.findings(straggler_rows), ""]
+    if model_section:
+        parts += [model_section, ""]
     parts += ["## Findings", "", findings(rows), "", "## Plots", ""]
     parts += [f"![{os.path.basename(p)}]({os.path.basename(p)})" for p in plot_files]
     if problems:
@@ -126,8 +128,9 @@ def markdown(rows, problems, plot_files, target_accuracy, straggler_rows=()):
     return "\n".join(parts) + "\n"
 
 
-def build(results_dir, target_accuracy=None):
-    """Writes summary.csv, report.md and plots into results_dir. Returns (paths, problems)."""
+def build(results_dir, target_accuracy=None, network=scaling_model.Network()):
+    """Writes summary.csv, report.md and plots into results_dir. Returns (paths, problems,
+    notes): notes are lines worth printing (the scaling model's 2-worker validation)."""
     records, problems = load_records(results_dir)
     if not records:
         raise ValueError(f"no readable records under {os.path.join(results_dir, 'records')}")
@@ -139,11 +142,21 @@ def build(results_dir, target_accuracy=None):
              plots.curves(records, j("curves.png"))]
     if len({r["train_examples"] for r in rows}) > 1:
         files.append(plots.size_sweep(rows, j("size_sweep.png")))
+    if any(r["communication_fraction"] is not None for r in rows):
+        files.append(plots.step_breakdown(rows, j("step_breakdown.png")))
     paths = [write_text_atomic(j("summary.csv"), _csv(rows, COLUMNS))]
+    fits = scaling_model.fit(records)
+    section = ""
+    if fits:
+        projected = scaling_model.projection_rows(fits, network)
+        files.append(plots.projection(projected, j("projection.png")))
+        paths.append(write_text_atomic(j("projection.csv"),
+                                       _csv(projected, scaling_model.COLUMNS)))
+        section = scaling_model.markdown(fits, projected, network)
     slow = straggler.rows(records)
     if slow:
         files.append(plots.straggler(slow, j("straggler.png")))
         paths.append(write_text_atomic(j("straggler.csv"), _csv(slow, straggler.COLUMNS)))
     paths.append(write_text_atomic(j("report.md"), markdown(rows, problems, files,
-                                                            target_accuracy, slow)))
-    return paths + files, problems
+                                                            target_accuracy, slow, section)))
+    return paths + files, problems, scaling_model.validation_lines(fits)

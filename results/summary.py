@@ -18,7 +18,7 @@ COLUMNS = (
     "global_batch_size", "threads_per_task", "runs", "epoch_time_s", "epoch_time_min_s",
     "epoch_time_max_s", "examples_per_sec", "speedup", "scaling_percent", "efficiency",
     "speedup_vs_reference", "final_eval_accuracy", "final_eval_loss", "accuracy_delta",
-    "loss_delta", "time_to_target_s", "role",
+    "loss_delta", "time_to_target_s", "step_time_s", "communication_fraction", "role",
 )
 
 
@@ -94,6 +94,12 @@ def summarize(records, target_accuracy=None):
             "final_eval_accuracy": _median([r["final_eval_accuracy"] for r in runs]),
             "final_eval_loss": _median([r["final_eval_loss"] for r in runs]),
             "time_to_target_s": _median([t for t in tta if t is not None]) if tta else None,
+            # per-worker step: PSS workers step concurrently, the others in lockstep
+            "step_time_s": time_s["median"] * (n if strategy == "parameter_server" else 1) / max(
+                1, runs[0].get("steps_per_epoch") or size // runs[0]["global_batch_size"])
+            if time_s["median"] else None,
+            "communication_fraction": _median([r.get("communication_fraction")
+                                               for r in runs]),
         })
     index = {(r["role"], r["model"], r["dataset"], r["train_examples"],
               r["batch_size_per_replica"]): r for r in rows if r["role"] != "strategy"}

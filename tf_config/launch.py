@@ -19,6 +19,8 @@ import sys
 import threading
 import time
 
+import psutil
+
 from tf_config import netns
 from tf_config.spec import local_cluster, tf_config_json
 
@@ -30,8 +32,11 @@ FAULT_SIGNALS = {"kill": signal.SIGKILL, "preempt": signal.SIGTERM}
 # A preempted MWMS worker exits with this after its checkpoint (EX_TEMPFAIL: try again later).
 PREEMPTED_EXIT_CODE = 75
 RUN_TAG_ENV = "TFDIST_LAUNCH_TAG"  # every task carries it, so tests can find leftovers
+# Wall-clock start (epoch seconds) of the launching command: tasks measure launch-to-first-step.
+LAUNCH_T0_ENV = "TFDIST_LAUNCH_T0"
 _PORT_CLASH = ("Address already in use", "Could not start gRPC server", "Failed to add port")
 _STOP_GRACE_S = 5.0
+_START_TIME = psutil.Process().create_time()  # this launcher process's start
 
 
 class LaunchError(RuntimeError):
@@ -127,7 +132,8 @@ class Cluster:
                             "TF_NUM_INTEROP_THREADS": str(max(2, threads)),
                             "OMP_NUM_THREADS": str(threads),
                             "PYTHONUNBUFFERED": "1",
-                            RUN_TAG_ENV: opts.tag or str(os.getpid())})
+                            RUN_TAG_ENV: opts.tag or str(os.getpid()),
+                            LAUNCH_T0_ENV: env.get(LAUNCH_T0_ENV) or repr(_START_TIME)})
                 self.tasks.append(_Task(kind, index, address,
                                         opts.command(kind, index, threads), env, out,
                                         on_fault=self._inject))

@@ -44,7 +44,7 @@ def _rows(path):
 
 
 def test_summary_csv_matches_definitions(results_dir):
-    paths, problems = build(str(results_dir), target_accuracy=0.5)
+    paths, problems, _ = build(str(results_dir), target_accuracy=0.5)
     assert [p[0] for p in problems] == ["broken.json"]
     rows = _rows(results_dir / "summary.csv")
     assert tuple(rows[0]) == COLUMNS and len(rows) == 4
@@ -66,7 +66,7 @@ def test_summary_csv_matches_definitions(results_dir):
 
 
 def test_report_sections_and_plots(results_dir):
-    paths, _ = build(str(results_dir), target_accuracy=None)
+    paths, _, _ = build(str(results_dir), target_accuracy=None)
     text = (results_dir / "report.md").read_text()
     for section in ("# Strategy comparison", "## cnn, synthetic, 1024", "## Findings", "## Plots",
                     "## Skipped records", "broken.json"):
@@ -86,7 +86,7 @@ def test_size_sweep_plot_when_sizes_differ(tmp_path):
                                                     "baseline", size=size))
         records.write_record(str(tmp_path), _record(f"m{size}", "mirrored", 2, [5.0, 0.8], 0.9,
                                                     size=size))
-    paths, _ = build(str(tmp_path))
+    paths, _, _ = build(str(tmp_path))
     assert any(p.endswith("size_sweep.png") for p in paths)
 
 
@@ -104,7 +104,7 @@ def test_straggler_runs_get_their_own_table_and_plot(results_dir):
         rec = _record(run_id, strategy, 2, times, 0.9, f"straggler-{strategy}-n2-d50")
         rec["straggler"], rec["steps_by_worker"] = {"task": "worker:1", "delay_ms": 50.0}, steps
         records.write_record(str(results_dir), rec)
-    paths, _ = build(str(results_dir))
+    paths, _, _ = build(str(results_dir))
     assert len(_rows(results_dir / "summary.csv")) == 4  # unchanged by the straggler runs
     rows = {(r["strategy"], float(r["delay_ms"])): r
             for r in _rows(results_dir / "straggler.csv")}

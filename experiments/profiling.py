@@ -1,0 +1,35 @@
+"""A TF profiler trace of chosen training steps, for TensorBoard's Profile tab.
+
+    python -m experiments.run --strategy=mirrored --num_replicas=2 --profile_steps=20,30
+    tensorboard --logdir runs/tensorboard     # Profile tab (pip install tensorboard-plugin-profile)
+
+Only the chief traces (its host and devices; under PSS that is the coordinator's side).
+"""
+import tensorflow as tf
+
+
+class StepProfiler:
+    def __init__(self, logdir, first, last, coordinator=None):
+        self.logdir, self.first, self.last = logdir, first, last
+        self.coordinator = coordinator
+        self.active = False
+
+    def before_step(self, step):
+        if step == self.first and not self.active:
+            tf.profiler.experimental.start(self.logdir)
+            self.active = True
+
+    def after_step(self, step):
+        if step == self.last:
+            self.close()
+
+    def close(self):
+        """Stops the trace (also when training ended before the last profiled step)."""
+        if not self.active:
+            return
+        if self.coordinator is not None:
+            self.coordinator.join()  # the scheduled steps belong in the trace
+        tf.profiler.experimental.stop()
+        self.active = False
+        print(f"profile of steps {self.first}-{self.last} written under {self.logdir} "
+              f"(TensorBoard, Profile tab)", flush=True)

@@ -1,0 +1,196 @@
+"""A scaling model fitted to the measured runs, and projections to clusters we do not have.
+
+Per-step time of one worker at N workers (per-replica batch b fixed, so an epoch of E examples
+has S_N = E / (N b) steps):
+
+    t_N = t_comp + c(N) + t_sync          epoch:  T_N = T_comp / N + T_comm(N) + T_sync(N)
+                                           with T_comp = S_1 t_comp, T_comm = S_N c(N), T_sync = S_N t_sync
+
+  t_comp   compute of one step: the 1-worker, 1-thread baseline (nothing to synchronize there)
+  c(N)     gradient synchronization, from a standard cost model on a stated network
+           (bandwidth B, latency a) with M = gradient bytes:
+             ring all-reduce (MWMS):   2 (N-1)/N * M/B + 2 (N-1) a
+             K parameter servers:      2 M/B * max(1, N/K) + 2 a   (each ps link carries N/K
+                                       workers' pulls and pushes of its 1/K of the variables)
+  t_sync   everything else a distributed step pays (dispatch, stragglers, waiting), fitted as the
+           mean residual of the measured runs once compute and the measured probe are removed.
+
+Validation: the 2-worker throughput predicted from the 1-worker run plus the communication probe
+measured in that 2-worker run (t_comp + probe, no fitted term) against the measurement.
+Assumptions (stated in the report): every worker has its own cores (no sharing), synchronization
+does not overlap compute, the network is full duplex and uncontended, per-replica batch fixed.
+"""
+import collections
+import dataclasses
+
+from results import metrics
+from results.summary import BASELINE_RUN, delay_of, role_of, workers_of
+
+PROJECT_NS = (1, 2, 4, 8, 16, 32, 64)
+COST_MODEL = {"multi_worker_mirrored": "ring all-reduce", "parameter_server": "K parameter servers"}
+COLUMNS = ("model", "dataset", "train_examples", "batch_size_per_replica", "strategy", "n",
+           "kind", "step_time_s", "compute_s", "communication_s", "sync_s", "examples_per_sec",
+           "speedup", "efficiency")
+
+
+@dataclasses.dataclass(frozen=True)
+class Network:
+    bandwidth_gbps: float = 10.0  # per link, each direction
+    latency_us: float = 50.0  # per message
+
+    @property
+    def bytes_per_s(self):
+        return self.bandwidth_gbps * 1e9 / 8
+
+    @property
+    def latency_s(self):
+        return self.latency_us * 1e-6
+
+
+def ring_allreduce_s(gradient_bytes, n, net):
+    if n <= 1:
+        return 0.0
+    return 2 * (n - 1) / n * gradient_bytes / net.bytes_per_s + 2 * (n - 1) * net.latency_s
+
+
+def parameter_server_s(gradient_bytes, n, num_ps, net):
+    return 2 * gradient_bytes / net.bytes_per_s * max(1.0, n / max(num_ps, 1)) + \
+        2 * net.latency_s
+
+
+def _step_time(record):
+    """Per-worker steady step time: PSS workers step concurrently (epoch x N / steps)."""
+    epoch = metrics.steady_state(record["epochs"])["epoch_time_s"]["median"]
+    concurrent = record["num_workers"] if record["strategy"] == "parameter_server" else 1
+    return epoch * concurrent / record["steps_per_epoch"]
+
+
+@dataclasses.dataclass
+class Fit:
+    setting: tuple  # (model, dataset, train_examples, batch_size_per_replica)
+    strategy: str
+    num_ps: int
+    gradient_bytes: int
+    t_comp: float
+    t_sync: float
+    measured: dict  # n -> (step time, probe seconds, examples/s)
+    prediction_n2: tuple = None  # (predicted examples/s, measured examples/s, relative error)
+
+    def comm(self, n, net):
+        if self.strategy == "parameter_server":
+            return parameter_server_s(self.gradient_bytes, n, self.num_ps, net)
+        return ring_allreduce_s(self.gradient_bytes, n, net)
+
+    def project(self, n, net):
+        batch = self.setting[3]
+        comm = self.comm(n, net) if n > 1 or self.strategy == "parameter_server" else 0.0
+        sync = self.t_sync if n > 1 or self.strategy == "parameter_server" else 0.0
+        step = self.t_comp + comm + sync
+        rate = n * batch / step
+        speedup = rate / (batch / self.t_comp)
+        return {"step_time_s": step, "compute_s": self.t_comp, "communication_s": comm,
+                "sync_s": sync, "examples_per_sec": rate, "speedup": speedup,
+                "efficiency": speedup / n}
+
+
+def fit(records):
+    """One Fit per (setting, multi-worker strategy) with a baseline and a probed run at N >= 2."""
+    baselines = collections.defaultdict(list)
+    runs = collections.defaultdict(lambda: collections.defaultdict(list))
+    for r in records:
+        if delay_of(r) or not r.get("steps_per_epoch"):
+            continue
+        setting = (r["model"], r["dataset"], r["train_examples"], r["batch_size_per_replica"])
+        if role_of(r) == BASELINE_RUN and (r.get("threads_per_task") == 1):
+            baselines[setting].append(_step_time(r))
+        elif r["strategy"] in COST_MODEL and r.get("communication") and workers_of(r) >= 2:
+            runs[(setting, r["strategy"])][workers_of(r)].append(r)
+    fits = []
+    for (setting, strategy), by_n in sorted(runs.items()):
+        if not baselines.get(setting):
+            continue
+        t_comp = metrics.spread(baselines[setting])["median"]
+        measured = {}
+        for n, rs in sorted(by_n.items()):
+            step = metrics.spread([_step_time(r) for r in rs])["median"]
+            probe = metrics.spread([r["communication"]["probe_s"]["median"] for r in rs])["median"]
+            rate = metrics.spread([metrics.steady_state(r["epochs"])["examples_per_sec"]["median"]
+                                   for r in rs])["median"]
+            measured[n] = (step, probe, rate)
+        residuals = [step - t_comp - probe for step, probe, _ in measured.values()]
+        first = next(iter(by_n.values()))[0]
+        f = Fit(setting, strategy, first.get("num_ps") or 1,
+                first["communication"]["gradient_bytes"], t_comp,
+                sum(residuals) / len(residuals), measured)
+        if 2 in measured:
+            step, probe, rate = measured[2]
+            predicted = 2 * setting[3] / (t_comp + probe)
+            f.prediction_n2 = (predicted, rate, (predicted - rate) / rate)
+        fits.append(f)
+    return fits
+
+
+def projection_rows(fits, net, ns=PROJECT_NS):
+    rows = []
+    for f in fits:
+        for n in ns:
+            rows.append(dict(zip(COLUMNS[:7], (*f.setting, f.strategy, n, "projected")),
+                             **f.project(n, net)))
+        for n, (step, probe, rate) in f.measured.items():
+            rows.append(dict(zip(COLUMNS[:7], (*f.setting, f.strategy, n, "measured")),
+                             step_time_s=step, compute_s=f.t_comp, communication_s=probe,
+                             sync_s=step - f.t_comp - probe, examples_per_sec=rate,
+                             speedup=rate / (f.setting[3] / f.t_comp),
+                             efficiency=rate / (f.setting[3] / f.t_comp) / n))
+    return rows
+
+
+def validation_lines(fits):
+    out = []
+    for f in fits:
+        if f.prediction_n2:
+            predicted, measured, error = f.prediction_n2
+            out.append(f"{f.setting[0]} {f.strategy} N=2: predicted {predicted:.0f} examples/s "
+                       f"from the 1-worker run + probe, measured {measured:.0f} "
+                       f"(error {error * 100:+.1f}%)")
+    return out
+
+
+def _ms(seconds):
+    return f"{seconds * 1e3:.2f}"
+
+
+def markdown(fits, rows, net):
+    """The report's 'Scaling model' section."""
+    parts = ["## Scaling model and projections", "",
+             "Per-worker step time t_N = t_comp + c(N) + t_sync, i.e. epoch time "
+             "T_N = T_comp/N + T_comm(N) + T_sync(N) (per-replica batch fixed). t_comp: the "
+             "1-worker, 1-thread baseline's step; c(N): ring all-reduce 2(N-1)/N·M/B + 2(N-1)·a "
+             "(MWMS) or K parameter servers 2M/B·max(1, N/K) + 2a (PSS); t_sync: mean residual of "
+             "the measured runs after compute and the measured communication probe. "
+             f"Projected network: B = {net.bandwidth_gbps:g} Gbit/s per link, "
+             f"a = {net.latency_us:g} µs per message (`--network_gbps`, `--network_latency_us`).",
+             "",
+             "Assumptions: each worker has its own cores (on this machine the workers share "
+             "them), synchronization does not overlap compute, links are full duplex and "
+             "uncontended, every worker is equally fast, the per-replica batch stays fixed.", "",
+             "| model | examples | strategy | M (MB) | t_comp ms | probe at N=2 ms | t_sync ms | "
+             "predicted N=2 ex/s | measured N=2 ex/s | error |", "|" + "---|" * 10]
+    for f in fits:
+        probe2 = f.measured.get(2, (None, None, None))[1]
+        pred = f.prediction_n2
+        parts.append("| " + " | ".join([
+            f.setting[0], str(f.setting[2]), f.strategy, f"{f.gradient_bytes / 1e6:.2f}",
+            _ms(f.t_comp), _ms(probe2) if probe2 is not None else "–", _ms(f.t_sync),
+            f"{pred[0]:.0f}" if pred else "–", f"{pred[1]:.0f}" if pred else "–",
+            f"{pred[2] * 100:+.1f}%" if pred else "–"]) + " |")
+    parts += ["", "| model | examples | strategy | N | projected ex/s | speedup vs 1 worker | "
+              "efficiency | comm share of step |", "|" + "---|" * 8]
+    for r in rows:
+        if r["kind"] == "projected" and r["n"] >= 4:
+            parts.append("| " + " | ".join([
+                r["model"], str(r["train_examples"]), r["strategy"], str(r["n"]),
+                f"{r['examples_per_sec']:.0f}", f"{r['speedup']:.2f}",
+                f"{r['efficiency'] * 100:.0f}%",
+                f"{r['communication_s'] / r['step_time_s'] * 100:.0f}%"]) + " |")
+    return "\n".join(parts)
