@@ -4,7 +4,8 @@ and batch, single device and MirroredStrategy, run side by side in one invocatio
     python -m experiments.bench_peer                 # CNN, 16384 examples, batch 128, 4 epochs, 2 rounds
 
 Each configuration runs in its own process (alternating toolkit / peer, `--rounds` times) and the
-figure is the median steady-state throughput (first epoch excluded). Prints both and the ratio.
+figure is the median steady-state throughput (first epoch excluded). Prints both and the ratio,
+then the launch-to-first-step time of a local 2-worker MWMS and PSS cluster.
 """
 import json
 import os
@@ -12,6 +13,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 from absl import app, flags
 
@@ -53,6 +55,18 @@ def _peer(replicas):
     return json.loads(line)["examples_per_sec"][1:]
 
 
+def _launch_to_first_step(strategy_flags):
+    """Seconds from `python -m experiments.run` starting a local 2-worker cluster until the
+    chief's first training step finished (the record's `startup`), and the whole command's."""
+    with tempfile.TemporaryDirectory() as d:
+        start = time.monotonic()
+        _run(["experiments.run", *strategy_flags, f"--model={_MODEL.value}", "--epochs=1",
+              "--train_examples=1024", "--notensorboard", "--nocomm_probe", f"--results_dir={d}"])
+        wall = time.monotonic() - start
+        (record,), _ = load_records(d)
+        return record["startup"]["launch_to_first_step_s"], wall
+
+
 def main(argv):
     del argv
     print(f"peer benchmark: {_MODEL.value}, {_TRAIN.value} examples/epoch, global batch "
@@ -66,6 +80,15 @@ def main(argv):
         print(f"{name:36s} toolkit {a:8.0f} ex/s [{min(ours):.0f}-{max(ours):.0f}]   "
               f"model.fit {b:8.0f} ex/s [{min(theirs):.0f}-{max(theirs):.0f}]   "
               f"ratio toolkit/model.fit {a / b:.3f}", flush=True)
+    for name, strategy_flags in (
+            ("MWMS 2 workers", ["--strategy=multi_worker_mirrored", "--num_workers=2"]),
+            ("PSS 2 workers + 1 ps", ["--strategy=parameter_server", "--num_workers=2",
+                                      "--num_ps=1"])):
+        firsts, walls = zip(*(_launch_to_first_step(strategy_flags)
+                              for _ in range(_ROUNDS.value)))
+        print(f"{name:36s} launch-to-first-step {statistics.median(firsts):.2f} s "
+              f"[{min(firsts):.2f}-{max(firsts):.2f}]   whole 1-epoch command "
+              f"{statistics.median(walls):.2f} s", flush=True)
 
 
 if __name__ == "__main__":

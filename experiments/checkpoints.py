@@ -74,16 +74,17 @@ class Checkpoints:
         return stats, steps
 
     def run_step(self, step_fn, *args):
-        """One training step; under MWMS through the preemption handler, which saves and exits
-        when any worker was told to stop."""
+        """One call of the training function; under MWMS through the preemption handler, which
+        saves and exits when any worker was told to stop."""
         if self.preemption is not None:
             return self.preemption.run(step_fn, *args)
         return step_fn(*args)
 
-    def after_step(self, global_step):
-        """Counts the step; saves every `every_steps` steps."""
+    def after_steps(self, before, global_step):
+        """Counts the steps just run (before+1..global_step); saves when they crossed a multiple
+        of `every_steps`."""
         self.steps_done.assign(global_step)
-        if self.every_steps and global_step % self.every_steps == 0:
+        if self.every_steps and global_step // self.every_steps > before // self.every_steps:
             self._save_now()
 
     def save(self, epochs):

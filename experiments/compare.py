@@ -57,6 +57,9 @@ _DELAYS = flags.DEFINE_list("straggler_delays", "0,25,50,100",
 _STRAGGLER_WORKERS = flags.DEFINE_integer("straggler_workers", 2,
                                           "Straggler experiment: workers per cluster.",
                                           lower_bound=2)
+_STEPS_PER_EXECUTION = flags.DEFINE_integer(
+    "steps_per_execution", 8, "Training steps per tf.function call in every run (same for "
+    "every strategy; 8 measured 5-10% faster than 1 here).", lower_bound=1)
 _RUN_TIMEOUT = flags.DEFINE_float("run_timeout", 1800, "Seconds before one run is abandoned.")
 
 
@@ -140,14 +143,16 @@ def main(argv):
     runs = plan(models, workers, sizes, strategies, _NUM_PS.value, repeats, _EXPERIMENTS.value,
                 delays, _STRAGGLER_WORKERS.value)
     # A cell counts as done only if recorded with the same settings, not just the same name.
-    settings = (epochs, _BATCH.value, _DATASET.value)
+    settings = (epochs, _BATCH.value, _DATASET.value, _STEPS_PER_EXECUTION.value)
     done = {(r.get("run_name"), r["config"].get("epochs"), r["config"].get(
-        "batch_size_per_replica"), r["config"].get("dataset"))
+        "batch_size_per_replica"), r["config"].get("dataset"),
+        r["config"].get("steps_per_execution", 1))
         for r in load_records(results_dir)[0]} if _RESUME.value else set()
     todo = [(name, extra) for name, extra in runs if (name, *settings) not in done]
     print(f"compare: {len(runs)} runs planned, {len(runs) - len(todo)} already recorded, "
           f"{len(todo)} to go -> {results_dir}", flush=True)
     common = [f"--epochs={epochs}", f"--batch_size_per_replica={_BATCH.value}",
+              f"--steps_per_execution={_STEPS_PER_EXECUTION.value}",
               f"--dataset={_DATASET.value}", f"--results_dir={results_dir}"]
     failures, durations = [], []
     for i, (name, extra) in enumerate(todo, 1):

@@ -54,6 +54,7 @@ class RunConfig:
     straggler_delay_ms: float = 0.0  # ... by this many milliseconds per step it runs
     checkpoint_dir: str = ""  # per-epoch checkpoints; a rerun with the same dir resumes
     checkpoint_every_steps: int = 0  # also save every N global steps (0: epoch ends only)
+    steps_per_execution: int = 1  # training steps per tf.function call (Keras's meaning)
     profile_steps: str = ""  # "FIRST,LAST": TF profiler trace of these global steps (chief)
     comm_probe: bool = True  # after training, time one step's gradient synchronization alone
     tensorboard_dir: str = ""  # "": <results_dir>/tensorboard; Vertex: $AIP_TENSORBOARD_LOG_DIR
@@ -117,7 +118,7 @@ def validate(cfg):
     _choice("collective", cfg.collective, COLLECTIVES)
     _choice("fail_mode", cfg.fail_mode, FAIL_MODES)
     for name in ("epochs", "train_examples", "eval_examples", "batch_size_per_replica",
-                 "num_replicas", "num_workers", "learning_rate"):
+                 "num_replicas", "num_workers", "learning_rate", "steps_per_execution"):
         _positive(name, getattr(cfg, name))
     for name in ("global_batch_size", "num_ps", "ps_shards", "threads", "warmup_epochs", "seed",
                  "checkpoint_every_steps"):

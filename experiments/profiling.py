@@ -14,13 +14,14 @@ class StepProfiler:
         self.coordinator = coordinator
         self.active = False
 
-    def before_step(self, step):
-        if step == self.first and not self.active:
+    def before_steps(self, first, last):
+        """Called before global steps first..last run (one call of the training function)."""
+        if first <= self.first <= last and not self.active:
             tf.profiler.experimental.start(self.logdir)
             self.active = True
 
-    def after_step(self, step):
-        if step == self.last:
+    def after_steps(self, first, last):
+        if first <= self.last <= last:
             self.close()
 
     def close(self):

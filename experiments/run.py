@@ -79,6 +79,9 @@ _STRAGGLER_TASK = flags.DEFINE_string("straggler_task", "", "Straggler injection
                                       "slow down (e.g. worker:1) by --straggler_delay_ms.")
 _STRAGGLER_DELAY = flags.DEFINE_float("straggler_delay_ms", 0.0, "Milliseconds added to every "
                                       "step of --straggler_task (a sleep in its input pipeline).")
+_STEPS_PER_EXECUTION = flags.DEFINE_integer("steps_per_execution", _D.steps_per_execution,
+                                            "Training steps per tf.function call (fewer "
+                                            "dispatches; hooks fire per call).")
 _PROFILE_STEPS = flags.DEFINE_string("profile_steps", "", "FIRST,LAST: TF profiler trace of these "
                                      "global steps on the chief (TensorBoard Profile tab).")
 _COMM_PROBE = flags.DEFINE_bool("comm_probe", True, "After training, time one step's gradient "
@@ -117,7 +120,7 @@ def _config():
         run_name=_RUN_NAME.value, threads=_THREADS.value, tensorboard=_TENSORBOARD.value,
         fail_task=_FAIL_TASK.value, fail_at_step=_FAIL_AT_STEP.value, fail_mode=_FAIL_MODE.value,
         checkpoint_every_steps=_CKPT_EVERY.value, comm_probe=_COMM_PROBE.value,
-        profile_steps=_PROFILE_STEPS.value,
+        profile_steps=_PROFILE_STEPS.value, steps_per_execution=_STEPS_PER_EXECUTION.value,
         straggler_task=_STRAGGLER_TASK.value, straggler_delay_ms=_STRAGGLER_DELAY.value,
         checkpoint_dir=_CHECKPOINT_DIR.value)
 

@@ -96,6 +96,7 @@ class Trainer:
         self.examples_per_epoch = self.steps_per_epoch * self.global_batch
         self.learning_rate = scaled_learning_rate(cfg.learning_rate, cfg.lr_scaling, self.replicas)
         warmup_steps = int(round(cfg.warmup_epochs * self.steps_per_epoch))
+        keras.utils.set_random_seed(cfg.seed)  # --seed covers initialization too: reruns compare
         with strategy.scope():
             self.model = build(cfg.model, info.image_shape, info.num_classes,
                                batchnorm=cfg.batchnorm, sync_batchnorm=cfg.sync_batchnorm)
@@ -113,7 +114,7 @@ class Trainer:
         self.faults = []
         self.steps_by_worker = {}  # PSS: which worker ran how many steps (stragglers run fewer)
         self.first_step_done_at = None  # wall clock (epoch s) when this process's first step ended
-        self._train_step = tf.function(self._step)
+        self._train_steps = tf.function(self._steps)
         self._eval_step = tf.function(self._eval_batch)
         self._eval_data = (pipeline.eval_dataset(info, cfg.eval_examples, 512, cfg.seed,
                                                  cfg.data_dir or None) if is_chief else None)
@@ -178,6 +179,21 @@ class Trainer:
                     for v in out] + [tf.cast(worker, tf.float32)]
         return None
 
+    def _steps(self, iterator, n):
+        """`n` (a tensor: one trace for every chunk size) training steps in one call. Under PSS
+        returns the chunk's (loss sum, correct, seen, worker index, steps) for the coordinator."""
+        if self.coordinator is None:
+            for _ in tf.range(n):
+                self._step(iterator)
+            return None
+        totals = [tf.constant(0.0)] * 3
+        worker = tf.constant(0.0)
+        for _ in tf.range(n):
+            out = self._step(iterator)
+            totals = [t + v for t, v in zip(totals, out[:3])]
+            worker = out[3]
+        return totals + [worker, tf.cast(n, tf.float32)]
+
     def _eval_batch(self, images, labels):
         logits = self.model(images, training=False)
         per_example = self._loss(labels, logits)
@@ -215,39 +231,45 @@ class Trainer:
         if progbar is not None:
             print(f"Epoch {epoch}/{self.cfg.epochs}", flush=True)
         start = time.perf_counter()
-        for step in range(first_step, self.steps_per_epoch):
-            self.global_step += 1
+        step = first_step
+        while step < self.steps_per_epoch:
+            # Several steps per call (--steps_per_execution) save the per-call dispatch; the
+            # hooks below fire for the chunk that contains their step.
+            k = min(self.cfg.steps_per_execution, self.steps_per_epoch - step)
+            before, self.global_step, step = self.global_step, self.global_step + k, step + k
             if profiler is not None:
-                profiler.before_step(self.global_step)
-            if self.is_chief and self.cfg.fail_task and self.global_step == self.cfg.fail_at_step:
+                profiler.before_steps(before + 1, self.global_step)
+            if self.is_chief and self.cfg.fail_task and \
+                    before < self.cfg.fail_at_step <= self.global_step:
                 # The local launcher reads this line and kills (or preempts) the named task.
                 print(f"{FAULT_MARK}{self.cfg.fail_mode} {self.cfg.fail_task}", flush=True)
-                self.faults.append({"task": self.cfg.fail_task, "at_step": self.global_step,
+                self.faults.append({"task": self.cfg.fail_task, "at_step": self.cfg.fail_at_step,
                                     "mode": self.cfg.fail_mode})
+            steps = tf.constant(k)
             if self.coordinator is not None:
-                remote.append(self.coordinator.schedule(self._train_step,
-                                                        args=(self._iterator,)))
+                remote.append(self.coordinator.schedule(self._train_steps,
+                                                        args=(self._iterator, steps)))
             elif checkpoints is not None:
-                checkpoints.run_step(self._train_step, self._iterator)
+                checkpoints.run_step(self._train_steps, self._iterator, steps)
             else:
-                self._train_step(self._iterator)
+                self._train_steps(self._iterator, steps)
             if self.first_step_done_at is None:
-                if remote:  # PSS: scheduling is asynchronous; wait for this one step once
+                if remote:  # PSS: scheduling is asynchronous; wait for this one call once
                     remote[0].fetch()
                 self.first_step_done_at = time.time()
             if profiler is not None:
-                profiler.after_step(self.global_step)
+                profiler.after_steps(before + 1, self.global_step)
             if checkpoints is not None:
-                checkpoints.after_step(self.global_step)
+                checkpoints.after_steps(before, self.global_step)
             if progbar is not None and progbar.verbose == 1:
-                progbar.update(step + 1)
+                progbar.update(step)
         if self.coordinator is not None:
             self.coordinator.join()
             fetched = [r.fetch() for r in remote]
             totals = [sum(float(v) for v in values) for values in zip(*(f[:3] for f in fetched))]
             for f in fetched:
                 worker = f"worker:{int(f[3])}"
-                self.steps_by_worker[worker] = self.steps_by_worker.get(worker, 0) + 1
+                self.steps_by_worker[worker] = self.steps_by_worker.get(worker, 0) + int(f[4])
         else:  # reading waits for the last step: the end of the timed span
             totals = [float(v.read_value()) for v in (self.loss_sum, self.correct, self.seen)]
         elapsed = time.perf_counter() - start

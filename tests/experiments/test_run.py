@@ -1,4 +1,5 @@
 """End to end through `python -m experiments.run`, one process per strategy, tiny configs."""
+import glob
 import json
 import os
 
@@ -31,9 +32,36 @@ def test_run_writes_a_complete_record(tmp_path, strategy, extra, replicas):
     assert record["config"]["strategy"] == strategy and record["environment"]["tensorflow"]
     assert os.listdir(tmp_path / "tensorboard")  # scalars were written
     assert 50e6 < record["peak_memory_bytes"]["host_rss"] < 8e9  # TF alone is > 50 MB
+    if replicas == 1:  # one replica: nothing to synchronize
+        assert record["communication_fraction"] == 0.0
+    else:
+        assert 0 < record["communication_fraction"] < 1
+        assert record["communication"]["probe_s"]["n"] == 20
+    assert record["startup"]["launch_to_first_step_s"] > 0
+
+
+def test_steps_per_execution_changes_dispatch_not_training(tmp_path):
+    """3 steps per call (16 steps/epoch: chunks 3,3,3,3,3,1) train exactly what 1 per call does;
+    --profile_steps leaves a TensorBoard profile of the chosen steps."""
+    checksums = []
+    for k, extra in ((1, []), (3, ["--profile_steps=4,9"])):
+        out = tmp_path / f"k{k}"
+        proc = run_module("experiments.run", "--strategy=one_device", "--model=mlp", *TINY,
+                          f"--steps_per_execution={k}", f"--results_dir={out}", *extra)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        (record,) = records_in(out)
+        assert [e["steps"] for e in record["epochs"]] == [16, 16]
+        checksums.append(record["weights_checksum"])
+    assert checksums[0] == pytest.approx(checksums[1], rel=1e-6)
+    assert "profile of steps 4-9 written" in proc.stdout
+    assert glob.glob(str(tmp_path / "k3" / "tensorboard" / "*" / "plugins" / "profile" / "*" /
+                         "*.xplane.pb"))
 
 
 @pytest.mark.parametrize("args, fragment", [
+    (["--profile_steps=5"], "FIRST,LAST"),
+    (["--profile_steps=9,3"], "1 <= FIRST <= LAST"),
+    (["--steps_per_execution=0"], "--steps_per_execution"),
     (["--strategy=bogus"], "one_device, mirrored, multi_worker_mirrored, parameter_server"),
     (["--model=resnet"], "mlp"),
     (["--dataset=imagenet"], "synthetic"),

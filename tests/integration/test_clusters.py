@@ -28,7 +28,8 @@ def test_mwms_two_workers(tmp_path):
 
 def test_pss_two_workers_one_ps(tmp_path):
     proc = run_module("experiments.run", "--strategy=parameter_server", "--num_workers=2",
-                      "--num_ps=1", "--model=mlp", *TINY, f"--results_dir={tmp_path}")
+                      "--num_ps=1", "--model=mlp", *TINY, "--steps_per_execution=3",
+                      f"--results_dir={tmp_path}")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     (record,) = records_in(tmp_path)
     assert record["strategy"] == "parameter_server"
@@ -37,5 +38,10 @@ def test_pss_two_workers_one_ps(tmp_path):
     assert sorted(record["cluster"]["roles"]) == ["chief", "ps", "worker"]
     # Epochs are defined by steps: the same examples per epoch as a single device.
     assert record["steps_per_epoch"] * record["global_batch_size"] == 512
+    # 3 steps per scheduled call (16 = 5 x 3 + 1 per epoch): every step still counted once.
+    assert sum(record["steps_by_worker"].values()) == 2 * record["steps_per_epoch"]
+    assert [e["steps"] for e in record["epochs"]] == [16, 16]
+    assert record["communication"]["method"].startswith("ps pull+push")
+    assert 0 < record["communication_fraction"] <= 1
     assert record["final_eval_accuracy"] > 0.3
     assert not processes_mentioning(str(tmp_path))

@@ -1,0 +1,92 @@
+"""The scaling model: cost formulas by hand, the fit and the 2-worker validation from fixture
+records, and the report's projection section and plot."""
+import csv
+
+import matplotlib.image as mpimg
+import pytest
+
+from results import records, scaling_model
+from results.report import build
+from results.scaling_model import Network, parameter_server_s, ring_allreduce_s
+
+NET = Network(bandwidth_gbps=8.0, latency_us=100.0)  # 1e9 bytes/s, 1e-4 s
+
+
+def test_cost_models_by_hand():
+    assert ring_allreduce_s(1e6, 1, NET) == 0.0
+    # 2 (N-1)/N M/B + 2 (N-1) a
+    assert ring_allreduce_s(1e6, 4, NET) == pytest.approx(2 * 3 / 4 * 1e-3 + 6 * 1e-4)
+    # 2 M/B max(1, N/K) + 2 a: a ps link carries N/K workers' traffic once N > K
+    assert parameter_server_s(1e6, 2, 2, NET) == pytest.approx(2e-3 + 2e-4)
+    assert parameter_server_s(1e6, 8, 2, NET) == pytest.approx(2e-3 * 4 + 2e-4)
+
+
+def _record(run_id, strategy, n, epoch_time, steps, probe=None, run_name="", threads=1):
+    epochs = [{"epoch": i + 1, "time_s": t, "examples_per_sec": steps * 64 * (
+        n if strategy == "multi_worker_mirrored" else 1) / t, "train_loss": 1.0,
+        "train_accuracy": 0.5, "eval_loss": 1.0, "eval_accuracy": 0.9}
+        for i, t in enumerate([10 * epoch_time, epoch_time, epoch_time])]
+    rec = {"run_id": run_id, "run_name": run_name, "timestamp": "2026-01-01T00:00:00",
+           "strategy": strategy, "model": "cnn", "dataset": "synthetic",
+           "num_workers": n if strategy != "one_device" else 1, "num_ps": 1,
+           "num_replicas_in_sync": n if strategy == "multi_worker_mirrored" else 1,
+           "batch_size_per_replica": 64, "global_batch_size": 64 * (
+               n if strategy == "multi_worker_mirrored" else 1), "train_examples": 1280,
+           "steps_per_epoch": steps, "epochs": epochs, "steady_state": {},
+           "final_eval_accuracy": 0.9, "final_eval_loss": 1.0, "config": {}, "environment": {},
+           "threads_per_task": threads}
+    if probe is not None:
+        rec["communication"] = {"gradient_bytes": 1_000_000, "method": "x",
+                                "probe_s": {"median": probe, "min": probe, "max": probe, "n": 1}}
+        rec["communication_fraction"] = 0.1
+    return rec
+
+
+@pytest.fixture
+def results_dir(tmp_path):
+    # baseline: 20 steps of 64 in 2.0 s -> t_comp = 0.1 s/step
+    for rec in [_record("b", "one_device", 1, 2.0, 20, run_name="baseline/cnn/1280/r0"),
+                # MWMS N=2: 10 steps in 1.5 s -> 0.15 s/step = 0.1 compute + 0.02 probe + 0.03
+                _record("m", "multi_worker_mirrored", 2, 1.5, 10, probe=0.02),
+                # PSS N=2: 20 steps in 1.5 s, 2 workers at once -> 0.15 s per worker step
+                _record("p", "parameter_server", 2, 1.5, 20, probe=0.01)]:
+        records.write_record(str(tmp_path), rec)
+    return tmp_path
+
+
+def test_fit_and_two_worker_validation(results_dir):
+    recs, _ = records.load_records(str(results_dir))
+    fits = {f.strategy: f for f in scaling_model.fit(recs)}
+    mw = fits["multi_worker_mirrored"]
+    assert mw.t_comp == pytest.approx(0.1) and mw.t_sync == pytest.approx(0.03)
+    predicted, measured, error = mw.prediction_n2
+    assert predicted == pytest.approx(2 * 64 / 0.12)  # t_comp + probe, nothing fitted
+    assert measured == pytest.approx(2 * 64 * 10 / 1.5)
+    assert error == pytest.approx(predicted / measured - 1)
+    ps = fits["parameter_server"]
+    assert ps.t_sync == pytest.approx(0.15 - 0.1 - 0.01)
+    # projection: N=1 is the baseline itself for MWMS; efficiency falls with N
+    proj = mw.project(1, NET)
+    assert proj["speedup"] == pytest.approx(1.0) and proj["communication_s"] == 0.0
+    p64 = mw.project(64, NET)
+    assert p64["step_time_s"] == pytest.approx(0.1 + ring_allreduce_s(1e6, 64, NET) + 0.03)
+    assert p64["efficiency"] < mw.project(4, NET)["efficiency"] < 1
+
+
+def test_report_has_projection_table_plot_and_prints_validation(results_dir):
+    paths, _, notes = build(str(results_dir), network=NET)
+    assert any("multi_worker_mirrored N=2: predicted 1067 examples/s" in n and "error" in n
+               for n in notes)
+    text = (results_dir / "report.md").read_text()
+    assert "## Scaling model and projections" in text and "B = 8 Gbit/s" in text
+    assert "| cnn | 1280 | parameter_server | 64 |" in text
+    with open(results_dir / "projection.csv") as f:
+        rows = list(csv.DictReader(f))
+    kinds = {(r["strategy"], r["kind"]) for r in rows}
+    assert ("multi_worker_mirrored", "measured") in kinds and ("parameter_server",
+                                                                "projected") in kinds
+    assert {int(r["n"]) for r in rows if r["kind"] == "projected"} == set(
+        scaling_model.PROJECT_NS)
+    for name in ("projection.png", "step_breakdown.png"):
+        (png,) = [p for p in paths if p.endswith(name)]
+        assert mpimg.imread(png).shape[1] > 400
