@@ -1,0 +1,61 @@
+"""Benchmark (not a test): MWMS with 2 workers x 1 thread against one process using both cores,
+the issue-5 target (>= 95%) on this 2-vCPU machine. Same model, data and 128 examples per replica.
+
+    python -m experiments.bench_mwms                            # CNN, 16384 ex, 4 epochs, 3 rounds
+    python -m experiments.bench_mwms --steps_per_execution=1,8  # the dispatch effect
+
+Runs alternate (reference, MWMS, reference, ...) so drift on a shared machine hits both sides;
+each figure is the median steady-state throughput over rounds and epochs (first epoch excluded).
+"""
+import statistics
+import subprocess
+import sys
+import tempfile
+
+from absl import app, flags
+
+from models import MODELS
+from results.metrics import steady_epochs
+from results.records import load_records
+
+_MODEL = flags.DEFINE_enum("model", "cnn", list(MODELS), "Model.")
+_EPOCHS = flags.DEFINE_integer("epochs", 4, "Epochs per run (first excluded).", lower_bound=2)
+_TRAIN = flags.DEFINE_integer("train_examples", 16384, "Examples per epoch.", lower_bound=256)
+_BATCH = flags.DEFINE_integer("batch_size_per_replica", 128, "Examples per replica per step.",
+                              lower_bound=1)
+_ROUNDS = flags.DEFINE_integer("rounds", 3, "Alternating runs of each side.", lower_bound=1)
+_SPE = flags.DEFINE_list("steps_per_execution", ["8"], "Values to measure.")
+
+
+def _rates(strategy_flags, spe):
+    with tempfile.TemporaryDirectory() as d:
+        proc = subprocess.run(
+            [sys.executable, "-m", "experiments.run", *strategy_flags, f"--model={_MODEL.value}",
+             f"--epochs={_EPOCHS.value}", f"--train_examples={_TRAIN.value}",
+             f"--batch_size_per_replica={_BATCH.value}", f"--steps_per_execution={spe}",
+             "--notensorboard", "--nocomm_probe", f"--results_dir={d}"],
+            capture_output=True, text=True)
+        if proc.returncode:
+            sys.exit(f"benchmark run failed ({strategy_flags}):\n{proc.stderr[-2000:]}")
+        (record,), _ = load_records(d)
+        return [e["examples_per_sec"] for e in steady_epochs(record["epochs"])]
+
+
+def main(argv):
+    del argv
+    print(f"MWMS 2x1 thread vs one process, all cores: {_MODEL.value}, {_TRAIN.value} examples, "
+          f"{_BATCH.value}/replica, {_EPOCHS.value} epochs (first excluded), {_ROUNDS.value} "
+          f"rounds", flush=True)
+    for spe in _SPE.value:
+        ref, mwms = [], []
+        for _ in range(_ROUNDS.value):
+            ref += _rates(["--strategy=one_device", "--threads=0"], spe)
+            mwms += _rates(["--strategy=multi_worker_mirrored", "--num_workers=2"], spe)
+        a, b = statistics.median(mwms), statistics.median(ref)
+        print(f"steps_per_execution={spe}: MWMS 2x1 {a:.0f} ex/s [{min(mwms):.0f}-{max(mwms):.0f}]"
+              f"   one process {b:.0f} ex/s [{min(ref):.0f}-{max(ref):.0f}]   MWMS/one process "
+              f"{a / b * 100:.1f}%", flush=True)
+
+
+if __name__ == "__main__":
+    app.run(main)
