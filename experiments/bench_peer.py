@@ -17,6 +17,8 @@ import time
 
 from absl import app, flags
 
+from experiments.cli import parse_flags
+
 from models import MODELS
 from results.metrics import steady_epochs
 from results.records import load_records
@@ -92,4 +94,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    app.run(main, flags_parser=parse_flags)

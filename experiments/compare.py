@@ -17,6 +17,8 @@ import time
 
 from absl import app, flags
 
+from experiments.cli import bad_input, parse_flags
+
 from models import MODELS
 from results.records import load_records
 from strategies import STRATEGIES
@@ -110,8 +112,7 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
 
 def main(argv):
     if len(argv) > 1:
-        sys.stderr.write(f"error: unexpected arguments {argv[1:]}; all options are --flags\n")
-        sys.exit(2)
+        bad_input(f"unexpected arguments {argv[1:]}; all options are --flags")
     preset = PRESETS[_PRESET.value]
     try:
         models = _MODELS.value or preset["models"].split(",")
@@ -135,8 +136,7 @@ def main(argv):
         workers = _ints("workers", _WORKERS.value or preset["workers"].split(","))
         sizes = _ints("train_examples", _SIZES.value or preset["train_examples"].split(","))
     except ValueError as e:
-        sys.stderr.write(f"error: {e}\n")
-        sys.exit(2)
+        bad_input(e)
     repeats = _REPEATS.value or preset["repeats"]
     epochs = _EPOCHS.value or preset["epochs"]
     results_dir = _RESULTS_DIR.value
@@ -188,4 +188,4 @@ def main(argv):
 
 if __name__ == "__main__":
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    app.run(main)
+    app.run(main, flags_parser=parse_flags)

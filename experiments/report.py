@@ -2,9 +2,9 @@
 
     python -m experiments.report --results_dir=runs/compare [--target_accuracy=0.9]
 """
-import sys
-
 from absl import app, flags
+
+from experiments.cli import bad_input, parse_flags
 
 _RESULTS_DIR = flags.DEFINE_string("results_dir", "runs/compare", "Directory holding records/.")
 _NET_GBPS = flags.DEFINE_float("network_gbps", 10.0, "Scaling model: link bandwidth (Gbit/s) of "
@@ -24,8 +24,7 @@ def main(argv):
         paths, problems, notes = build(_RESULTS_DIR.value, _TARGET.value or None,
                                        Network(_NET_GBPS.value, _NET_LATENCY.value))
     except ValueError as e:
-        sys.stderr.write(f"error: {e}\n")
-        sys.exit(2)
+        bad_input(e)
     for name, why in problems:
         print(f"skipped record {name}: {why}")
     for line in notes:
@@ -35,4 +34,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    app.run(main, flags_parser=parse_flags)

@@ -18,6 +18,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import app, flags, logging  # noqa: E402
 
+from experiments.cli import bad_input, parse_flags  # noqa: E402
 from experiments.config import (FAIL_MODES, LR_SCALING, OPTIMIZERS, ConfigError,  # noqa: E402
                                 RunConfig, validate)
 from experiments.datasets import DATASETS  # noqa: E402
@@ -95,18 +96,6 @@ _ISOLATE = flags.DEFINE_bool("isolate_network", True,
                              "Run a local cluster in a private network namespace.")
 
 
-def _bad_input(message):
-    sys.stderr.write(f"error: {message}\n")
-    sys.exit(2)
-
-
-def _parse_flags(argv):
-    try:
-        return flags.FLAGS(argv)
-    except flags.Error as e:
-        _bad_input(str(e).splitlines()[0])
-
-
 def _config():
     return RunConfig(
         strategy=_STRATEGY.value, model=_MODEL.value, dataset=_DATASET.value,
@@ -129,7 +118,7 @@ def main(argv):
     if not flags.FLAGS["verbosity"].present:
         logging.set_verbosity(logging.WARNING)  # TF's Python INFO lines drown the progress bars
     if len(argv) > 1:
-        _bad_input(f"unexpected arguments {argv[1:]}; all options are --flags")
+        bad_input(f"unexpected arguments {argv[1:]}; all options are --flags")
     cfg = _config()
     # Vertex AI tells a job where its outputs go; an explicit --results_dir still wins.
     if os.environ.get("AIP_MODEL_DIR") and not _RESULTS_DIR.present:
@@ -155,7 +144,7 @@ def main(argv):
         if _THREADS_PER_WORKER.value < 0 or _CLUSTER_TIMEOUT.value <= 0:
             raise ConfigError("--threads_per_worker must be >= 0 and --cluster_timeout > 0")
     except (ConfigError, TFConfigError) as e:
-        _bad_input(e)
+        bad_input(e)
     # No cluster given: launch one locally. A one-worker MWMS needs no cluster (it runs like a
     # single worker), and a task that already has TF_CONFIG never launches another cluster.
     needs_cluster = cfg.strategy == "parameter_server" or cfg.num_workers > 1
@@ -176,4 +165,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main, flags_parser=_parse_flags)
+    app.run(main, flags_parser=parse_flags)

@@ -11,9 +11,10 @@
 Flags after `--` go to experiments.run unchanged, e.g. `-- --model=cnn --epochs=5`.
 """
 import json
-import sys
 
 from absl import app, flags
+
+from experiments.cli import bad_input, parse_flags
 
 from experiments.jobspec import JobSpec, tfjob, vertex_custom_job
 from strategies import STRATEGIES
@@ -36,23 +37,18 @@ _REGION = flags.DEFINE_string("region", "us-central1", "Vertex region (submissio
 _STAGING = flags.DEFINE_string("staging_bucket", "", "gs:// staging bucket (submission).")
 
 
-def _fail(message):
-    sys.stderr.write(f"error: {message}\n")
-    sys.exit(2)
-
-
 def _submit(job):
     try:
         from google.cloud import aiplatform
     except ImportError:
-        _fail("submitting needs the Vertex SDK: pip install -e '.[vertex]' (or use --dry_run)")
+        bad_input("submitting needs the Vertex SDK: pip install -e '.[vertex]' (or use --dry_run)")
     try:
         aiplatform.init(project=_PROJECT.value or None, location=_REGION.value,
                         staging_bucket=_STAGING.value or None)
         custom_job = aiplatform.CustomJob(**job)
         custom_job.submit()
     except Exception as e:  # credentials, quota, project: the SDK's own message says which
-        _fail(f"Vertex submission failed: {str(e).splitlines()[0]}")
+        bad_input(f"Vertex submission failed: {str(e).splitlines()[0]}")
     print(f"submitted {custom_job.resource_name}")
 
 
@@ -61,7 +57,7 @@ def main(argv):
     bad = [a for a in run_args if a.split("=")[0] in ("--strategy", "--num_workers", "--num_ps",
                                                        "--num_replicas")]
     if bad:
-        _fail(f"{bad[0]} after -- is set by this command's own flag; pass it before --")
+        bad_input(f"{bad[0]} after -- is set by this command's own flag; pass it before --")
     strategy = _STRATEGY.value
     if strategy == "parameter_server":
         run_args = [f"--num_ps={_PS.value}"] + run_args  # validated by each task
@@ -76,7 +72,7 @@ def main(argv):
         try:
             print(yaml.safe_dump(tfjob(spec, name=_NAME.value), sort_keys=False))
         except ValueError as e:
-            _fail(e)
+            bad_input(e)
         return
     job = vertex_custom_job(spec)
     if _DRY_RUN.value:
@@ -86,4 +82,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    app.run(main, flags_parser=parse_flags)

@@ -52,6 +52,8 @@ def test_tiny_comparison_and_rebuild(tmp_path):
 @pytest.mark.parametrize("args, fragment", [
     (["--workers=1,x"], "--workers=1,x"),
     (["--experiments=speed"], "choose from scaling, straggler"),
+    (["--repeats=0"], "--repeats=0"),
+    (["--network_gbps=0"], "--network_gbps=0"),
     (["--experiments=straggler", "--straggler_delays=0,-5"], "--straggler_delays=0,-5"),
     (["--experiments=straggler", "--strategies=mirrored"], "needs multi_worker_mirrored"),
 ])
@@ -59,3 +61,12 @@ def test_compare_bad_input_exits_2(tmp_path, args, fragment):
     proc = run_module("experiments.compare", *args, f"--results_dir={tmp_path}/o", timeout=120)
     assert proc.returncode == 2 and fragment in proc.stderr, proc.stderr[-2000:]
     assert not (tmp_path / "o").exists()
+
+
+def test_report_bad_input_exits_2(tmp_path):
+    for args, fragment in ((["--network_latency_us=-1"], "--network_latency_us=-1"),
+                           ([], "no readable records")):
+        proc = run_module("experiments.report", *args, f"--results_dir={tmp_path}", timeout=120)
+        lines = [l for l in proc.stderr.splitlines() if l.strip()]
+        assert proc.returncode == 2 and len(lines) == 1 and fragment in lines[0], proc.stderr
+    assert not list(tmp_path.iterdir())

@@ -1,6 +1,5 @@
 """kill -9 during a record write never leaves a partial or corrupt record behind."""
 import json
-import os
 import signal
 import subprocess
 import sys
