@@ -17,6 +17,7 @@ import time
 
 from absl import app, flags
 
+from experiments import network_flags
 from experiments.cli import bad_input, parse_flags
 
 from models import MODELS
@@ -45,11 +46,6 @@ _BATCH = flags.DEFINE_integer("batch_size_per_replica", 64, "Per-replica batch."
 _DATASET = flags.DEFINE_string("dataset", "synthetic", "Dataset name (see experiments.run).")
 _RESULTS_DIR = flags.DEFINE_string("results_dir", "runs/compare", "Records, report and plots.")
 _RESUME = flags.DEFINE_bool("resume", True, "Skip configurations already recorded.")
-_NET_GBPS = flags.DEFINE_float("network_gbps", 10.0, "Scaling model: link bandwidth (Gbit/s) of "
-                                "the projected cluster.", lower_bound=1e-3)
-_NET_LATENCY = flags.DEFINE_float("network_latency_us", 50.0, "Scaling model: per-message "
-                                  "latency (microseconds) of the projected cluster.",
-                                  lower_bound=0.0)
 _TARGET = flags.DEFINE_float("target_accuracy", 0.9, "Eval accuracy for time-to-accuracy.")
 _EXPERIMENTS = flags.DEFINE_list("experiments", "scaling",
                                  "scaling: baseline, reference and every strategy per N; "
@@ -172,10 +168,9 @@ def main(argv):
             failures.append(f"{name} (exit {code})")
             print(f"compare: run {name} FAILED (exit {code}); continuing", flush=True)
     from results.report import build
-    from results.scaling_model import Network
 
     paths, problems, notes = build(results_dir, _TARGET.value or None,
-                                   Network(_NET_GBPS.value, _NET_LATENCY.value))
+                                   network_flags.network())
     for name, why in problems:
         print(f"skipped record {name}: {why}")
     for line in notes:

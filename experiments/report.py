@@ -4,25 +4,20 @@
 """
 from absl import app, flags
 
+from experiments import network_flags
 from experiments.cli import bad_input, parse_flags
 
 _RESULTS_DIR = flags.DEFINE_string("results_dir", "runs/compare", "Directory holding records/.")
-_NET_GBPS = flags.DEFINE_float("network_gbps", 10.0, "Scaling model: link bandwidth (Gbit/s) of "
-                                "the projected cluster.", lower_bound=1e-3)
-_NET_LATENCY = flags.DEFINE_float("network_latency_us", 50.0, "Scaling model: per-message "
-                                  "latency (microseconds) of the projected cluster.",
-                                  lower_bound=0.0)
 _TARGET = flags.DEFINE_float("target_accuracy", 0.9, "Eval accuracy for time-to-accuracy (0: off).")
 
 
 def main(argv):
     del argv
     from results.report import build
-    from results.scaling_model import Network
 
     try:
         paths, problems, notes = build(_RESULTS_DIR.value, _TARGET.value or None,
-                                       Network(_NET_GBPS.value, _NET_LATENCY.value))
+                                       network_flags.network())
     except ValueError as e:
         bad_input(e)
     for name, why in problems:
