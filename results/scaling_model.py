@@ -81,6 +81,13 @@ class Fit:
             return parameter_server_s(self.gradient_bytes, n, self.num_ps, net)
         return ring_allreduce_s(self.gradient_bytes, n, net)
 
+    def loopback_gbps(self):
+        """Bandwidth implied by the N=2 probe: the bytes the cost model moves / probe time."""
+        probe = self.measured[2][1]
+        moved = 2 * self.gradient_bytes if self.strategy == "parameter_server" else \
+            self.gradient_bytes  # ring at N=2: 2 (N-1)/N M = M
+        return moved * 8 / probe / 1e9
+
     def project(self, n, net):
         batch = self.setting[3]
         comm = self.comm(n, net) if n > 1 or self.strategy == "parameter_server" else 0.0
@@ -174,14 +181,19 @@ def markdown(fits, rows, net):
              "Assumptions: each worker has its own cores (on this machine the workers share "
              "them), synchronization does not overlap compute, links are full duplex and "
              "uncontended, every worker is equally fast, the per-replica batch stays fixed.", "",
-             "| model | examples | strategy | M (MB) | t_comp ms | probe at N=2 ms | t_sync ms | "
-             "predicted N=2 ex/s | measured N=2 ex/s | error |", "|" + "---|" * 10]
+             "The projection uses the stated network, not this machine's loopback: at N=2 its "
+             "line need not meet the measured point. 'loopback Gbit/s' is the bandwidth the "
+             "probe implies here (bytes the cost model moves at N=2 / probe time).", "",
+             "| model | examples | strategy | M (MB) | t_comp ms | probe at N=2 ms | loopback "
+             "Gbit/s | t_sync ms | predicted N=2 ex/s | measured N=2 ex/s | error |",
+             "|" + "---|" * 11]
     for f in fits:
         probe2 = f.measured.get(2, (None, None, None))[1]
         pred = f.prediction_n2
         parts.append("| " + " | ".join([
             f.setting[0], str(f.setting[2]), f.strategy, f"{f.gradient_bytes / 1e6:.2f}",
-            _ms(f.t_comp), _ms(probe2) if probe2 is not None else "–", _ms(f.t_sync),
+            _ms(f.t_comp), _ms(probe2) if probe2 is not None else "–",
+            f"{f.loopback_gbps():.2f}" if probe2 else "–", _ms(f.t_sync),
             f"{pred[0]:.0f}" if pred else "–", f"{pred[1]:.0f}" if pred else "–",
             f"{pred[2] * 100:+.1f}%" if pred else "–"]) + " |")
     parts += ["", "| model | examples | strategy | N | projected ex/s | speedup vs 1 worker | "
