@@ -135,11 +135,8 @@ def main(argv):
                 else 0
             cfg = dataclasses.replace(cfg, num_workers=max(role.num_workers + chief, 1),
                                       num_ps=role.num_ps)
-        if role is None and os.environ.get("TF_CONFIG", "").strip() and \
-                cfg.strategy == "parameter_server":
-            raise TFConfigError("TF_CONFIG describes a single task, but --strategy="
-                                "parameter_server needs a chief, workers and ps tasks")
-        check_strategy_fits(cfg.strategy, role)  # first: the cluster is the cause, not flags
+        # First: when the cluster is the cause, say so rather than blame a flag.
+        check_strategy_fits(cfg.strategy, role, bool(os.environ.get("TF_CONFIG", "").strip()))
         validate(cfg)
         if _THREADS_PER_WORKER.value < 0 or _CLUSTER_TIMEOUT.value <= 0:
             raise ConfigError("--threads_per_worker must be >= 0 and --cluster_timeout > 0")

@@ -141,9 +141,13 @@ def role_from_env(environ=None):
     return role
 
 
-def check_strategy_fits(strategy, role):
-    """Raises TFConfigError when the cluster cannot run `strategy`."""
+def check_strategy_fits(strategy, role, tf_config_set=False):
+    """Raises TFConfigError when the cluster cannot run `strategy`. `role` None with
+    `tf_config_set`: TF_CONFIG names a one-task cluster (see role_from_env)."""
     if role is None:
+        if tf_config_set and strategy == "parameter_server":
+            raise TFConfigError("TF_CONFIG does not fit: it describes a single task, but "
+                                "--strategy=parameter_server needs a chief, workers and ps tasks")
         return
     try:
         _check_fits(strategy, role)

@@ -92,3 +92,11 @@ def test_local_cluster_ports_are_distinct_and_roundtrip():
     assert role.cluster == cluster
     with pytest.raises(spec.TFConfigError):
         spec.local_cluster(0)
+
+
+def test_one_task_tf_config_cannot_run_pss():
+    """role_from_env turns a one-task TF_CONFIG into None (run alone): fine for MWMS, not PSS."""
+    spec.check_strategy_fits("multi_worker_mirrored", None, tf_config_set=True)
+    spec.check_strategy_fits("parameter_server", None, tf_config_set=False)  # no TF_CONFIG
+    with pytest.raises(spec.TFConfigError, match="does not fit: it describes a single task"):
+        spec.check_strategy_fits("parameter_server", None, tf_config_set=True)
