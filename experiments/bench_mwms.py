@@ -2,7 +2,7 @@
 the issue-5 target (>= 95%) on this 2-vCPU machine. Same model, data and 128 examples per replica.
 
     python -m experiments.bench_mwms                            # CNN, 16384 ex, 4 epochs, 3 rounds
-    python -m experiments.bench_mwms --steps_per_execution=1,8  # the dispatch effect
+    python -m experiments.bench_mwms --steps_per_execution=1,8 --gradient_sync_dtypes=float32
 
 Runs alternate (reference, MWMS, reference, ...) so drift on a shared machine hits both sides;
 each figure is the median steady-state throughput over rounds and epochs (first epoch excluded).
@@ -27,14 +27,17 @@ _BATCH = flags.DEFINE_integer("batch_size_per_replica", 128, "Examples per repli
                               lower_bound=1)
 _ROUNDS = flags.DEFINE_integer("rounds", 3, "Alternating runs of each side.", lower_bound=1)
 _SPE = flags.DEFINE_list("steps_per_execution", ["8"], "Values to measure.")
+_DTYPES = flags.DEFINE_list("gradient_sync_dtypes", ["float32", "float16"],
+                            "MWMS gradient all-reduce dtypes to measure.")
 
 
-def _rates(strategy_flags, spe):
+def _rates(strategy_flags, spe, dtype="float32"):
     with tempfile.TemporaryDirectory() as d:
         proc = subprocess.run(
             [sys.executable, "-m", "experiments.run", *strategy_flags, f"--model={_MODEL.value}",
              f"--epochs={_EPOCHS.value}", f"--train_examples={_TRAIN.value}",
              f"--batch_size_per_replica={_BATCH.value}", f"--steps_per_execution={spe}",
+             f"--gradient_sync_dtype={dtype}",
              "--notensorboard", "--nocomm_probe", f"--results_dir={d}"],
             capture_output=True, text=True)
         if proc.returncode:
@@ -49,15 +52,19 @@ def main(argv):
           f"{_BATCH.value}/replica, {_EPOCHS.value} epochs (first excluded), {_ROUNDS.value} "
           f"rounds", flush=True)
     for spe in _SPE.value:
-        ref, mwms = [], []
+        ref, mwms = [], {dtype: [] for dtype in _DTYPES.value}
         for _ in range(_ROUNDS.value):
             ref += _rates(["--strategy=one_device", "--threads=0"], spe)
-            mwms += _rates(["--strategy=multi_worker_mirrored", "--num_workers=2"], spe)
-        a, b = statistics.median(mwms), statistics.median(ref)
-        print(f"steps_per_execution={spe}: MWMS 2x1 {a:.0f} ex/s [{min(mwms):.0f}-{max(mwms):.0f}]"
-              f"   one process {b:.0f} ex/s [{min(ref):.0f}-{max(ref):.0f}]   MWMS/one process "
-              f"{a / b * 100:.1f}%", flush=True)
-
+            for dtype in _DTYPES.value:
+                mwms[dtype] += _rates(["--strategy=multi_worker_mirrored", "--num_workers=2"],
+                                      spe, dtype)
+        b = statistics.median(ref)
+        print(f"steps_per_execution={spe}: one process {b:.0f} ex/s [{min(ref):.0f}-"
+              f"{max(ref):.0f}]", flush=True)
+        for dtype, rates in mwms.items():
+            a = statistics.median(rates)
+            print(f"  MWMS 2x1, gradients all-reduced in {dtype:8s} {a:.0f} ex/s [{min(rates):.0f}"
+                  f"-{max(rates):.0f}]   MWMS/one process {a / b * 100:.1f}%", flush=True)
 
 if __name__ == "__main__":
     app.run(main, flags_parser=parse_flags)

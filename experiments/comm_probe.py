@@ -21,8 +21,9 @@ _WARMUP = 3
 _REPEATS = 20
 
 
-def gradient_bytes(variables):
-    return sum(tf.TensorShape(v.shape).num_elements() * tf.as_dtype(v.dtype).size
+def gradient_bytes(variables, dtype=None):
+    """Bytes one step synchronizes: every variable's size in `dtype` (default: its own)."""
+    return sum(tf.TensorShape(v.shape).num_elements() * tf.as_dtype(dtype or v.dtype).size
                for v in variables)
 
 
@@ -53,12 +54,14 @@ def _allreduce_call(strategy, specs):
     return call
 
 
-def _pushpull_call(coordinator, variables):
+def _pushpull_call(coordinator, variables, dtype):
     @tf.function
     def pushpull():
         pulled = [tf.reshape(tf.identity(v), [-1])[0] for v in variables]
-        for v in variables:
-            v.assign_add(tf.zeros(tf.TensorShape(v.shape), tf.as_dtype(v.dtype)))
+        for v in variables:  # the push travels in the sync dtype, cast back where v lives
+            push = tf.zeros(tf.TensorShape(v.shape), tf.as_dtype(dtype))
+            with tf.device(v.device):
+                v.assign_add(tf.cast(push, v.dtype))
         return tf.add_n(pulled)
 
     def call():  # one step's pull and push, dispatch included, as a scheduled step pays them
@@ -66,13 +69,14 @@ def _pushpull_call(coordinator, variables):
     return call
 
 
-def measure(strategy, variables, coordinator=None, repeats=_REPEATS):
-    """Returns {method, gradient_bytes, probe_s: spread of seconds per synchronization}."""
-    specs = [(tf.TensorShape(v.shape), tf.as_dtype(v.dtype)) for v in variables]
-    out = {"gradient_bytes": gradient_bytes(variables)}
+def measure(strategy, variables, coordinator=None, repeats=_REPEATS, dtype="float32"):
+    """Returns {method, gradient_bytes, probe_s: spread of seconds per synchronization}.
+    dtype: what the gradients are synchronized in (--gradient_sync_dtype)."""
+    specs = [(tf.TensorShape(v.shape), tf.as_dtype(dtype)) for v in variables]
+    out = {"gradient_bytes": gradient_bytes(variables, dtype), "dtype": dtype}
     if coordinator is not None:
         return {**out, "method": "ps pull+push of every variable (scheduled on a worker)",
-                "probe_s": _timed(_pushpull_call(coordinator, variables), repeats)}
+                "probe_s": _timed(_pushpull_call(coordinator, variables, dtype), repeats)}
     if strategy.num_replicas_in_sync == 1:
         return {**out, "method": "none (one replica)",
                 "probe_s": {"median": 0.0, "min": 0.0, "max": 0.0, "n": 0}}

@@ -13,6 +13,7 @@ from strategies import COLLECTIVES, MULTI_WORKER, STRATEGIES, replicas_in_sync
 
 OPTIMIZERS = ("sgd", "momentum", "adam")
 FAIL_MODES = ("kill", "preempt")
+SYNC_DTYPES = ("float32", "float16", "bfloat16")
 LR_SCALING = ("none", "linear", "sqrt")
 
 
@@ -54,6 +55,7 @@ class RunConfig:
     straggler_delay_ms: float = 0.0  # ... by this many milliseconds per step it runs
     checkpoint_dir: str = ""  # per-epoch checkpoints; a rerun with the same dir resumes
     checkpoint_every_steps: int = 0  # also save every N global steps (0: epoch ends only)
+    gradient_sync_dtype: str = "float32"  # dtype gradients are all-reduced / pushed in
     steps_per_execution: int = 1  # training steps per tf.function call (Keras's meaning)
     profile_steps: str = ""  # "FIRST,LAST": TF profiler trace of these global steps (chief)
     comm_probe: bool = True  # after training, time one step's gradient synchronization alone
@@ -117,6 +119,7 @@ def validate(cfg):
     _choice("lr_scaling", cfg.lr_scaling, LR_SCALING)
     _choice("collective", cfg.collective, COLLECTIVES)
     _choice("fail_mode", cfg.fail_mode, FAIL_MODES)
+    _choice("gradient_sync_dtype", cfg.gradient_sync_dtype, SYNC_DTYPES)
     for name in ("epochs", "train_examples", "eval_examples", "batch_size_per_replica",
                  "num_replicas", "num_workers", "learning_rate", "steps_per_execution"):
         _positive(name, getattr(cfg, name))

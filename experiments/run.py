@@ -19,8 +19,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 from absl import app, flags, logging  # noqa: E402
 
 from experiments.cli import bad_input, parse_flags  # noqa: E402
-from experiments.config import (FAIL_MODES, LR_SCALING, OPTIMIZERS, ConfigError,  # noqa: E402
-                                RunConfig, validate)
+from experiments.config import (FAIL_MODES, LR_SCALING, OPTIMIZERS, SYNC_DTYPES,  # noqa: E402
+                                ConfigError, RunConfig, validate)
 from experiments.datasets import DATASETS  # noqa: E402
 from models import MODELS  # noqa: E402
 from strategies import COLLECTIVES, MULTI_WORKER, STRATEGIES  # noqa: E402
@@ -83,6 +83,9 @@ _STRAGGLER_DELAY = flags.DEFINE_float("straggler_delay_ms", 0.0, "Milliseconds a
 _STEPS_PER_EXECUTION = flags.DEFINE_integer("steps_per_execution", _D.steps_per_execution,
                                             "Training steps per tf.function call (fewer "
                                             "dispatches; hooks fire per call).")
+_SYNC_DTYPE = flags.DEFINE_string("gradient_sync_dtype", _D.gradient_sync_dtype,
+                                  f"dtype gradients are synchronized in (all-reduce, ps push): "
+                                  f"{', '.join(SYNC_DTYPES)}; 16-bit halves the bytes.")
 _PROFILE_STEPS = flags.DEFINE_string("profile_steps", "", "FIRST,LAST: TF profiler trace of these "
                                      "global steps on the chief (TensorBoard Profile tab).")
 _COMM_PROBE = flags.DEFINE_bool("comm_probe", True, "After training, time one step's gradient "
@@ -110,6 +113,7 @@ def _config():
         fail_task=_FAIL_TASK.value, fail_at_step=_FAIL_AT_STEP.value, fail_mode=_FAIL_MODE.value,
         checkpoint_every_steps=_CKPT_EVERY.value, comm_probe=_COMM_PROBE.value,
         profile_steps=_PROFILE_STEPS.value, steps_per_execution=_STEPS_PER_EXECUTION.value,
+        gradient_sync_dtype=_SYNC_DTYPE.value,
         straggler_task=_STRAGGLER_TASK.value, straggler_delay_ms=_STRAGGLER_DELAY.value,
         checkpoint_dir=_CHECKPOINT_DIR.value)
 

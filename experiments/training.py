@@ -108,6 +108,7 @@ class Trainer:
             if coordinator is None:
                 self.loss_sum, self.correct, self.seen = (_sum_on_read(), _sum_on_read(),
                                                           _sum_on_read())
+        self._sync_dtype = tf.as_dtype(cfg.gradient_sync_dtype)
         self._loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
         self._iterator = iter(self._train_input())
         self.global_step = 0
@@ -158,6 +159,11 @@ class Trainer:
                 if self.model.losses:
                     loss += tf.nn.scale_regularization_loss(tf.add_n(self.model.losses))
             grads = tape.gradient(loss, self.model.trainable_variables)
+            if self._sync_dtype != tf.float32:
+                # Keras all-reduces (or pushes to the ps) the gradients it is given and casts
+                # them back to the variable's dtype in the update: casting here halves the
+                # bytes every step synchronizes (gradient compression, opt-in).
+                grads = [None if g is None else tf.cast(g, self._sync_dtype) for g in grads]
             self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables))
             predicted = tf.argmax(logits, axis=-1, output_type=tf.int32)
             sums = (tf.reduce_sum(per_example),

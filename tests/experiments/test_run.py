@@ -58,7 +58,19 @@ def test_steps_per_execution_changes_dispatch_not_training(tmp_path):
                          "*.xplane.pb"))
 
 
+def test_16_bit_gradient_sync_halves_the_bytes_and_still_trains(tmp_path):
+    proc = run_module("experiments.run", "--strategy=mirrored", "--num_replicas=2", "--model=mlp",
+                      *TINY, "--gradient_sync_dtype=bfloat16", f"--results_dir={tmp_path}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (record,) = records_in(tmp_path)
+    params = 784 * 256 + 256 + 256 * 128 + 128 + 128 * 10 + 10
+    assert record["communication"]["dtype"] == "bfloat16"
+    assert record["communication"]["gradient_bytes"] == 2 * params  # float32 would be 4 x
+    assert record["final_eval_accuracy"] > 0.3
+
+
 @pytest.mark.parametrize("args, fragment", [
+    (["--gradient_sync_dtype=int8"], "float32, float16, bfloat16"),
     (["--profile_steps=5"], "FIRST,LAST"),
     (["--profile_steps=9,3"], "1 <= FIRST <= LAST"),
     (["--steps_per_execution=0"], "--steps_per_execution"),
