@@ -8,17 +8,12 @@ Runs alternate (reference, MWMS, reference, ...) so drift on a shared machine hi
 each figure is the median steady-state throughput over rounds and epochs (first epoch excluded).
 """
 import statistics
-import subprocess
-import sys
-import tempfile
 
 from absl import app, flags
 
+from experiments.bench_runs import run_record, steady_rates
 from experiments.cli import parse_flags
-
 from models import MODELS
-from results.metrics import steady_epochs
-from results.records import load_records
 
 _MODEL = flags.DEFINE_enum("model", "cnn", list(MODELS), "Model.")
 _EPOCHS = flags.DEFINE_integer("epochs", 4, "Epochs per run (first excluded).", lower_bound=2)
@@ -32,18 +27,12 @@ _DTYPES = flags.DEFINE_list("gradient_sync_dtypes", ["float32", "float16"],
 
 
 def _rates(strategy_flags, spe, dtype="float32"):
-    with tempfile.TemporaryDirectory() as d:
-        proc = subprocess.run(
-            [sys.executable, "-m", "experiments.run", *strategy_flags, f"--model={_MODEL.value}",
-             f"--epochs={_EPOCHS.value}", f"--train_examples={_TRAIN.value}",
-             f"--batch_size_per_replica={_BATCH.value}", f"--steps_per_execution={spe}",
-             f"--gradient_sync_dtype={dtype}",
-             "--notensorboard", "--nocomm_probe", f"--results_dir={d}"],
-            capture_output=True, text=True)
-        if proc.returncode:
-            sys.exit(f"benchmark run failed ({strategy_flags}):\n{proc.stderr[-2000:]}")
-        (record,), _ = load_records(d)
-        return [e["examples_per_sec"] for e in steady_epochs(record["epochs"])]
+    record, _ = run_record([*strategy_flags, f"--model={_MODEL.value}",
+                            f"--epochs={_EPOCHS.value}", f"--train_examples={_TRAIN.value}",
+                            f"--batch_size_per_replica={_BATCH.value}",
+                            f"--steps_per_execution={spe}", f"--gradient_sync_dtype={dtype}",
+                            "--nocomm_probe"])
+    return steady_rates(record)
 
 
 def main(argv):

@@ -8,20 +8,13 @@ figure is the median steady-state throughput (first epoch excluded). Prints both
 then the launch-to-first-step time of a local 2-worker MWMS and PSS cluster.
 """
 import json
-import os
 import statistics
-import subprocess
-import sys
-import tempfile
-import time
 
 from absl import app, flags
 
+from experiments.bench_runs import run_module, run_record, steady_rates
 from experiments.cli import parse_flags
-
 from models import MODELS
-from results.metrics import steady_epochs
-from results.records import load_records
 
 _MODEL = flags.DEFINE_enum("model", "cnn", list(MODELS), "Model.")
 _EPOCHS = flags.DEFINE_integer("epochs", 4, "Epochs per run (first excluded).", lower_bound=2)
@@ -30,29 +23,19 @@ _BATCH = flags.DEFINE_integer("batch", 128, "Global batch size.", lower_bound=2)
 _ROUNDS = flags.DEFINE_integer("rounds", 2, "Alternating runs of each side.", lower_bound=1)
 
 
-def _run(argv):
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    proc = subprocess.run([sys.executable, "-m", *argv], capture_output=True, text=True, env=env)
-    if proc.returncode:
-        sys.exit(f"benchmark run failed: {' '.join(argv)}\n{proc.stderr[-2000:]}")
-    return proc.stdout
-
-
 def _toolkit(replicas):
-    with tempfile.TemporaryDirectory() as d:
-        strategy = ["--strategy=mirrored", f"--num_replicas={replicas}"] if replicas > 1 else \
-            ["--strategy=one_device"]
-        _run(["experiments.run", *strategy, f"--model={_MODEL.value}",
-              f"--epochs={_EPOCHS.value}", f"--train_examples={_TRAIN.value}",
-              f"--global_batch_size={_BATCH.value}", "--notensorboard", f"--results_dir={d}"])
-        (record,), _ = load_records(d)
-        return [e["examples_per_sec"] for e in steady_epochs(record["epochs"])]
+    strategy = ["--strategy=mirrored", f"--num_replicas={replicas}"] if replicas > 1 else \
+        ["--strategy=one_device"]
+    record, _ = run_record([*strategy, f"--model={_MODEL.value}", f"--epochs={_EPOCHS.value}",
+                            f"--train_examples={_TRAIN.value}",
+                            f"--global_batch_size={_BATCH.value}"])
+    return steady_rates(record)
 
 
 def _peer(replicas):
-    out = _run(["experiments.peer_keras", f"--model={_MODEL.value}", f"--epochs={_EPOCHS.value}",
-                f"--train_examples={_TRAIN.value}", f"--batch={_BATCH.value}",
-                f"--mirrored={replicas if replicas > 1 else 0}"])
+    out = run_module(["experiments.peer_keras", f"--model={_MODEL.value}",
+                      f"--epochs={_EPOCHS.value}", f"--train_examples={_TRAIN.value}",
+                      f"--batch={_BATCH.value}", f"--mirrored={replicas if replicas > 1 else 0}"])
     line = [l for l in out.splitlines() if l.startswith("{")][-1]
     return json.loads(line)["examples_per_sec"][1:]
 
@@ -60,13 +43,9 @@ def _peer(replicas):
 def _launch_to_first_step(strategy_flags):
     """Seconds from `python -m experiments.run` starting a local 2-worker cluster until the
     chief's first training step finished (the record's `startup`), and the whole command's."""
-    with tempfile.TemporaryDirectory() as d:
-        start = time.monotonic()
-        _run(["experiments.run", *strategy_flags, f"--model={_MODEL.value}", "--epochs=1",
-              "--train_examples=1024", "--notensorboard", "--nocomm_probe", f"--results_dir={d}"])
-        wall = time.monotonic() - start
-        (record,), _ = load_records(d)
-        return record["startup"]["launch_to_first_step_s"], wall
+    record, wall = run_record([*strategy_flags, f"--model={_MODEL.value}", "--epochs=1",
+                               "--train_examples=1024", "--nocomm_probe"])
+    return record["startup"]["launch_to_first_step_s"], wall
 
 
 def main(argv):
