@@ -84,10 +84,8 @@ def measure(strategy, variables, coordinator=None, repeats=_REPEATS, dtype="floa
             "probe_s": _timed(_allreduce_call(strategy, specs), repeats)}
 
 
-def fraction(probe, epoch_time_s, steps_per_epoch, concurrent_workers=1):
-    """Share of a per-worker step spent synchronizing. PSS workers step concurrently, so a
-    worker's step takes epoch time x workers / steps."""
-    if not epoch_time_s or not steps_per_epoch:
-        return None, None
-    step = epoch_time_s * concurrent_workers / steps_per_epoch
-    return step, min(1.0, probe["probe_s"]["median"] / step)
+def fraction(probe, step_time_s):
+    """Share of a per-worker step (results.metrics.per_worker_step_time) spent synchronizing."""
+    if not step_time_s:
+        return None
+    return min(1.0, probe["probe_s"]["median"] / step_time_s)

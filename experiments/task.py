@@ -145,9 +145,10 @@ def run_task(cfg, role, extra_config=None):
         return 0
     record = _record(cfg, role, trainer, strategy, run_id, epochs, checksum, extra_config or {})
     if probe is not None:
-        step, share = comm_probe.fraction(
-            probe, record["steady_state"]["epoch_time_s"]["median"], trainer.steps_per_epoch,
-            cfg.num_workers if coordinator is not None else 1)
+        step = metrics.per_worker_step_time(record["steady_state"]["epoch_time_s"]["median"],
+                                            trainer.steps_per_epoch, cfg.strategy,
+                                            cfg.num_workers)
+        share = comm_probe.fraction(probe, step)
         record["communication"] = {**probe, "step_time_s": step, "fraction": share}
         record["communication_fraction"] = share
     path = records.write_record(cfg.results_dir, record)
@@ -190,9 +191,8 @@ def _record(cfg, role, trainer, strategy, run_id, epochs, checksum, extra_config
                       if cfg.straggler_task else None),
         "steps_by_worker": dict(sorted(trainer.steps_by_worker.items())) or None,
         "resumed_epochs": [e["epoch"] for e in epochs if e.get("resumed")],
-        "resumed_from_step": next((e["epoch"] - 1) * trainer.steps_per_epoch + e[
-            "resumed_at_step"] for e in epochs if "resumed_at_step" in e) if any(
-            "resumed_at_step" in e for e in epochs) else None,
+        "resumed_from_step": next(((e["epoch"] - 1) * trainer.steps_per_epoch + e[
+            "resumed_at_step"] for e in epochs if "resumed_at_step" in e), None),
         "cluster": {"roles": role.tf_cluster() if role else {}, "this_task": role.name if role
                     else "single", "collective": cfg.collective if cfg.strategy ==
                     "multi_worker_mirrored" else None,

@@ -38,6 +38,16 @@ def steady_state(epochs):
     }
 
 
+def per_worker_step_time(epoch_time_s, steps_per_epoch, strategy, num_workers):
+    """Seconds one worker spends on a step. PSS workers step concurrently, so a worker's step
+    takes epoch time x workers / steps; the other strategies step in lockstep (epoch / steps).
+    None when the epoch time or step count is unknown."""
+    if not epoch_time_s or not steps_per_epoch:
+        return None
+    concurrent = num_workers if strategy == "parameter_server" else 1
+    return epoch_time_s * concurrent / steps_per_epoch
+
+
 def speedup(t1, tn):
     return t1 / tn
 

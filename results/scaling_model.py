@@ -59,10 +59,9 @@ def parameter_server_s(gradient_bytes, n, num_ps, net):
 
 
 def _step_time(record):
-    """Per-worker steady step time: PSS workers step concurrently (epoch x N / steps)."""
-    epoch = metrics.steady_state(record["epochs"])["epoch_time_s"]["median"]
-    concurrent = record["num_workers"] if record["strategy"] == "parameter_server" else 1
-    return epoch * concurrent / record["steps_per_epoch"]
+    return metrics.per_worker_step_time(
+        metrics.steady_state(record["epochs"])["epoch_time_s"]["median"],
+        record["steps_per_epoch"], record["strategy"], record["num_workers"])
 
 
 @dataclasses.dataclass
@@ -90,7 +89,7 @@ class Fit:
 
     def project(self, n, net):
         batch = self.setting[3]
-        comm = self.comm(n, net) if n > 1 or self.strategy == "parameter_server" else 0.0
+        comm = self.comm(n, net)  # a ring of one moves nothing; a PSS worker still pulls/pushes
         sync = self.t_sync if n > 1 or self.strategy == "parameter_server" else 0.0
         step = self.t_comp + comm + sync
         rate = n * batch / step

@@ -17,6 +17,11 @@ COLUMNS = ("model", "dataset", "train_examples", "batch_size_per_replica", "stra
            "straggler_step_share")
 
 
+def _setting(row):
+    """(model, dataset, size, batch, strategy, N): the rows one 'throughput kept' line shares."""
+    return tuple(row[c] for c in COLUMNS[:6])
+
+
 def _straggler_share(record):
     """Fraction of a PSS run's steps that the straggler ran (None when not recorded)."""
     steps, task = record.get("steps_by_worker"), (record.get("straggler") or {}).get("task")
@@ -45,13 +50,12 @@ def rows(records):
         out.append(dict(zip(COLUMNS, (*setting, (runs[0].get("straggler") or {}).get("task", ""),
                                       delay, len(runs), rate, None,
                                       metrics.spread(shares)["median"]))))
-    undisturbed = {tuple(r[c] for c in COLUMNS[:6]): r["examples_per_sec"]
-                   for r in out if r["delay_ms"] == 0}
+    undisturbed = {_setting(r): r["examples_per_sec"] for r in out if r["delay_ms"] == 0}
     for r in out:
-        base = undisturbed.get(tuple(r[c] for c in COLUMNS[:6]))
+        base = undisturbed.get(_setting(r))
         r["relative_throughput"] = r["examples_per_sec"] / base if base and r[
             "examples_per_sec"] else None
-    out.sort(key=lambda r: tuple(r[c] for c in COLUMNS[:6]) + (r["delay_ms"],))
+    out.sort(key=lambda r: _setting(r) + (r["delay_ms"],))
     return out
 
 
@@ -59,7 +63,7 @@ def findings(straggler_rows):
     """One sentence per (setting, strategy, N) at its largest delay."""
     worst = {}
     for r in straggler_rows:
-        key = tuple(r[c] for c in COLUMNS[:6])
+        key = _setting(r)
         if r["relative_throughput"] is not None and r["delay_ms"] >= worst.get(
                 key, {"delay_ms": -1})["delay_ms"]:
             worst[key] = r

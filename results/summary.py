@@ -94,10 +94,9 @@ def summarize(records, target_accuracy=None):
             "final_eval_accuracy": _median([r["final_eval_accuracy"] for r in runs]),
             "final_eval_loss": _median([r["final_eval_loss"] for r in runs]),
             "time_to_target_s": _median([t for t in tta if t is not None]) if tta else None,
-            # per-worker step: PSS workers step concurrently, the others in lockstep
-            "step_time_s": time_s["median"] * (n if strategy == "parameter_server" else 1) / max(
-                1, runs[0].get("steps_per_epoch") or size // runs[0]["global_batch_size"])
-            if time_s["median"] else None,
+            "step_time_s": metrics.per_worker_step_time(
+                time_s["median"], max(1, runs[0].get("steps_per_epoch") or size // runs[0][
+                    "global_batch_size"]), strategy, n),
             "communication_fraction": _median([r.get("communication_fraction")
                                                for r in runs]),
         })
