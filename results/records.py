@@ -1,8 +1,11 @@
 """One self-describing JSON record per run: written atomically, read back tolerantly.
 
-Schema (version 1) is documented in README.md ("Result records").
+Schema (version 1) is documented in README.md ("Record schema"). `load_records` checks every
+record against the part of it the report reads, so a record it cannot use is named and skipped
+once, here, instead of raising somewhere in the summary or a plot.
 """
 import json
+import numbers
 import os
 import tempfile
 
@@ -13,6 +16,76 @@ REQUIRED_KEYS = ("run_id", "timestamp", "strategy", "model", "dataset", "num_wor
                  "environment")
 EPOCH_KEYS = ("epoch", "time_s", "examples_per_sec", "train_loss", "train_accuracy", "eval_loss",
               "eval_accuracy")
+
+# What the report needs of a record, by key: (allowed kinds, may it be null). Keys added to the
+# schema later (cpu, communication, steps_per_epoch, ...) may be absent in old records: they are
+# checked only when present. Loaded records must also carry run_name and final_eval_loss (the
+# report reads them), which write_record's REQUIRED_KEYS predate.
+_NUMBER, _INT, _STR, _DICT, _LIST = "number", "integer", "string", "object", "list"
+_SCHEMA = {
+    "run_id": (_STR, False), "run_name": (_STR, False), "timestamp": (_STR, False),
+    "strategy": (_STR, False), "model": (_STR, False), "dataset": (_STR, False),
+    "num_workers": (_INT, False), "num_replicas_in_sync": (_INT, False),
+    "batch_size_per_replica": (_INT, False), "global_batch_size": (_INT, False),
+    "train_examples": (_INT, False), "epochs": (_LIST, False), "steady_state": (_DICT, False),
+    "final_eval_accuracy": (_NUMBER, False), "final_eval_loss": (_NUMBER, False),
+    "config": (_DICT, False), "environment": (_DICT, False),
+}
+_OPTIONAL = {
+    "num_ps": (_INT, True), "steps_per_epoch": (_INT, True), "threads_per_task": (_INT, True),
+    "communication": (_DICT, True), "communication_fraction": (_NUMBER, True),
+    "straggler": (_DICT, True), "steps_by_worker": (_DICT, True), "cpu": (_DICT, True),
+}
+_EPOCH_SCHEMA = {"epoch": (_INT, False), "time_s": (_NUMBER, False),
+                 "examples_per_sec": (_NUMBER, False), "train_loss": (_NUMBER, True),
+                 "train_accuracy": (_NUMBER, True), "eval_loss": (_NUMBER, True),
+                 "eval_accuracy": (_NUMBER, True)}
+
+
+def _is(value, kind):
+    if isinstance(value, bool):  # JSON true/false is not a count or a time
+        return False
+    return {_NUMBER: isinstance(value, numbers.Real), _INT: isinstance(value, int),
+            _STR: isinstance(value, str), _DICT: isinstance(value, dict),
+            _LIST: isinstance(value, list)}[kind]
+
+
+def _type_problem(where, value, kind, nullable):
+    if value is None:
+        return None if nullable else f"{where} is null"
+    if not _is(value, kind):
+        return f"{where} is {type(value).__name__}, expected {kind}"
+    return None
+
+
+def record_problem(record):
+    """Why the report cannot use this parsed record (one line), or None when it can."""
+    if not isinstance(record, dict):
+        return "not a JSON object"
+    missing = [k for k in _SCHEMA if k not in record]
+    if missing:
+        return f"missing keys: {', '.join(missing)}"
+    checks = [(k, record[k], *_SCHEMA[k]) for k in _SCHEMA]
+    checks += [(k, record[k], *_OPTIONAL[k]) for k in _OPTIONAL if k in record]
+    for key, value, kind, nullable in checks:
+        problem = _type_problem(key, value, kind, nullable)
+        if problem:
+            return problem
+    if not record["epochs"]:
+        return "epochs is empty"
+    for i, epoch in enumerate(record["epochs"]):
+        if not isinstance(epoch, dict):
+            return f"epochs[{i}] is {type(epoch).__name__}, expected object"
+        missing = [k for k in EPOCH_KEYS if k not in epoch]
+        if missing:
+            return f"epochs[{i}] is missing keys: {', '.join(missing)}"
+        for key, (kind, nullable) in _EPOCH_SCHEMA.items():
+            problem = _type_problem(f"epochs[{i}].{key}", epoch[key], kind, nullable)
+            if problem:
+                return problem
+        if epoch["time_s"] < 0:
+            return f"epochs[{i}].time_s is {epoch['time_s']}, expected >= 0"
+    return None
 
 
 def _umask():
@@ -69,8 +142,8 @@ def write_record(results_dir, record):
 
 
 def load_records(results_dir):
-    """Returns (records, problems): every record that parses and has the required keys, sorted
-    by timestamp, and a list of (filename, reason) for the ones skipped."""
+    """Returns (records, problems): every record that parses and passes `record_problem`, sorted
+    by timestamp, and a list of (filename, one-line reason) for the ones skipped."""
     directory = os.path.join(results_dir, "records")
     records, problems = [], []
     if not os.path.isdir(directory):
@@ -82,15 +155,12 @@ def load_records(results_dir):
         try:
             with open(path) as f:
                 record = json.load(f)
-        except (OSError, ValueError) as e:
-            problems.append((name, f"unreadable: {e}"))
+        except (OSError, ValueError) as e:  # ValueError: JSON cut short, or not UTF-8
+            problems.append((name, f"unreadable: {str(e).splitlines()[0]}"))
             continue
-        if not isinstance(record, dict):
-            problems.append((name, "not a JSON object"))
-            continue
-        missing = [k for k in REQUIRED_KEYS if k not in record]
-        if missing:
-            problems.append((name, f"missing keys: {', '.join(missing)}"))
+        problem = record_problem(record)
+        if problem:
+            problems.append((name, problem))
             continue
         records.append(record)
     records.sort(key=lambda r: (r["timestamp"], r["run_id"]))

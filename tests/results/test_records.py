@@ -4,12 +4,11 @@ import os
 import pytest
 
 from results import records
+from tests.results import fake
 
 
 def _record(run_id="r1"):
-    rec = {k: None for k in records.REQUIRED_KEYS}
-    rec.update(run_id=run_id, epochs=[], strategy="one_device", timestamp="2026-01-01T00:00:00")
-    return rec
+    return fake.record(run_id)
 
 
 def test_write_is_atomic_and_loadable(tmp_path):
@@ -40,3 +39,41 @@ def test_overwrite_replaces_whole_file(tmp_path):
     records.write_json_atomic(str(tmp_path / "x.json"), {"a": 1})
     records.write_json_atomic(str(tmp_path / "x.json"), {"b": 2})
     assert json.loads((tmp_path / "x.json").read_text()) == {"b": 2}
+
+
+def test_records_the_report_cannot_read_are_named_with_a_reason(tmp_path):
+    """A cut-off file, a missing documented key, a null run_name, malformed epochs: each is
+    skipped with a one-line reason naming the file; the good record still loads."""
+    records.write_record(str(tmp_path), _record("good"))
+    directory = tmp_path / "records"
+    whole = json.dumps(_record("cut"))
+    (directory / "cut.json").write_text(whole[:len(whole) // 2])
+    no_loss = _record("no_loss")
+    del no_loss["final_eval_loss"]
+    null_name = _record("null_name")
+    null_name["run_name"] = None
+    bad_epochs = _record("bad_epochs")
+    bad_epochs["epochs"] = [{"epoch": 1, "time_s": 1.0}]
+    not_list = _record("not_list")
+    not_list["epochs"] = "3"
+    for rec in (no_loss, null_name, bad_epochs, not_list):
+        (directory / f"{rec['run_id']}.json").write_text(json.dumps(rec))
+    loaded, problems = records.load_records(str(tmp_path))
+    assert [r["run_id"] for r in loaded] == ["good"]
+    why = dict(problems)
+    assert set(why) == {"cut.json", "no_loss.json", "null_name.json", "bad_epochs.json",
+                        "not_list.json"}
+    assert why["cut.json"].startswith("unreadable")
+    assert "final_eval_loss" in why["no_loss.json"]
+    assert why["null_name.json"] == "run_name is null"
+    assert "epochs[0] is missing keys" in why["bad_epochs.json"]
+    assert "epochs is str" in why["not_list.json"]
+    assert all("\n" not in reason for reason in why.values())
+
+
+def test_optional_keys_are_checked_only_when_present():
+    rec = _record()
+    del rec["cpu"], rec["steps_per_epoch"]
+    assert records.record_problem(rec) is None  # an old record, before these keys existed
+    rec["cpu"] = 3
+    assert records.record_problem(rec) == "cpu is int, expected object"
