@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import sys
+import time
 
 import tensorflow as tf
 
@@ -80,12 +81,18 @@ class Checkpoints:
             return self.preemption.run(step_fn, *args)
         return step_fn(*args)
 
-    def after_steps(self, before, global_step):
+    def after_steps(self, before, global_step, epoch_end=False):
         """Counts the steps just run (before+1..global_step); saves when they crossed a multiple
-        of `every_steps`."""
+        of `every_steps`. Returns the seconds spent saving (not training time).
+
+        Not at an epoch's last step: the epoch's own save follows its evaluation and writes its
+        stats with it. A step checkpoint there would be ahead of epochs.json during the
+        evaluation, and a task killed in that window could not resume ("does not match")."""
         self.steps_done.assign(global_step)
-        if self.every_steps and global_step // self.every_steps > before // self.every_steps:
-            self._save_now()
+        if epoch_end or not self.every_steps or \
+                global_step // self.every_steps == before // self.every_steps:
+            return 0.0
+        return self._save_now()
 
     def save(self, epochs):
         """End of an epoch: checkpoint and the finished epochs' stats."""
@@ -97,14 +104,18 @@ class Checkpoints:
         self._save_now()
 
     def _save_now(self):
+        """Saves; returns the seconds the save took (after PSS's wait for its scheduled steps,
+        which is training)."""
         if self.trainer.coordinator is not None:
             self.trainer.coordinator.join()  # PSS: the scheduled steps are in the variables
+        start = time.perf_counter()
         self.manager.save()
         self._saved_at = int(self.steps_done.numpy())
         if self.is_chief:
             write_json_atomic(self.stats_path, self._epochs)
         else:
             shutil.rmtree(self.directory, ignore_errors=True)
+        return time.perf_counter() - start
 
     def _exit_preempted(self):
         print(f"preempted: checkpoint saved after step {int(self.steps_done.numpy())}; exiting "

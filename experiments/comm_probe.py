@@ -56,16 +56,19 @@ def _allreduce_call(strategy, specs):
 
 def _pushpull_call(coordinator, variables, dtype):
     @tf.function
-    def pushpull():
+    def pushpull(scale):
         pulled = [tf.reshape(tf.identity(v), [-1])[0] for v in variables]
-        for v in variables:  # the push travels in the sync dtype, cast back where v lives
-            push = tf.zeros(tf.TensorShape(v.shape), tf.as_dtype(dtype))
+        for v in variables:
+            # The push is computed on the worker from a call argument, as a gradient is: a
+            # constant (tf.zeros) could be folded by grappler, leaving only the pull. It travels
+            # in the sync dtype and is cast back where v lives; scale is 0, so v is unchanged.
+            push = tf.fill(tf.shape(v), tf.cast(scale, tf.as_dtype(dtype)))
             with tf.device(v.device):
                 v.assign_add(tf.cast(push, v.dtype))
         return tf.add_n(pulled)
 
     def call():  # one step's pull and push, dispatch included, as a scheduled step pays them
-        return coordinator.schedule(pushpull).fetch()
+        return coordinator.schedule(pushpull, args=(tf.constant(0.0),)).fetch()
     return call
 
 

@@ -72,6 +72,7 @@ def train_dataset(info, count, batch_size, seed, data_dir=None, num_shards=1, sh
     is what confuses users (tensorflow#42146). `repeat()` comes before `batch()` so every worker
     runs exactly the number of steps the loop asks for (MWMS hangs if workers disagree).
 
+    shard_index and shuffle_seed may be scalar tensors (a PSS worker computes its own).
     delay_us (straggler injection): microseconds every batch waits, applied *after* prefetch so
     the consumer's step itself is delayed rather than hidden by the prefetch buffer. An int or a
     scalar tensor (a parameter-server worker computes its own from its worker index).
@@ -79,7 +80,8 @@ def train_dataset(info, count, batch_size, seed, data_dir=None, num_shards=1, sh
     ds = examples(info, "train", count, seed, data_dir)
     if num_shards > 1:
         ds = ds.shard(num_shards, shard_index)
-    shard_size = len(range(shard_index, count, num_shards))
+    # The largest shard's size: shard_index may be a tensor (a PSS worker's own index).
+    shard_size = -(-count // num_shards)
     ds = ds.cache().shuffle(shard_size, seed=shuffle_seed, reshuffle_each_iteration=True)
     ds = ds.repeat().batch(batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
     if delay_us is not None:

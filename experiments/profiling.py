@@ -5,6 +5,8 @@
 
 Only the chief traces (its host and devices; under PSS that is the coordinator's side).
 """
+import time
+
 import tensorflow as tf
 
 
@@ -15,22 +17,31 @@ class StepProfiler:
         self.active = False
 
     def before_steps(self, first, last):
-        """Called before global steps first..last run (one call of the training function)."""
+        """Called before global steps first..last run (one call of the training function).
+        Returns the seconds it spent (starting the profiler), which are not training."""
+        start = time.perf_counter()
         if first <= self.first <= last and not self.active:
             tf.profiler.experimental.start(self.logdir)
             self.active = True
+        return time.perf_counter() - start
 
     def after_steps(self, first, last):
+        """Returns the seconds spent stopping the trace (0 unless it stopped here)."""
         if first <= self.last <= last:
-            self.close()
+            return self.close()
+        return 0.0
 
     def close(self):
-        """Stops the trace (also when training ended before the last profiled step)."""
+        """Stops the trace (also when training ended before the last profiled step). Returns the
+        seconds writing the trace took; waiting for scheduled PSS steps is training, not that."""
         if not self.active:
-            return
+            return 0.0
         if self.coordinator is not None:
             self.coordinator.join()  # the scheduled steps belong in the trace
+        start = time.perf_counter()
         tf.profiler.experimental.stop()
         self.active = False
+        spent = time.perf_counter() - start
         print(f"profile of steps {self.first}-{self.last} written under {self.logdir} "
               f"(TensorBoard, Profile tab)", flush=True)
+        return spent

@@ -13,7 +13,7 @@ import uuid
 import psutil
 import tensorflow as tf
 
-from experiments import comm_probe, environment
+from experiments import comm_probe, cpu_usage, environment
 from experiments.checkpoints import Checkpoints
 from experiments.datasets import get_info
 from experiments.profiling import StepProfiler
@@ -96,7 +96,8 @@ def run_task(cfg, role, extra_config=None):
         coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
     is_chief = role is None or role.is_chief
     info = get_info(cfg.dataset)
-    trainer = Trainer(cfg, info, strategy, coordinator=coordinator, is_chief=is_chief)
+    cpu = cpu_usage.CpuMeter(in_cluster=role is not None) if is_chief else None
+    trainer = Trainer(cfg, info, strategy, coordinator=coordinator, is_chief=is_chief, cpu=cpu)
     run_id = new_run_id(cfg)
     writer = profiler = None
     logdir = os.path.join(cfg.tensorboard_dir or os.path.join(cfg.results_dir, "tensorboard"),
@@ -179,6 +180,7 @@ def _record(cfg, role, trainer, strategy, run_id, epochs, checksum, extra_config
         "threads_per_task": cfg.threads or os.cpu_count(),  # 0: TF default = all cores
         "epochs": epochs,
         "steady_state": metrics.steady_state(epochs),
+        "cpu": cpu_usage.summarize(epochs, trainer.cpu.scope),
         "total_train_time_s": sum(e["time_s"] for e in epochs),
         "final_eval_accuracy": epochs[-1]["eval_accuracy"],
         "final_eval_loss": epochs[-1]["eval_loss"],

@@ -31,6 +31,10 @@ class EpochStats:
     eval_time_s: float
     learning_rate: float
     steps: int
+    # Seconds of step checkpoints and profiler start/stop inside the epoch, kept out of time_s.
+    hooks_time_s: float = 0.0
+    # CPU seconds the run's processes used during time_s (see experiments/cpu_usage.py).
+    cpu_s: float | None = None
 
 
 class WarmupScaledLR(keras.optimizers.schedules.LearningRateSchedule):
@@ -51,12 +55,35 @@ class WarmupScaledLR(keras.optimizers.schedules.LearningRateSchedule):
         return {"target": self.target, "warmup_steps": self.warmup_steps}
 
 
-def scaled_learning_rate(base, scaling, replicas):
-    if scaling == "linear":
-        return base * replicas
-    if scaling == "sqrt":
-        return base * math.sqrt(replicas)
-    return base
+def learning_rate_for(cfg, global_batch):
+    """The rate for a step of `global_batch` examples: --learning_rate was tuned for the single
+    device's batch (--global_batch_size if held fixed, else --batch_size_per_replica), and
+    --lr_scaling scales it with the batch, not with the replicas: under strong scaling every
+    strategy trains on the baseline's batch and keeps the baseline's rate (Goyal et al. 2017)."""
+    factor = global_batch / (cfg.global_batch_size or cfg.batch_size_per_replica)
+    if cfg.lr_scaling == "linear":
+        return cfg.learning_rate * factor
+    if cfg.lr_scaling == "sqrt":
+        return cfg.learning_rate * math.sqrt(factor)
+    return cfg.learning_rate
+
+
+def local_replicas(strategy):
+    """Replicas this process feeds (1 for one device, MWMS with one device per worker)."""
+    return len(strategy.extended.worker_devices)
+
+
+def input_context(strategy):
+    """This worker's input pipeline (one per worker, as distribute_datasets_from_function numbers
+    them: the chief first, then the workers)."""
+    resolver = getattr(strategy, "cluster_resolver", None)
+    spec = resolver.cluster_spec().as_dict() if resolver is not None else {}
+    chiefs, workers = len(spec.get("chief", [])), len(spec.get("worker", []))
+    if chiefs + workers <= 1:
+        return tf.distribute.InputContext(1, 0, strategy.num_replicas_in_sync)
+    pipeline_id = 0 if resolver.task_type == "chief" else chiefs + resolver.task_id
+    return tf.distribute.InputContext(chiefs + workers, pipeline_id,
+                                      strategy.num_replicas_in_sync)
 
 
 def make_optimizer(name, schedule):
@@ -80,11 +107,13 @@ class Trainer:
     """Builds model, optimizer and input for `strategy`, then trains epoch by epoch.
 
     coordinator: a ClusterCoordinator for ParameterServerStrategy, else None.
+    cpu: measures the CPU seconds of the run's processes around each epoch's timed span.
     is_chief: only the chief evaluates, shows progress and (in the caller) writes results.
     """
 
-    def __init__(self, cfg, info, strategy, coordinator=None, is_chief=True):
+    def __init__(self, cfg, info, strategy, coordinator=None, is_chief=True, cpu=None):
         self.cfg, self.info, self.strategy = cfg, info, strategy
+        self.cpu = cpu  # a cpu_usage.CpuMeter (the chief's view of the run's processes) or None
         self.coordinator, self.is_chief = coordinator, is_chief
         self.replicas = strategy.num_replicas_in_sync
         self.global_batch = cfg.global_batch_size or cfg.batch_size_per_replica * self.replicas
@@ -94,7 +123,7 @@ class Trainer:
         self.per_replica_batch = self.global_batch // self.replicas
         self.steps_per_epoch = cfg.train_examples // self.global_batch
         self.examples_per_epoch = self.steps_per_epoch * self.global_batch
-        self.learning_rate = scaled_learning_rate(cfg.learning_rate, cfg.lr_scaling, self.replicas)
+        self.learning_rate = learning_rate_for(cfg, self.global_batch)
         warmup_steps = int(round(cfg.warmup_epochs * self.steps_per_epoch))
         keras.utils.set_random_seed(cfg.seed)  # --seed covers initialization too: reruns compare
         with strategy.scope():
@@ -129,26 +158,39 @@ class Trainer:
         return tf.cast(tf.equal(worker_index, straggler), tf.int64) * int(
             self.cfg.straggler_delay_ms * 1000)
 
+    def _pss_dataset(self, worker_index):
+        """One PSS worker's pipeline. `create_per_worker_dataset` traces this once and runs the
+        same graph on every worker, so anything that must differ between workers has to come from
+        `worker_index` (a tensor evaluated on the worker), not from Python or the global seed:
+        each worker reads its own shard, in its own order, as MWMS workers do."""
+        cfg, workers = self.cfg, max(1, self.cfg.num_workers)
+        return pipeline.train_dataset(
+            self.info, cfg.train_examples, self.per_replica_batch, cfg.seed, cfg.data_dir or None,
+            num_shards=workers, shard_index=tf.cast(worker_index, tf.int64),
+            shuffle_seed=cfg.seed + tf.cast(worker_index, tf.int64),
+            delay_us=self._straggler_delay_us(worker_index))
+
+    def _worker_dataset(self, ctx):
+        cfg = self.cfg
+        return pipeline.train_dataset(
+            self.info, cfg.train_examples, ctx.get_per_replica_batch_size(self.global_batch),
+            cfg.seed, cfg.data_dir or None, num_shards=ctx.num_input_pipelines,
+            shard_index=ctx.input_pipeline_id, shuffle_seed=cfg.seed + ctx.input_pipeline_id,
+            delay_us=self._straggler_delay_us(ctx.input_pipeline_id))
+
     def _train_input(self):
-        cfg, info = self.cfg, self.info
         if self.coordinator is not None:
-            # Every PSS worker builds its own pipeline; no fixed shuffle seed, so workers draw
-            # different orders instead of the same batches.
             return self.coordinator.create_per_worker_dataset(
-                lambda: pipeline.train_dataset(
-                    info, cfg.train_examples, self.per_replica_batch, cfg.seed,
-                    cfg.data_dir or None, delay_us=self._straggler_delay_us(
-                        tf.distribute.coordinator.experimental_get_current_worker_index())))
-
-        def dataset_fn(ctx):
-            # MWMS: one input pipeline per worker, so the pipeline id is the worker index.
-            return pipeline.train_dataset(
-                info, cfg.train_examples, ctx.get_per_replica_batch_size(self.global_batch),
-                cfg.seed, cfg.data_dir or None, num_shards=ctx.num_input_pipelines,
-                shard_index=ctx.input_pipeline_id, shuffle_seed=cfg.seed + ctx.input_pipeline_id,
-                delay_us=self._straggler_delay_us(ctx.input_pipeline_id))
-
-        return self.strategy.distribute_datasets_from_function(dataset_fn)
+                lambda: self._pss_dataset(
+                    tf.distribute.coordinator.experimental_get_current_worker_index()))
+        if local_replicas(self.strategy) == 1:
+            # One replica per process: feed strategy.run from this worker's plain tf.data
+            # iterator. Iterating a strategy's distributed dataset ran the same step at half
+            # speed on some CPUs (see README, "Engine overhead"); with one local replica there
+            # is nothing for it to split, so the plain iterator gives the replica the same batch.
+            return self._worker_dataset(input_context(self.strategy))
+        # Several local replicas (mirrored): the distributed dataset splits each batch per replica.
+        return self.strategy.distribute_datasets_from_function(self._worker_dataset)
 
     def _step(self, iterator):
         def replica_step(images, labels):
@@ -236,15 +278,16 @@ class Trainer:
         progbar = self._progbar()
         if progbar is not None:
             print(f"Epoch {epoch}/{self.cfg.epochs}", flush=True)
+        cpu_start = self.cpu.seconds() if self.cpu is not None else None
         start = time.perf_counter()
-        step = first_step
+        step, hooks_s = first_step, 0.0
         while step < self.steps_per_epoch:
             # Several steps per call (--steps_per_execution) save the per-call dispatch; the
             # hooks below fire for the chunk that contains their step.
             k = min(self.cfg.steps_per_execution, self.steps_per_epoch - step)
             before, self.global_step, step = self.global_step, self.global_step + k, step + k
             if profiler is not None:
-                profiler.before_steps(before + 1, self.global_step)
+                hooks_s += profiler.before_steps(before + 1, self.global_step)
             if self.is_chief and self.cfg.fail_task and \
                     before < self.cfg.fail_at_step <= self.global_step:
                 # The local launcher reads this line and kills (or preempts) the named task.
@@ -263,10 +306,13 @@ class Trainer:
                 if remote:  # PSS: scheduling is asynchronous; wait for this one call once
                     remote[0].fetch()
                 self.first_step_done_at = time.time()
+            # Checkpoints and the profiler are not training: their time is measured and taken
+            # out of the epoch's time_s (README: time_s covers the training steps only).
             if profiler is not None:
-                profiler.after_steps(before + 1, self.global_step)
+                hooks_s += profiler.after_steps(before + 1, self.global_step)
             if checkpoints is not None:
-                checkpoints.after_steps(before, self.global_step)
+                hooks_s += checkpoints.after_steps(before, self.global_step,
+                                                   epoch_end=step == self.steps_per_epoch)
             if progbar is not None and progbar.verbose == 1:
                 progbar.update(step)
         if self.coordinator is not None:
@@ -278,7 +324,8 @@ class Trainer:
                 self.steps_by_worker[worker] = self.steps_by_worker.get(worker, 0) + int(f[4])
         else:  # reading waits for the last step: the end of the timed span
             totals = [float(v.read_value()) for v in (self.loss_sum, self.correct, self.seen)]
-        elapsed = time.perf_counter() - start
+        elapsed = time.perf_counter() - start - hooks_s
+        cpu_s = self.cpu.seconds() - cpu_start if cpu_start is not None else None
         loss_sum, correct, seen = totals
         train_loss = loss_sum / max(seen, 1.0)
         train_accuracy = correct / max(seen, 1.0)
@@ -293,7 +340,8 @@ class Trainer:
                            train_loss=train_loss, train_accuracy=train_accuracy,
                            eval_loss=eval_loss, eval_accuracy=eval_accuracy,
                            eval_time_s=eval_time, learning_rate=lr,
-                           steps=self.steps_per_epoch - first_step)
+                           steps=self.steps_per_epoch - first_step, hooks_time_s=hooks_s,
+                           cpu_s=cpu_s)
         if progbar is not None:
             progbar.update(self.steps_per_epoch, values=[
                 ("loss", train_loss), ("accuracy", train_accuracy), ("eval_loss", eval_loss),
