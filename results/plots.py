@@ -8,15 +8,30 @@ matplotlib.use("Agg")  # headless: CI, containers, Vertex
 import matplotlib.pyplot as plt  # noqa: E402
 
 from results.records import write_atomic  # noqa: E402
-from results.summary import groups as _groups, workers_of  # noqa: E402
+from results.cells import (ENGINE_FLOOR, REFERENCE_RUN, SETTING_KEYS, role_of,  # noqa: E402
+                           setting_of, sort_key, workers_of)
+from results.summary import groups as _groups, reference_of  # noqa: E402
 
 _SHORT = {"one_device": "1 device", "mirrored": "mirrored", "multi_worker_mirrored": "MWMS",
-          "parameter_server": "PSS"}
+          "parameter_server": "PSS", ENGINE_FLOOR: "TF loop"}
 _LABELS = {"one_device": "one device", "mirrored": "Mirrored (replicas)",
            "multi_worker_mirrored": "MWMS (workers)", "parameter_server": "PSS (workers)"}
 
 _STRATEGY_COLORS = {"mirrored": "tab:green", "multi_worker_mirrored": "tab:blue",
                     "parameter_server": "tab:orange"}
+
+
+def _tick(row):
+    """A bar's label: strategy, N and, for single-device rows, which one."""
+    tag = {REFERENCE_RUN: "\n(all cores)", ENGINE_FLOOR: f"\n({row['threads_per_task']} thr.)"}
+    return f"{_SHORT[row['strategy']]}\nN={row['n']}" + tag.get(row["role"], "")
+
+
+def _title(setting):
+    s = dict(zip(SETTING_KEYS, setting))
+    batch = f"global batch {s['global_batch_size']}" if s["global_batch_size"] else \
+        f"{s['batch_size_per_replica']}/replica"
+    return f"{s['model']}, {s['dataset']}, {s['train_examples']} examples, {batch}"
 
 
 def _save(fig, path):
@@ -29,9 +44,8 @@ def epoch_time(rows, path):
     groups = _groups(rows)
     width = max(6.0, 0.9 * max(len(g) for g in groups.values()))
     fig, axes = plt.subplots(1, len(groups), figsize=(width * len(groups), 4.2), squeeze=False)
-    for ax, ((model, dataset, size, batch), group) in zip(axes[0], groups.items()):
-        labels = [f"{_SHORT[r['strategy']]}\nN={r['n']}"
-                  + ("\n(all cores)" if r["role"] == "hardware_reference" else "") for r in group]
+    for ax, (setting, group) in zip(axes[0], groups.items()):
+        labels = [_tick(r) for r in group]
         med = [r["epoch_time_s"] for r in group]
         err = [[m - r["epoch_time_min_s"] for m, r in zip(med, group)],
                [r["epoch_time_max_s"] - m for m, r in zip(med, group)]]
@@ -40,7 +54,7 @@ def epoch_time(rows, path):
                label="median epoch time (bars: min-max)")
         ax.set_xticks(range(len(group)), labels, fontsize=8)
         ax.set_ylabel("steady-state epoch time (s)")
-        ax.set_title(f"Epoch time: {model}, {dataset}, {size} examples, {batch}/replica")
+        ax.set_title(f"Epoch time: {_title(setting)}")
         ax.legend(fontsize=8)
     return _save(fig, path)
 
@@ -51,9 +65,9 @@ def scaling(rows, throughput_path, efficiency_path):
     groups = _groups(rows)
     for kind, path in (("throughput", throughput_path), ("efficiency", efficiency_path)):
         fig, axes = plt.subplots(1, len(groups), figsize=(6 * len(groups), 4.2), squeeze=False)
-        for ax, ((model, dataset, size, batch), group) in zip(axes[0], groups.items()):
+        for ax, (setting, group) in zip(axes[0], groups.items()):
             base = next((r for r in group if r["role"] == "baseline"), None)
-            ref = next((r for r in group if r["role"] == "hardware_reference"), None)
+            ref = reference_of(group)
             ns = sorted({r["n"] for r in group if r["role"] == "strategy"} | {1})
             for strategy in ("mirrored", "multi_worker_mirrored", "parameter_server"):
                 pts = sorted(((r["n"], r) for r in group
@@ -69,14 +83,14 @@ def scaling(rows, throughput_path, efficiency_path):
                         label="ideal: N x one worker (1 thread)")
                 if ref:
                     ax.axhline(ref["examples_per_sec"], color="tab:red", ls=":",
-                               label="hardware reference (1 process, all cores)")
+                               label=f"fastest single process: {ref['reference_row']}")
                 ax.set_ylabel("throughput (examples/s)")
             if kind == "efficiency":
                 ax.axhline(100, color="k", ls="--", label="ideal (100 %)")
                 ax.set_ylabel("parallel efficiency (%) vs 1 worker")
             ax.set_xticks(ns)
             ax.set_xlabel("workers / replicas (N)")
-            ax.set_title(f"{kind.capitalize()} vs N: {model}, {size} examples, {batch}/replica")
+            ax.set_title(f"{kind.capitalize()} vs N: {_title(setting)}")
             ax.legend(fontsize=8)
         figs[kind] = _save(fig, path)
     return figs
@@ -87,16 +101,19 @@ def curves(records, path):
     fig, (acc, loss) = plt.subplots(1, 2, figsize=(12, 4.2))
     seen = set()
     for r in records:
-        key = (r["strategy"], workers_of(r), r.get("run_name", "").split("/")[0], r["model"],
-               r["train_examples"])
+        key = (r["strategy"], workers_of(r), role_of(r), r.get("threads_per_task"),
+               setting_of(r))
         if key in seen:
             continue
         seen.add(key)
         label = f"{r['model']} {r['strategy']} N={key[1]}" + (
-            " (all cores)" if key[2] == "hardware_reference" else "")
+            " (all cores)" if key[2] == REFERENCE_RUN else "")
         epochs = [e["epoch"] for e in r["epochs"]]
-        acc.plot(epochs, [e["eval_accuracy"] * 100 for e in r["epochs"]], "o-", label=label)
-        loss.plot(epochs, [e["train_loss"] for e in r["epochs"]], "o-", label=label)
+        # eval / train figures may be null in a valid record: plotted as gaps
+        acc.plot(epochs, [e["eval_accuracy"] * 100 if e["eval_accuracy"] is not None
+                          else float("nan") for e in r["epochs"]], "o-", label=label)
+        loss.plot(epochs, [e["train_loss"] if e["train_loss"] is not None else float("nan")
+                           for e in r["epochs"]], "o-", label=label)
     acc.set(title="Eval accuracy per epoch", xlabel="epoch", ylabel="eval accuracy (%)")
     loss.set(title="Train loss per epoch", xlabel="epoch", ylabel="train loss (cross-entropy)")
     acc.legend(fontsize=7)
@@ -109,9 +126,12 @@ def size_sweep(rows, path):
     lines = collections.defaultdict(list)
     for r in rows:
         if r["role"] == "strategy":
-            lines[(r["model"], r["strategy"], r["n"], r["batch_size_per_replica"])].append(r)
+            # one line per setting except its size
+            rest = tuple(r[k] for k in SETTING_KEYS if k != "train_examples")
+            lines[(r["model"], r["strategy"], r["n"], r["batch_size_per_replica"], rest)].append(r)
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.2))
-    for (model, strategy, n, batch), group in sorted(lines.items()):
+    for (model, strategy, n, batch, _), group in sorted(lines.items(), key=lambda item: (
+            sort_key(item[0][4]), item[0][:4])):
         group.sort(key=lambda r: r["train_examples"])
         xs = [r["train_examples"] for r in group]
         label = f"{model} {strategy} N={n} ({batch}/replica)"
@@ -133,9 +153,11 @@ def straggler(rows, path):
     straggler ran (right): synchronous strategies follow the straggler, PSS routes around it."""
     lines = collections.defaultdict(list)
     for r in rows:
-        lines[(r["model"], r["train_examples"], r["strategy"], r["n"])].append(r)
+        lines[(tuple(r[k] for k in SETTING_KEYS), r["strategy"], r["n"])].append(r)
     fig, (kept, share) = plt.subplots(1, 2, figsize=(12, 4.2))
-    for (model, size, strategy, n), group in sorted(lines.items()):
+    for (setting, strategy, n), group in sorted(lines.items(), key=lambda item: (
+            sort_key(item[0][0]), item[0][1:])):
+        model, size = group[0]["model"], group[0]["train_examples"]
         label = f"{_SHORT[strategy]} N={n} ({model}, {size} ex.)"
         pts = [(r["delay_ms"], r["relative_throughput"] * 100) for r in group
                if r["relative_throughput"] is not None]
@@ -168,9 +190,8 @@ def step_breakdown(rows, path):
     groups = {k: g for k, g in groups.items() if g}
     fig, axes = plt.subplots(1, max(1, len(groups)), figsize=(6.5 * max(1, len(groups)), 4.2),
                              squeeze=False)
-    for ax, ((model, dataset, size, batch), group) in zip(axes[0], groups.items()):
-        labels = [f"{_SHORT[r['strategy']]}\nN={r['n']}" + (
-            "\n(all cores)" if r["role"] == "hardware_reference" else "") for r in group]
+    for ax, (setting, group) in zip(axes[0], groups.items()):
+        labels = [_tick(r) for r in group]
         step_ms = [r["step_time_s"] * 1e3 for r in group]
         comm = [s * r["communication_fraction"] for s, r in zip(step_ms, group)]
         compute = [s - c for s, c in zip(step_ms, comm)]
@@ -182,7 +203,7 @@ def step_breakdown(rows, path):
                     va="bottom", fontsize=8)
         ax.set_xticks(list(x), labels, fontsize=8)
         ax.set_ylabel("per-worker step time (ms)")
-        ax.set_title(f"Where a step goes: {model}, {size} examples, {batch}/replica")
+        ax.set_title(f"Where a step goes: {_title(setting)}")
         ax.legend(fontsize=8)
     return _save(fig, path)
 
@@ -191,9 +212,11 @@ def projection(rows, path):
     """Projected throughput vs N (lines) with the measured points, and projected efficiency."""
     lines = collections.defaultdict(lambda: {"projected": [], "measured": []})
     for r in rows:
-        lines[(r["model"], r["train_examples"], r["strategy"])][r["kind"]].append(r)
+        lines[(tuple(r[k] for k in SETTING_KEYS), r["strategy"])][r["kind"]].append(r)
     fig, (tput, eff) = plt.subplots(1, 2, figsize=(12, 4.4))
-    for (model, size, strategy), kinds in sorted(lines.items()):
+    for (setting, strategy), kinds in sorted(lines.items(), key=lambda item: (
+            sort_key(item[0][0]), item[0][1])):
+        model, size = kinds["projected"][0]["model"], kinds["projected"][0]["train_examples"]
         color = _STRATEGY_COLORS[strategy]
         label = f"{_SHORT[strategy]} ({model}, {size} ex.)"
         proj = sorted(kinds["projected"], key=lambda r: r["n"])

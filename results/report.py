@@ -7,8 +7,10 @@ import io
 import os
 
 from results import plots, scaling_model, straggler
+from results.cells import label, setting_details, setting_title
+from results.findings import findings, overhead_sentence
 from results.records import load_records, write_text_atomic
-from results.summary import COLUMNS, groups, summarize
+from results.summary import COLUMNS, groups, reference_of, summarize
 
 
 def _fmt(value, digits=3):
@@ -27,62 +29,32 @@ def _csv(rows, columns):
     return out.getvalue()
 
 
-def _table(rows):
-    head = ("strategy", "N", "threads/task", "epoch time s (min–max)", "examples/s", "speedup",
-            "scaling %", "vs all-cores ref", "eval acc", "Δ acc vs baseline")
+def _target(r):
+    """Time to target with how many runs reached it: the median is over those runs only."""
+    if r["target_reached_runs"] is None:
+        return "–"
+    return f"{_fmt(r['time_to_target_s'])} ({r['target_reached_runs']}/{r['runs']})"
+
+
+def _table(rows, target_accuracy=None):
+    head = ["strategy", "N", "threads/task", "epoch time s (min–max)", "examples/s", "speedup",
+            "scaling %", "vs fastest 1-process", "vs plain TF loop", "cores used", "eval acc",
+            "Δ acc vs baseline"]
+    if target_accuracy:
+        head.append(f"s to {target_accuracy:.0%} acc (runs reached)")
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
-        name = r["strategy"] + (" (all cores)" if r["role"] == "hardware_reference" else "")
-        lines.append("| " + " | ".join([
-            name, str(r["n"]), _fmt(r["threads_per_task"]),
-            f"{_fmt(r['epoch_time_s'])} ({_fmt(r['epoch_time_min_s'])}–"
-            f"{_fmt(r['epoch_time_max_s'])})", _fmt(r["examples_per_sec"], 4),
-            _fmt(r["speedup"]), _fmt(r["scaling_percent"]), _fmt(r["speedup_vs_reference"]),
-            _fmt(r["final_eval_accuracy"]), _fmt(r["accuracy_delta"], 2)]) + " |")
+        cells = [label(r) if r["role"] != "strategy" else r["strategy"], str(r["n"]),
+                 _fmt(r["threads_per_task"]),
+                 f"{_fmt(r['epoch_time_s'])} ({_fmt(r['epoch_time_min_s'])}–"
+                 f"{_fmt(r['epoch_time_max_s'])})", _fmt(r["examples_per_sec"], 4),
+                 _fmt(r["speedup"]), _fmt(r["scaling_percent"]), _fmt(r["speedup_vs_reference"]),
+                 _fmt(r["vs_engine_floor"]), _fmt(r["cores_used"], 2),
+                 _fmt(r["final_eval_accuracy"]), _fmt(r["accuracy_delta"], 2)]
+        if target_accuracy:
+            cells.append(_target(r))
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
-
-
-def findings(rows):
-    """Plain-language statements that follow from the numbers (nothing else)."""
-    out = []
-    for (model, dataset, size, batch), group in groups(rows).items():
-        strat = [r for r in group if r["role"] == "strategy" and r["epoch_time_s"]]
-        if not strat:
-            continue
-        best = max(strat, key=lambda r: r["examples_per_sec"])
-        where = f"{model} on {dataset}, {size} examples, {batch} per replica"
-        out.append(f"- **{where}**: fastest distributed setup is {best['strategy']} with "
-                   f"N={best['n']} ({best['examples_per_sec']:.0f} examples/s"
-                   + (f", {best['speedup']:.2f}x the 1-thread single device" if best["speedup"]
-                      else "") + ").")
-        ref = next((r for r in group if r["role"] == "hardware_reference"), None)
-        if ref and ref["epoch_time_s"]:
-            beat = [r for r in strat if r["epoch_time_s"] < ref["epoch_time_s"]]
-            out.append(f"  - One process using all cores runs at {ref['examples_per_sec']:.0f} "
-                       f"examples/s; " + (f"{len(beat)} distributed setup(s) beat it." if beat
-                                          else "no distributed setup beats it: on one machine "
-                                          "the workers share the same cores, so distribution "
-                                          "only adds communication."))
-        slower = [r for r in strat if r["speedup"] is not None and r["speedup"] < 1]
-        for r in slower:
-            out.append(f"  - {r['strategy']} N={r['n']} is slower than one device "
-                       f"({r['speedup']:.2f}x): per-step synchronization (gradient all-reduce "
-                       f"or parameter-server push/pull) costs more than the compute it splits.")
-        for strategy in ("mirrored", "multi_worker_mirrored", "parameter_server"):
-            pts = sorted(((r["n"], r) for r in strat if r["strategy"] == strategy),
-                         key=lambda p: p[0])
-            for (n0, a), (n1, b) in zip(pts, pts[1:]):
-                if b["examples_per_sec"] <= a["examples_per_sec"] * 1.05:
-                    out.append(f"  - {strategy}: going from N={n0} to N={n1} gains "
-                               f"{(b['examples_per_sec'] / a['examples_per_sec'] - 1) * 100:+.0f}% "
-                               f"throughput: adding workers stops paying here.")
-        worst = min((r for r in strat if r["accuracy_delta"] is not None),
-                    key=lambda r: r["accuracy_delta"], default=None)
-        if worst is not None and worst["accuracy_delta"] < 0:
-            out.append(f"  - Accuracy: the largest drop vs the baseline is "
-                       f"{worst['accuracy_delta'] * 100:+.1f} points ({worst['strategy']} "
-                       f"N={worst['n']}, global batch {worst['global_batch_size']}).")
-    return "\n".join(out) or "- Not enough runs for findings (a baseline and a strategy needed)."
 
 
 def _straggler_table(rows):
@@ -106,13 +78,18 @@ def markdown(rows, problems, plot_files, target_accuracy, straggler_rows=(), mod
              "median over steady-state epochs (first epoch of every run excluded: tracing) and "
              "repeats. Speedup = T1/TN, scaling % = T1/(N·TN)·100 and efficiency = speedup/N, "
              "with T1 the single device at 1 thread (one worker's share of this machine); "
-             "'vs all-cores ref' = T_ref/TN against one process using every core.", ""]
-    for (model, dataset, size, batch), group in groups(rows).items():
-        parts += [f"## {model}, {dataset}, {size} training examples, {batch} per replica", "",
-                  _table(group), ""]
-    if target_accuracy:
-        parts += [f"Time to {target_accuracy:.0%} eval accuracy (s): " + ", ".join(
-            f"{r['strategy']} N={r['n']}: {_fmt(r['time_to_target_s'])}" for r in rows), ""]
+             "'vs fastest 1-process' = T_ref/TN against the fastest single process measured in "
+             "the setting (named under each table); 'vs plain TF loop' = the row's throughput "
+             "over a plain TF loop's (engine_floor) at the same threads per task. Times are "
+             "per example trained (epochs are rounded to whole global batches)."
+             + (f" Time to {target_accuracy:.0%} eval accuracy is the median over the runs "
+                "that reached it, with how many did." if target_accuracy else ""), ""]
+    for setting, group in groups(rows).items():
+        ref = reference_of(group)
+        notes = [f"Fastest single process (the reference): {label(ref)}." if ref else
+                 "No single-process run: no reference.", overhead_sentence(group)]
+        parts += [f"## {setting_title(setting)}", "", setting_details(setting), "",
+                  _table(group, target_accuracy), "", " ".join(n for n in notes if n), ""]
     if straggler_rows:
         parts += ["## Straggler experiment", "",
                   "One worker's input pipeline sleeps the given time before each batch "
@@ -140,7 +117,7 @@ def build(results_dir, target_accuracy=None, network=scaling_model.Network()):
              *plots.scaling(rows, j("throughput_vs_workers.png"),
                             j("efficiency_vs_workers.png")).values(),
              plots.curves(records, j("curves.png"))]
-    if len({r["train_examples"] for r in rows}) > 1:
+    if len({r["train_examples"] for r in rows if r["role"] == "strategy"}) > 1:
         files.append(plots.size_sweep(rows, j("size_sweep.png")))
     if any(r["communication_fraction"] is not None for r in rows):
         files.append(plots.step_breakdown(rows, j("step_breakdown.png")))

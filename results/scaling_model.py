@@ -6,31 +6,39 @@ has S_N = E / (N b) steps):
     t_N = t_comp + c(N) + t_sync          epoch:  T_N = T_comp / N + T_comm(N) + T_sync(N)
                                            with T_comp = S_1 t_comp, T_comm = S_N c(N), T_sync = S_N t_sync
 
-  t_comp   compute of one step: the 1-worker, 1-thread baseline (nothing to synchronize there)
+  t_comp   compute of one step: the strategy's own 1-worker step (its N=1 run of the same
+           setting) minus the synchronization its probe measured there (MWMS N=1: none; PSS N=1:
+           the push/pull to its ps); the 1-thread baseline's step only when the strategy has no
+           N=1 run, and the fit's notes say so
   c(N)     gradient synchronization, from a standard cost model on a stated network
            (bandwidth B, latency a) with M = gradient bytes:
              ring all-reduce (MWMS):   2 (N-1)/N * M/B + 2 (N-1) a
              K parameter servers:      2 M/B * max(1, N/K) + 2 a   (each ps link carries N/K
                                        workers' pulls and pushes of its 1/K of the variables)
   t_sync   everything else a distributed step pays (dispatch, stragglers, waiting), fitted as the
-           mean residual of the measured runs once compute and the measured probe are removed.
+           mean residual of the measured runs once compute and the measured probe are removed,
+           clamped to >= 0 (a negative residual means t_comp is too slow for these runs: noted).
 
 Validation: the 2-worker throughput predicted from the 1-worker run plus the communication probe
 measured in that 2-worker run (t_comp + probe, no fitted term) against the measurement.
 Assumptions (stated in the report): every worker has its own cores (no sharing), synchronization
-does not overlap compute, the network is full duplex and uncontended, per-replica batch fixed.
+does not overlap compute, the network is full duplex and uncontended, per-replica batch fixed
+(settings with a fixed --global_batch_size are not fitted). An efficiency above 100% (a measured
+run stepping faster than t_comp) is not physical: such rows carry a note, never a bare number.
 """
 import collections
 import dataclasses
 
 from results import metrics
-from results.summary import BASELINE_RUN, delay_of, role_of, workers_of
+from results.cells import (BASELINE_RUN, SETTING_KEYS, is_straggler_run, role_of, setting_of,
+                           sort_key, workers_of)
 
 PROJECT_NS = (1, 2, 4, 8, 16, 32, 64)
 COST_MODEL = {"multi_worker_mirrored": "ring all-reduce", "parameter_server": "K parameter servers"}
-COLUMNS = ("model", "dataset", "train_examples", "batch_size_per_replica", "strategy", "n",
-           "kind", "step_time_s", "compute_s", "communication_s", "sync_s", "examples_per_sec",
-           "speedup", "efficiency")
+COLUMNS = (*SETTING_KEYS, "strategy", "n", "kind", "step_time_s", "compute_s",
+           "communication_s", "sync_s", "examples_per_sec", "speedup", "efficiency", "note")
+_KEY = len(SETTING_KEYS) + 3  # setting, strategy, N, kind
+UNPHYSICAL = "above 100%: not physical, see the scaling model's notes on t_comp"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,16 +72,30 @@ def _step_time(record):
         record["steps_per_epoch"], record["strategy"], record["num_workers"])
 
 
+def _probe(record):
+    return ((record.get("communication") or {}).get("probe_s") or {}).get("median")
+
+
 @dataclasses.dataclass
 class Fit:
-    setting: tuple  # (model, dataset, train_examples, batch_size_per_replica)
+    setting: tuple  # in SETTING_KEYS order
     strategy: str
+    batch: int  # per-replica (= per-worker) batch the runs trained
     num_ps: int
     gradient_bytes: int
     t_comp: float
     t_sync: float
     measured: dict  # n -> (step time, probe seconds, examples/s)
     prediction_n2: tuple = None  # (predicted examples/s, measured examples/s, relative error)
+    notes: list = dataclasses.field(default_factory=list)  # where t_comp came from, clamps
+
+    @property
+    def model(self):
+        return self.setting[SETTING_KEYS.index("model")]
+
+    @property
+    def train_examples(self):
+        return self.setting[SETTING_KEYS.index("train_examples")]
 
     def comm(self, n, net):
         if self.strategy == "parameter_server":
@@ -88,7 +110,7 @@ class Fit:
         return moved * 8 / probe / 1e9
 
     def project(self, n, net):
-        batch = self.setting[3]
+        batch = self.batch
         comm = self.comm(n, net)  # a ring of one moves nothing; a PSS worker still pulls/pushes
         sync = self.t_sync if n > 1 or self.strategy == "parameter_server" else 0.0
         step = self.t_comp + comm + sync
@@ -99,55 +121,98 @@ class Fit:
                 "efficiency": speedup / n}
 
 
+def _compute_step(record):
+    """A 1-worker run's step without the synchronization its probe measured (0 if unprobed)."""
+    return max(0.0, _step_time(record) - (_probe(record) or 0.0))
+
+
+def _t_comp(own, baseline, strategy, worker_threads):
+    """(t_comp, notes): the strategy's own N=1 compute step, else the 1-thread baseline's."""
+    if own:
+        t_comp = metrics.spread([_compute_step(r) for r in own])["median"]
+        threads = {r.get("threads_per_task") for r in own}
+        notes = [f"t_comp from {strategy} N=1 ({len(own)} run(s)) minus its probe"]
+        if threads != worker_threads:
+            notes.append(f"its N=1 run had {'/'.join(map(str, sorted(threads, key=str)))} "
+                         f"thread(s) per task, the N>=2 workers "
+                         f"{'/'.join(map(str, sorted(worker_threads, key=str)))}")
+        if not all(_probe(r) is not None for r in own):
+            notes.append("its N=1 run has no probe: its synchronization stays in t_comp")
+        return t_comp, notes
+    if baseline:
+        return metrics.spread(baseline)["median"], [
+            f"t_comp from the 1-thread baseline: no {strategy} N=1 run in this setting"]
+    return None, []
+
+
 def fit(records):
-    """One Fit per (setting, multi-worker strategy) with a baseline and a probed run at N >= 2."""
+    """One Fit per (setting, multi-worker strategy) with a probed run at N >= 2 and a t_comp
+    (see `_t_comp`). Straggler runs and settings with a fixed global batch are left out."""
     baselines = collections.defaultdict(list)
+    own_n1 = collections.defaultdict(list)
     runs = collections.defaultdict(lambda: collections.defaultdict(list))
     for r in records:
-        if delay_of(r) or not r.get("steps_per_epoch"):
+        setting = setting_of(r)
+        if is_straggler_run(r) or not r.get("steps_per_epoch") or \
+                setting[SETTING_KEYS.index("global_batch_size")]:
             continue
-        setting = (r["model"], r["dataset"], r["train_examples"], r["batch_size_per_replica"])
-        if role_of(r) == BASELINE_RUN and (r.get("threads_per_task") == 1):
+        if role_of(r) == BASELINE_RUN and r.get("threads_per_task") == 1:
             baselines[setting].append(_step_time(r))
+        elif r["strategy"] in COST_MODEL and workers_of(r) == 1:
+            own_n1[(setting, r["strategy"])].append(r)
         elif r["strategy"] in COST_MODEL and r.get("communication") and workers_of(r) >= 2:
             runs[(setting, r["strategy"])][workers_of(r)].append(r)
     fits = []
-    for (setting, strategy), by_n in sorted(runs.items()):
-        if not baselines.get(setting):
+    for (setting, strategy), by_n in sorted(runs.items(), key=lambda item: (
+            sort_key(item[0][0]), item[0][1])):
+        all_runs = [r for rs in by_n.values() for r in rs]
+        t_comp, notes = _t_comp(own_n1.get((setting, strategy)), baselines.get(setting),
+                                strategy, {r.get("threads_per_task") for r in all_runs})
+        if not t_comp:
             continue
-        t_comp = metrics.spread(baselines[setting])["median"]
         measured = {}
         for n, rs in sorted(by_n.items()):
             step = metrics.spread([_step_time(r) for r in rs])["median"]
-            probe = metrics.spread([r["communication"]["probe_s"]["median"] for r in rs])["median"]
+            probe = metrics.spread([_probe(r) for r in rs])["median"]
             rate = metrics.spread([metrics.steady_state(r["epochs"])["examples_per_sec"]["median"]
                                    for r in rs])["median"]
             measured[n] = (step, probe, rate)
-        residuals = [step - t_comp - probe for step, probe, _ in measured.values()]
-        first = next(iter(by_n.values()))[0]
-        f = Fit(setting, strategy, first.get("num_ps") or 1,
-                first["communication"]["gradient_bytes"], t_comp,
-                sum(residuals) / len(residuals), measured)
+        residual = sum(step - t_comp - probe for step, probe, _ in measured.values()) / len(
+            measured)
+        if residual < 0:
+            notes.append(f"t_sync fitted {residual * 1e3:.2f} ms, clamped to 0: the measured "
+                         f"runs step faster than t_comp + probe, so t_comp is too slow for them")
+        first = all_runs[0]
+        f = Fit(setting, strategy, first["batch_size_per_replica"], first.get("num_ps") or 1,
+                first["communication"]["gradient_bytes"], t_comp, max(0.0, residual), measured,
+                notes=notes)
         if 2 in measured:
             step, probe, rate = measured[2]
-            predicted = 2 * setting[3] / (t_comp + probe)
+            predicted = 2 * f.batch / (t_comp + probe)
             f.prediction_n2 = (predicted, rate, (predicted - rate) / rate)
         fits.append(f)
     return fits
 
 
+def _flag(row):
+    """The row with its `note`: an efficiency above 100% is never shown bare."""
+    row["note"] = UNPHYSICAL if row["efficiency"] > 1 + 1e-9 else ""
+    return row
+
+
 def projection_rows(fits, net, ns=PROJECT_NS):
     rows = []
     for f in fits:
+        one_worker = f.batch / f.t_comp  # examples/s of one worker at t_comp
         for n in ns:
-            rows.append(dict(zip(COLUMNS[:7], (*f.setting, f.strategy, n, "projected")),
-                             **f.project(n, net)))
+            rows.append(_flag(dict(zip(COLUMNS[:_KEY], (*f.setting, f.strategy, n, "projected")),
+                                   **f.project(n, net))))
         for n, (step, probe, rate) in f.measured.items():
-            rows.append(dict(zip(COLUMNS[:7], (*f.setting, f.strategy, n, "measured")),
-                             step_time_s=step, compute_s=f.t_comp, communication_s=probe,
-                             sync_s=step - f.t_comp - probe, examples_per_sec=rate,
-                             speedup=rate / (f.setting[3] / f.t_comp),
-                             efficiency=rate / (f.setting[3] / f.t_comp) / n))
+            rows.append(_flag(dict(zip(COLUMNS[:_KEY], (*f.setting, f.strategy, n, "measured")),
+                                   step_time_s=step, compute_s=f.t_comp, communication_s=probe,
+                                   sync_s=step - f.t_comp - probe, examples_per_sec=rate,
+                                   speedup=rate / one_worker,
+                                   efficiency=rate / one_worker / n)))
     return rows
 
 
@@ -156,9 +221,9 @@ def validation_lines(fits):
     for f in fits:
         if f.prediction_n2:
             predicted, measured, error = f.prediction_n2
-            out.append(f"{f.setting[0]} {f.strategy} N=2: predicted {predicted:.0f} examples/s "
+            out.append(f"{f.model} {f.strategy} N=2: predicted {predicted:.0f} examples/s "
                        f"from the 1-worker run + probe, measured {measured:.0f} "
-                       f"(error {error * 100:+.1f}%)")
+                       f"(error {error * 100:+.1f}%); {'; '.join(f.notes)}")
     return out
 
 
@@ -170,10 +235,13 @@ def markdown(fits, rows, net):
     """The report's 'Scaling model' section."""
     parts = ["## Scaling model and projections", "",
              "Per-worker step time t_N = t_comp + c(N) + t_sync, i.e. epoch time "
-             "T_N = T_comp/N + T_comm(N) + T_sync(N) (per-replica batch fixed). t_comp: the "
-             "1-worker, 1-thread baseline's step; c(N): ring all-reduce 2(N-1)/N·M/B + 2(N-1)·a "
+             "T_N = T_comp/N + T_comm(N) + T_sync(N) (per-replica batch fixed; settings with a "
+             "fixed global batch are not fitted). t_comp: the strategy's own N=1 step minus the "
+             "synchronization its probe measured (the 1-thread baseline's step when there is no "
+             "N=1 run: see the notes); c(N): ring all-reduce 2(N-1)/N·M/B + 2(N-1)·a "
              "(MWMS) or K parameter servers 2M/B·max(1, N/K) + 2a (PSS); t_sync: mean residual of "
-             "the measured runs after compute and the measured communication probe. "
+             "the measured runs after compute and the measured communication probe, clamped to "
+             ">= 0. "
              f"Projected network: B = {net.bandwidth_gbps:g} Gbit/s per link, "
              f"a = {net.latency_us:g} µs per message (`--network_gbps`, `--network_latency_us`).",
              "",
@@ -190,11 +258,16 @@ def markdown(fits, rows, net):
         probe2 = f.measured.get(2, (None, None, None))[1]
         pred = f.prediction_n2
         parts.append("| " + " | ".join([
-            f.setting[0], str(f.setting[2]), f.strategy, f"{f.gradient_bytes / 1e6:.2f}",
+            f.model, str(f.train_examples), f.strategy, f"{f.gradient_bytes / 1e6:.2f}",
             _ms(f.t_comp), _ms(probe2) if probe2 is not None else "–",
             f"{f.loopback_gbps():.2f}" if probe2 else "–", _ms(f.t_sync),
             f"{pred[0]:.0f}" if pred else "–", f"{pred[1]:.0f}" if pred else "–",
             f"{pred[2] * 100:+.1f}%" if pred else "–"]) + " |")
+    parts += ["", "Notes:", ""] + [f"- {f.model}, {f.train_examples} examples, {f.strategy}: "
+                                   f"{'; '.join(f.notes)}." for f in fits if f.notes]
+    parts += [f"- {r['model']}, {r['train_examples']} examples, {r['strategy']} N={r['n']} "
+              f"({r['kind']}): efficiency {r['efficiency'] * 100:.0f}% vs t_comp, {r['note']}."
+              for r in rows if r["note"]]
     parts += ["", "| model | examples | strategy | N | projected ex/s | speedup vs 1 worker | "
               "efficiency | comm share of step |", "|" + "---|" * 8]
     for r in rows:
@@ -202,6 +275,6 @@ def markdown(fits, rows, net):
             parts.append("| " + " | ".join([
                 r["model"], str(r["train_examples"]), r["strategy"], str(r["n"]),
                 f"{r['examples_per_sec']:.0f}", f"{r['speedup']:.2f}",
-                f"{r['efficiency'] * 100:.0f}%",
+                f"{r['efficiency'] * 100:.0f}%" + (f" ({r['note']})" if r["note"] else ""),
                 f"{r['communication_s'] / r['step_time_s'] * 100:.0f}%"]) + " |")
     return "\n".join(parts)

@@ -10,16 +10,16 @@ straggler simply runs fewer of them (`steps_by_worker` in the record).
 import collections
 
 from results import metrics
-from results.summary import delay_of, workers_of
+from results.cells import SETTING_KEYS, delay_of, setting_of, sort_key, workers_of
 
-COLUMNS = ("model", "dataset", "train_examples", "batch_size_per_replica", "strategy", "n",
-           "straggler_task", "delay_ms", "runs", "examples_per_sec", "relative_throughput",
-           "straggler_step_share")
+COLUMNS = (*SETTING_KEYS, "strategy", "n", "straggler_task", "delay_ms", "runs",
+           "examples_per_sec", "relative_throughput", "straggler_step_share")
+_KEY = len(SETTING_KEYS) + 2  # setting, strategy, N
 
 
 def _setting(row):
-    """(model, dataset, size, batch, strategy, N): the rows one 'throughput kept' line shares."""
-    return tuple(row[c] for c in COLUMNS[:6])
+    """(setting..., strategy, N): the rows one 'throughput kept' line shares."""
+    return tuple(row[c] for c in COLUMNS[:_KEY])
 
 
 def _straggler_share(record):
@@ -36,8 +36,7 @@ def rows(records):
     cells = collections.defaultdict(list)
     for r in records:
         if r["strategy"] in ("multi_worker_mirrored", "parameter_server"):
-            setting = (r["model"], r["dataset"], r["train_examples"], r["batch_size_per_replica"],
-                       r["strategy"], workers_of(r))
+            setting = (*setting_of(r), r["strategy"], workers_of(r))
             cells[setting, delay_of(r)].append(r)
     slowed = {setting for setting, delay in cells if delay > 0}
     out = []
@@ -55,7 +54,7 @@ def rows(records):
         base = undisturbed.get(_setting(r))
         r["relative_throughput"] = r["examples_per_sec"] / base if base and r[
             "examples_per_sec"] else None
-    out.sort(key=lambda r: _setting(r) + (r["delay_ms"],))
+    out.sort(key=lambda r: sort_key(_setting(r)) + (r["delay_ms"],))
     return out
 
 
@@ -68,9 +67,10 @@ def findings(straggler_rows):
                 key, {"delay_ms": -1})["delay_ms"]:
             worst[key] = r
     out = []
-    for (model, _, size, _, strategy, n), r in sorted(worst.items()):
+    for _, r in sorted(worst.items(), key=lambda item: sort_key(item[0])):
         if r["delay_ms"] == 0:
             continue
+        model, size, strategy, n = r["model"], r["train_examples"], r["strategy"], r["n"]
         share = (f"; the straggler ran {r['straggler_step_share'] * 100:.0f}% of the steps "
                  f"(fair share {100 / n:.0f}%)" if r["straggler_step_share"] is not None else "")
         out.append(f"- {model}, {size} examples, {strategy} N={n}: with {r['straggler_task']} "

@@ -1,52 +1,41 @@
-"""Records -> one summary row per configuration (strategy, N, model, dataset, size, batch).
+"""Records -> one summary row per configuration: a setting (results/cells.py: the requested
+flags), a role, a strategy, its N and the threads per task. Repeats of exactly that pool into
+one row's medians; anything else that differs (epochs, batch, optimizer, ...) is another row.
 
-N is the number of workers for multi-worker strategies, local replicas for `mirrored`, 1 for the
-single device. Baselines (see README, "Summary columns"):
-  T1      the `one_device` run with 1 thread per task: one worker's share of this machine.
-  T_ref   the hardware reference: `one_device` using every core (run_name "hardware_reference").
-Scaling figures use T1; `speedup_vs_reference` compares with the whole machine in one process.
+N is the number of workers for multi-worker strategies, local replicas for `mirrored`, 1 for a
+single device. Comparisons within a setting (see README, "Summary columns"):
+  T1      the baseline: `one_device` with 1 thread per task, one worker's share of this machine.
+  T_ref   the fastest single process measured (any of engine floor, baseline, all-cores
+          reference, one_device, mirrored at any N, MWMS at N=1): the machine's ceiling without
+          distribution. `reference_row` names it.
+  floor   the plain TF loop (engine_floor) at the row's threads per task: what the toolkit's
+          own engine costs, for the rows that do the same single-process work.
+Times are compared per example (epoch time / examples trained per epoch): a rounded epoch on 8
+replicas trains fewer examples than on one device, and its shorter epoch is not a speedup.
 """
 import collections
 
 from results import metrics
-
-REFERENCE_RUN = "hardware_reference"
-BASELINE_RUN = "baseline"
+from results.cells import (BASELINE_RUN, ENGINE_FLOOR, REFERENCE_RUN, SETTING_KEYS,  # noqa: F401
+                           is_straggler_run, label, role_of, setting_of,
+                           setting_of_row, single_process, sort_key, workers_of)
 
 COLUMNS = (
-    "strategy", "n", "model", "dataset", "train_examples", "batch_size_per_replica",
-    "global_batch_size", "threads_per_task", "runs", "epoch_time_s", "epoch_time_min_s",
+    "role", "strategy", "n", *SETTING_KEYS, "threads_per_task", "examples_per_epoch",
+    "batch_per_replica_used", "global_batch_used", "runs", "epoch_time_s", "epoch_time_min_s",
     "epoch_time_max_s", "examples_per_sec", "speedup", "scaling_percent", "efficiency",
-    "speedup_vs_reference", "final_eval_accuracy", "final_eval_loss", "accuracy_delta",
-    "loss_delta", "time_to_target_s", "step_time_s", "communication_fraction", "role",
+    "speedup_vs_reference", "reference_row", "vs_engine_floor", "final_eval_accuracy",
+    "final_eval_loss", "accuracy_delta", "loss_delta", "time_to_target_s",
+    "target_reached_runs", "step_time_s", "communication_fraction", "cores_used",
+    "examples_per_cpu_second", "cpu_scope",
 )
+_ROLE_ORDER = {ENGINE_FLOOR: 0, BASELINE_RUN: 1, REFERENCE_RUN: 2, "strategy": 3}
+# Single-process rows whose work matches the plain TF loop's (one replica, or mirrored/MWMS at 1).
+_FLOOR_COMPARABLE = ("one_device", "mirrored", "multi_worker_mirrored")
 
 
-def workers_of(record):
-    if record["strategy"] == "mirrored":
-        return record["num_replicas_in_sync"]
-    if record["strategy"] in ("multi_worker_mirrored", "parameter_server"):
-        return record["num_workers"]
-    return 1
-
-
-def delay_of(record):
-    """The straggler delay injected into a record's run, in ms per step (0: none)."""
-    return float((record.get("straggler") or {}).get("delay_ms") or 0.0)
-
-
-def role_of(record):
-    name = record.get("run_name") or ""
-    if name.startswith(REFERENCE_RUN):
-        return REFERENCE_RUN
-    if name.startswith(BASELINE_RUN) or record["strategy"] == "one_device":
-        return BASELINE_RUN
-    return "strategy"
-
-
-def _cell(record):
-    return (role_of(record), record["strategy"], workers_of(record), record["model"],
-            record["dataset"], record["train_examples"], record["batch_size_per_replica"])
+def _median(values):
+    return metrics.spread(values)["median"]
 
 
 def _steady_times(records):
@@ -59,63 +48,105 @@ def _steady_times(records):
     return metrics.spread(times), metrics.spread(rates)
 
 
-def _median(values):
-    return metrics.spread(values)["median"]
+def seconds_per_example(row):
+    """Steady epoch time per example trained: what speedups compare (None when unknown)."""
+    if not row["epoch_time_s"] or not row["examples_per_epoch"]:
+        return None
+    return row["epoch_time_s"] / row["examples_per_epoch"]
+
+
+def _cpu(runs):
+    """Median cores used and examples per CPU second over the runs that measured them, and the
+    scope(s) of the measurement (a partial one counts this process only)."""
+    cpus = [r.get("cpu") or {} for r in runs]
+    scopes = sorted({c["scope"] for c in cpus if c.get("scope")})
+    return {"cores_used": _median([c.get("cores_used") for c in cpus]),
+            "examples_per_cpu_second": _median([c.get("examples_per_cpu_second") for c in cpus]),
+            "cpu_scope": " / ".join(scopes) or None}
+
+
+def _row(role, strategy, n, setting, threads, runs, target_accuracy):
+    time_s, rate = _steady_times(runs)
+    examples = _median([r["train_examples"] for r in runs])
+    steps = _median([r.get("steps_per_epoch") for r in runs]) or examples // _median(
+        [r["global_batch_size"] for r in runs])
+    reached = [t for t in (metrics.time_to_accuracy(r["epochs"], target_accuracy)
+                           for r in runs) if t is not None] if target_accuracy else []
+    return {
+        "role": role, "strategy": strategy, "n": n, **dict(zip(SETTING_KEYS, setting)),
+        "threads_per_task": threads, "examples_per_epoch": examples,
+        "batch_per_replica_used": _median([r["batch_size_per_replica"] for r in runs]),
+        "global_batch_used": _median([r["global_batch_size"] for r in runs]),
+        "runs": len(runs), "epoch_time_s": time_s["median"], "epoch_time_min_s": time_s["min"],
+        "epoch_time_max_s": time_s["max"], "examples_per_sec": rate["median"],
+        "final_eval_accuracy": _median([r["final_eval_accuracy"] for r in runs]),
+        "final_eval_loss": _median([r["final_eval_loss"] for r in runs]),
+        # over the runs that reached the target only: never read without target_reached_runs
+        "time_to_target_s": _median(reached),
+        "target_reached_runs": len(reached) if target_accuracy else None,
+        "step_time_s": metrics.per_worker_step_time(time_s["median"], max(1, steps or 0),
+                                                    strategy, n),
+        "communication_fraction": _median([r.get("communication_fraction") for r in runs]),
+        **_cpu(runs),
+    }
 
 
 def groups(rows):
-    """Summary rows by comparison setting: (model, dataset, size, per-replica batch) -> rows,
-    in sorted order. One table / plot panel per setting."""
+    """Rows by setting (a tuple in SETTING_KEYS order), in sorted order: one table / plot panel
+    per setting."""
     out = collections.defaultdict(list)
     for r in rows:
-        out[(r["model"], r["dataset"], r["train_examples"], r["batch_size_per_replica"])].append(r)
-    return dict(sorted(out.items()))
+        out[setting_of_row(r)].append(r)
+    return dict(sorted(out.items(), key=lambda item: sort_key(item[0])))
 
 
-def summarize(records, target_accuracy=None):
-    """Returns a list of row dicts with COLUMNS, ordered by model, size, strategy, N. Runs with
-    an injected straggler are left out (results/straggler.py has them)."""
-    cells = collections.defaultdict(list)
-    for r in records:
-        if not delay_of(r):
-            cells[_cell(r)].append(r)
-    rows = []
-    for (role, strategy, n, model, dataset, size, batch), runs in cells.items():
-        time_s, rate = _steady_times(runs)
-        tta = [metrics.time_to_accuracy(r["epochs"], target_accuracy) for r in runs] \
-            if target_accuracy else []
-        rows.append({
-            "role": role, "strategy": strategy, "n": n, "model": model, "dataset": dataset,
-            "train_examples": size, "batch_size_per_replica": batch,
-            "global_batch_size": runs[0]["global_batch_size"],
-            "threads_per_task": runs[0].get("threads_per_task"), "runs": len(runs),
-            "epoch_time_s": time_s["median"], "epoch_time_min_s": time_s["min"],
-            "epoch_time_max_s": time_s["max"], "examples_per_sec": rate["median"],
-            "final_eval_accuracy": _median([r["final_eval_accuracy"] for r in runs]),
-            "final_eval_loss": _median([r["final_eval_loss"] for r in runs]),
-            "time_to_target_s": _median([t for t in tta if t is not None]) if tta else None,
-            "step_time_s": metrics.per_worker_step_time(
-                time_s["median"], max(1, runs[0].get("steps_per_epoch") or size // runs[0][
-                    "global_batch_size"]), strategy, n),
-            "communication_fraction": _median([r.get("communication_fraction")
-                                               for r in runs]),
-        })
-    index = {(r["role"], r["model"], r["dataset"], r["train_examples"],
-              r["batch_size_per_replica"]): r for r in rows if r["role"] != "strategy"}
-    for row in rows:
-        key = (row["model"], row["dataset"], row["train_examples"], row["batch_size_per_replica"])
-        base, ref = index.get((BASELINE_RUN, *key)), index.get((REFERENCE_RUN, *key))
-        t1, tn, n = (base or {}).get("epoch_time_s"), row["epoch_time_s"], row["n"]
+def reference_of(group):
+    """The fastest single-process row of a setting's rows (None when there is none)."""
+    candidates = [r for r in group if single_process(r["strategy"], r["n"])
+                  and seconds_per_example(r)]
+    return min(candidates, key=seconds_per_example, default=None)
+
+
+def _compare(group):
+    """Fills the columns that compare a row with its setting's baseline, reference and floor."""
+    base = min((r for r in group if r["role"] == BASELINE_RUN and seconds_per_example(r)),
+               key=lambda r: r["threads_per_task"] != 1, default=None)
+    ref = reference_of(group)
+    floors = {r["threads_per_task"]: r for r in group
+              if r["role"] == ENGINE_FLOOR and seconds_per_example(r)}
+    for row in group:
+        t1, tn, n = (seconds_per_example(base) if base else None), seconds_per_example(row), \
+            row["n"]
         ok = t1 and tn
         row["speedup"] = metrics.speedup(t1, tn) if ok else None
         row["scaling_percent"] = metrics.scaling_percent(t1, tn, n) if ok else None
         row["efficiency"] = metrics.efficiency(t1, tn, n) if ok else None
-        row["speedup_vs_reference"] = (metrics.speedup(ref["epoch_time_s"], tn)
-                                       if ref and tn else None)
-        row["accuracy_delta"] = (row["final_eval_accuracy"] - base["final_eval_accuracy"]
-                                 if base else None)
+        row["speedup_vs_reference"] = metrics.speedup(seconds_per_example(ref), tn) \
+            if ref and tn else None
+        row["reference_row"] = label(ref) if ref else None
+        floor = floors.get(row["threads_per_task"])
+        comparable = row["role"] in (BASELINE_RUN, REFERENCE_RUN) or (
+            row["role"] == "strategy" and row["n"] == 1 and row["strategy"] in _FLOOR_COMPARABLE)
+        row["vs_engine_floor"] = metrics.speedup(seconds_per_example(floor), tn) \
+            if floor and comparable and tn else None
+        row["accuracy_delta"] = row["final_eval_accuracy"] - base["final_eval_accuracy"] \
+            if base else None
         row["loss_delta"] = row["final_eval_loss"] - base["final_eval_loss"] if base else None
-    order = {"baseline": 0, "hardware_reference": 1, "strategy": 2}
-    rows.sort(key=lambda r: (r["model"], r["dataset"], r["train_examples"], order[r["role"]],
-                             r["strategy"], r["n"]))
-    return [{c: row[c] for c in COLUMNS} for row in rows]
+
+
+def summarize(records, target_accuracy=None):
+    """Returns a list of row dicts with COLUMNS, ordered by setting, role (engine floor first),
+    strategy, N. Straggler-experiment runs (even at delay 0) are left out: straggler.py."""
+    cells = collections.defaultdict(list)
+    for r in records:
+        if not is_straggler_run(r):
+            cells[(role_of(r), r["strategy"], workers_of(r), setting_of(r),
+                   r.get("threads_per_task"))].append(r)
+    rows = [_row(*key, runs, target_accuracy) for key, runs in cells.items()]
+    out = []
+    for group in groups(rows).values():
+        _compare(group)
+        group.sort(key=lambda r: (_ROLE_ORDER[r["role"]], r["strategy"], r["n"],
+                                  r["threads_per_task"] or 0))
+        out += [{c: row[c] for c in COLUMNS} for row in group]
+    return out

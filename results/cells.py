@@ -1,0 +1,136 @@
+"""What a record is in a comparison: its setting, its role, its N, whether it ran in one process
+and whether a straggler was injected. Summary rows, the straggler table, the scaling model and
+the plots all group records through these functions, so they cannot disagree on what is the
+"same setting".
+
+A setting is the *requested* flags from `record["config"]`, not the counts the trainer derived
+from them: `--train_examples=5000` trains 4992 examples per epoch on one device (78 batches of
+64) but 4608 on 8 replicas (9 batches of 512), and `--global_batch_size=256` gives 256 per
+replica on one device but 32 on 8. Keyed on the derived counts, those runs would lose their
+baseline; the derived counts stay in the rows as data.
+"""
+
+SETTING_KEYS = ("model", "dataset", "train_examples", "batch_size_per_replica",
+                "global_batch_size", "epochs", "steps_per_execution", "optimizer", "learning_rate",
+                "lr_scaling", "warmup_epochs", "gradient_sync_dtype")
+
+BASELINE_RUN = "baseline"  # one_device, 1 thread per task: one worker's share of the machine
+REFERENCE_RUN = "hardware_reference"  # one_device using every core
+ENGINE_FLOOR = "engine_floor"  # a plain TF loop without the toolkit: engine_floor/ (1 thread),
+ENGINE_FLOOR_RUNS = ("engine_floor", "engine_floor_all")  # engine_floor_all/ (every core)
+STRAGGLER_PREFIX = "straggler-"
+
+# Records whose config lacks a flag (old records, hand-made ones) fall back to the top level only
+# where it holds the requested value or the same thing: train_examples is rounded but is the
+# best there is; the top-level global_batch_size and learning_rate are derived per N (replicas x
+# batch, scaled LR), so they would split a sweep and are left unknown instead.
+_TOP_LEVEL = {"model": "model", "dataset": "dataset", "train_examples": "train_examples",
+              "batch_size_per_replica": "batch_size_per_replica"}
+# Flags that did not exist in older records: those runs behaved as the flag's default.
+_BEFORE_FLAG = {"steps_per_execution": 1, "gradient_sync_dtype": "float32"}
+
+
+def setting_of(record):
+    """The record's setting as a tuple in SETTING_KEYS order (None where unknown)."""
+    config = record.get("config") or {}
+    out = []
+    for key in SETTING_KEYS:
+        if config.get(key) is not None:
+            out.append(config[key])
+        elif key in _TOP_LEVEL:
+            out.append(record.get(_TOP_LEVEL[key]))
+        elif key == "epochs":
+            out.append(len(record["epochs"]))
+        elif config:
+            out.append(_BEFORE_FLAG.get(key))
+        else:
+            out.append(None)
+    return tuple(out)
+
+
+def setting_of_row(row):
+    """The setting of a summary / straggler / projection row (they carry SETTING_KEYS)."""
+    return tuple(row[k] for k in SETTING_KEYS)
+
+
+def sort_key(setting):
+    """Sorts settings that may hold None next to numbers or strings."""
+    return tuple((v is None, v if v is not None else 0) for v in setting)
+
+
+def setting_title(setting):
+    """'cnn, synthetic, 1024 training examples, 64 per replica' (or 'global batch 256')."""
+    s = dict(zip(SETTING_KEYS, setting))
+    batch = f"global batch {s['global_batch_size']}" if s["global_batch_size"] else \
+        f"{s['batch_size_per_replica']} per replica"
+    return f"{s['model']}, {s['dataset']}, {s['train_examples']} training examples, {batch}"
+
+
+def setting_details(setting):
+    """The rest of the setting, for a line under the title."""
+    s = dict(zip(SETTING_KEYS, setting))
+    parts = [f"{s['epochs']} epochs" if s["epochs"] is not None else None,
+             f"{s['steps_per_execution']} step(s) per call" if s["steps_per_execution"] else None,
+             f"optimizer {s['optimizer']}" if s["optimizer"] else None,
+             f"learning rate {s['learning_rate']:g}" if s["learning_rate"] is not None else None,
+             f"LR scaling {s['lr_scaling']}" if s["lr_scaling"] else None,
+             f"{s['warmup_epochs']:g} warm-up epochs" if s["warmup_epochs"] else None,
+             f"gradients synchronized in {s['gradient_sync_dtype']}"
+             if s["gradient_sync_dtype"] else None]
+    return ", ".join(p for p in parts if p)
+
+
+def workers_of(record):
+    if record["strategy"] == "mirrored":
+        return record["num_replicas_in_sync"]
+    if record["strategy"] in ("multi_worker_mirrored", "parameter_server"):
+        return record["num_workers"]
+    return 1
+
+
+def delay_of(record):
+    """The straggler delay injected into a record's run, in ms per step (0: none)."""
+    return float((record.get("straggler") or {}).get("delay_ms") or 0.0)
+
+
+def is_straggler_run(record):
+    """A run of the straggler experiment, including its undisturbed (delay 0) runs: they belong
+    to straggler.csv, not to the summary's medians."""
+    return ((record.get("run_name") or "").startswith(STRAGGLER_PREFIX)
+            or bool(record.get("straggler"))
+            or bool((record.get("config") or {}).get("straggler_task")))
+
+
+def role_of(record):
+    """`engine_floor`, `baseline`, `hardware_reference` or `strategy`, from the comparison cell
+    in run_name. An unnamed one_device run at 1 thread (outside a comparison) is what the
+    baseline is; other one_device runs are compared like any strategy."""
+    cell = (record.get("run_name") or "").split("/")[0]
+    if record["strategy"] == ENGINE_FLOOR or cell in ENGINE_FLOOR_RUNS:
+        return ENGINE_FLOOR
+    if cell == REFERENCE_RUN:
+        return REFERENCE_RUN
+    if cell == BASELINE_RUN or (record["strategy"] == "one_device" and not cell
+                                and record.get("threads_per_task") == 1):
+        return BASELINE_RUN
+    return "strategy"
+
+
+def single_process(strategy, n):
+    """Runs in one process: every single-device run and mirrored at any N; MWMS only at N=1
+    (PSS always has a coordinator and a parameter server besides its workers)."""
+    return strategy in ("one_device", ENGINE_FLOOR, "mirrored") or (
+        strategy == "multi_worker_mirrored" and n == 1)
+
+
+def label(row):
+    """How a summary row is named in the report."""
+    threads = row.get("threads_per_task")
+    if row["role"] == ENGINE_FLOOR:
+        return f"engine_floor (plain TF loop, {threads} thread{'s' * (threads != 1)})"
+    if row["role"] == BASELINE_RUN:
+        return "one_device (baseline, 1 thread)" if threads == 1 else \
+            f"one_device (baseline, {threads} threads)"
+    if row["role"] == REFERENCE_RUN:
+        return "one_device (all cores)"
+    return f"{row['strategy']} N={row['n']}"

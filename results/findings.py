@@ -1,0 +1,157 @@
+"""The report's findings: plain statements that follow from the summary rows, and nothing the
+numbers cannot show. A result that should be impossible (scaling above 100%, or a multi-process
+setup faster than the fastest single process) is flagged "superlinear" with the likely cause the
+data points to, never reported as a plain win.
+"""
+from results.cells import BASELINE_RUN, ENGINE_FLOOR, label, setting_title, single_process
+from results.summary import groups, reference_of, seconds_per_example
+
+_SLACK = 1.05  # measurements on a shared machine move by a few percent
+
+
+def superlinear(row):
+    """Why this row is not believable as measured (a phrase), or None."""
+    over = []
+    if row["scaling_percent"] is not None and row["scaling_percent"] > 100:
+        over.append(f"scaling {row['scaling_percent']:.0f}% of N x the 1-thread baseline")
+    if row["speedup_vs_reference"] is not None and row["speedup_vs_reference"] > 1 + 1e-9:
+        over.append(f"{row['speedup_vs_reference']:.2f}x the fastest single process "
+                    f"({row['reference_row']})")
+    return " and ".join(over) or None
+
+
+def _cores_cause(row, compare_to, what):
+    """More cores burnt than `compare_to` (N, or the reference's cores), from the cpu record;
+    without one, from the threads each task was given."""
+    if row["cores_used"] is not None:
+        if row["cores_used"] > compare_to * _SLACK:
+            return f"it burns {row['cores_used']:.1f} cores against {what} {compare_to:g}"
+        return None
+    if row["threads_per_task"] and row["n"] == 1 and row["threads_per_task"] > compare_to:
+        return (f"its one process has {row['threads_per_task']} threads against {what} "
+                f"{compare_to:g} (no cpu measurement in the record)")
+    return None
+
+
+def _handicapped_baseline(group):
+    """The baseline runs slower than another single process at its own thread count (the plain
+    TF loop or any other): then T1 is too slow and every scaling % above it is inflated."""
+    base = next((r for r in group if r["role"] == BASELINE_RUN and seconds_per_example(r)), None)
+    if not base:
+        return None
+    peers = [r for r in group if r is not base and single_process(r["strategy"], r["n"])
+             and r["threads_per_task"] == base["threads_per_task"] and seconds_per_example(r)]
+    fastest = min(peers, key=seconds_per_example, default=None)
+    if fastest and seconds_per_example(base) > seconds_per_example(fastest) * _SLACK:
+        share = seconds_per_example(fastest) / seconds_per_example(base)
+        return (f"handicapped baseline: the baseline runs at {share * 100:.0f}% of "
+                f"{label(fastest)} at the same {base['threads_per_task']} thread(s)")
+    return None
+
+
+def cause_of(row, group):
+    """The likely cause of a superlinear row, from the data, or 'unexplained: rerun'."""
+    causes = []
+    if row["scaling_percent"] is not None and row["scaling_percent"] > 100:
+        causes += [_cores_cause(row, row["n"], "N ="), _handicapped_baseline(group)]
+    if row["speedup_vs_reference"] is not None and row["speedup_vs_reference"] > 1 + 1e-9:
+        ref = next((r for r in group if label(r) == row["reference_row"]), None)
+        if ref and ref["cores_used"] is not None and row["cores_used"] is not None:
+            causes.append(_cores_cause(row, ref["cores_used"], "the fastest single process's"))
+    causes = [c for c in causes if c]
+    return "; ".join(dict.fromkeys(causes)) or "unexplained: rerun"
+
+
+def _flags(group):
+    return {id(r): f"superlinear ({why}); likely cause: {cause_of(r, group)}"
+            for r in group if (why := superlinear(r))}
+
+
+def _fastest(strat, flags):
+    best = max(strat, key=lambda r: r["examples_per_sec"])
+    text = (f"fastest distributed setup is {best['strategy']} with N={best['n']} "
+            f"({best['examples_per_sec']:.0f} examples/s"
+            + (f", {best['speedup']:.2f}x the 1-thread single device" if best["speedup"] else "")
+            + ")")
+    if id(best) in flags:
+        text += f", FLAGGED {flags[id(best)]}"
+    return text + "."
+
+
+def _against_reference(group, strat):
+    ref = reference_of(group)
+    if not ref:
+        return []
+    beat = [r for r in strat if not single_process(r["strategy"], r["n"])
+            and (r["speedup_vs_reference"] or 0) > 1 + 1e-9]
+    return [f"  - The fastest single process is {label(ref)} at {ref['examples_per_sec']:.0f} "
+            f"examples/s; " + (f"{len(beat)} multi-process setup(s) beat it (flagged below)."
+                               if beat else "no distributed setup beats it.")]
+
+
+def _slower_than_one_device(strat):
+    out = []
+    for r in strat:
+        if r["speedup"] is None or r["speedup"] >= 1:
+            continue
+        split = "; N=1: one worker, no compute is split" if r["n"] == 1 else ""
+        sync = (f"measured synchronization share of a step: "
+                f"{r['communication_fraction'] * 100:.0f}%"
+                if r["communication_fraction"] is not None else "synchronization not measured")
+        out.append(f"  - {r['strategy']} N={r['n']} is slower than one device "
+                   f"({r['speedup']:.2f}x the 1-thread baseline){split}; {sync}.")
+    return out
+
+
+def _adding_workers(strat):
+    out = []
+    for strategy in ("mirrored", "multi_worker_mirrored", "parameter_server"):
+        pts = sorted((r for r in strat if r["strategy"] == strategy), key=lambda r: r["n"])
+        for a, b in zip(pts, pts[1:]):
+            if b["examples_per_sec"] <= a["examples_per_sec"] * _SLACK:
+                out.append(f"  - {strategy}: going from N={a['n']} to N={b['n']} changes "
+                           f"throughput by "
+                           f"{(b['examples_per_sec'] / a['examples_per_sec'] - 1) * 100:+.0f}%.")
+    return out
+
+
+def _accuracy(strat):
+    worst = min((r for r in strat if r["accuracy_delta"] is not None),
+                key=lambda r: r["accuracy_delta"], default=None)
+    if worst is None or worst["accuracy_delta"] >= 0:
+        return []
+    return [f"  - Accuracy: the largest drop vs the baseline is "
+            f"{worst['accuracy_delta'] * 100:+.1f} points ({worst['strategy']} N={worst['n']}, "
+            f"global batch {worst['global_batch_used']})."]
+
+
+def overhead_sentence(group):
+    """The toolkit's own cost against the plain TF loop, from the vs_engine_floor column."""
+    base = next((r for r in group if r["role"] == BASELINE_RUN), None)
+    ref = next((r for r in group if r["role"] == "hardware_reference"), None)
+    x = base and base["vs_engine_floor"]
+    y = ref and ref["vs_engine_floor"]
+    if not x and not y:
+        return None
+    pct = lambda v: f"{v * 100:.0f}%" if v else "not measured"  # noqa: E731
+    return (f"Toolkit overhead: one_device at 1 thread runs at {pct(x)} of the plain TF loop; "
+            f"at all cores {pct(y)}.")
+
+
+def findings(rows):
+    """Markdown bullet lines, per setting."""
+    out = []
+    for setting, group in groups(rows).items():
+        flags = _flags(group)
+        strat = [r for r in group if r["role"] == "strategy" and r["epoch_time_s"]
+                 and r["strategy"] not in ("one_device", ENGINE_FLOOR)]
+        lines = []
+        if strat:
+            lines += _against_reference(group, strat) + _slower_than_one_device(strat)
+            lines += _adding_workers(strat) + _accuracy(strat)
+        lines += [f"  - {label(r)}: {flag}." for r in group if (flag := flags.get(id(r)))]
+        if not strat and not lines:
+            continue
+        head = _fastest(strat, flags) if strat else "no distributed setup measured."
+        out += [f"- **{setting_title(setting)}**: {head}", *lines]
+    return "\n".join(out) or "- Not enough runs for findings (a baseline and a strategy needed)."

@@ -1,0 +1,133 @@
+"""Summary rows: which runs pool into a row, and what each row is compared against."""
+import pytest
+
+from results.summary import COLUMNS, SETTING_KEYS, groups, summarize
+from tests.results import fake
+
+
+def _by(rows):
+    return {(r["role"], r["strategy"], r["n"], r["threads_per_task"]): r for r in rows}
+
+
+def test_rounded_epochs_keep_their_baseline():
+    """--train_examples=5000 trains 4992 (one device), 4864 (N=4), 4608 (N=8) examples per
+    epoch: every row still finds its baseline, and times are compared per example."""
+    rows = summarize(fake.sweep(examples=5000, ns=(1, 2, 4, 8)))
+    assert len(groups(rows)) == 1
+    assert all(r["speedup"] is not None and r["speedup_vs_reference"] is not None for r in rows)
+    assert {r["train_examples"] for r in rows} == {5000}
+    by = _by(rows)
+    mirrored8 = by[("strategy", "mirrored", 8, 1)]
+    assert mirrored8["examples_per_epoch"] == 4608
+    assert by[("baseline", "one_device", 1, 1)]["examples_per_epoch"] == 4992
+    # the N=8 epoch (1.2 s for 4608) against the baseline's (1 s for 4992), per example
+    assert mirrored8["speedup"] == pytest.approx((1.0 / 4992) / (1.2 / 4608))
+
+
+def test_fixed_global_batch_rows_keep_their_baseline():
+    """--global_batch_size=256: 256 per replica on one device, 32 on 8; same setting."""
+    rows = summarize(fake.sweep(examples=4096, global_batch=256, ns=(1, 2, 4, 8)))
+    assert len(groups(rows)) == 1
+    assert all(r["speedup"] is not None for r in rows)
+    by = _by(rows)
+    assert by[("strategy", "mirrored", 8, 1)]["batch_per_replica_used"] == 32
+    assert by[("baseline", "one_device", 1, 1)]["batch_per_replica_used"] == 256
+    assert {r["global_batch_size"] for r in rows} == {256}
+
+
+def test_setting_falls_back_to_top_level_without_config():
+    recs = fake.sweep()
+    for r in recs:
+        r["config"] = {}
+    rows = summarize(recs)
+    assert all(r["speedup"] is not None for r in rows)
+    assert {r["train_examples"] for r in rows} == {1024}
+
+
+def test_runs_with_different_settings_are_not_pooled():
+    """A rerun with --epochs=5 is another row, not a fifth of a median with 4-epoch runs."""
+    recs = [fake.record("b", run_name="baseline/cnn/1024/r0", epochs=4),
+            fake.record("m4", "multi_worker_mirrored", 2, 1.0, epochs=4),
+            fake.record("m4b", "multi_worker_mirrored", 2, 1.2, epochs=4),
+            fake.record("m5", "multi_worker_mirrored", 2, 3.0, epochs=5),
+            fake.record("lr", "multi_worker_mirrored", 2, 4.0, epochs=4,
+                        config={"learning_rate": 0.1})]
+    rows = summarize(recs)
+    mwms = sorted((r for r in rows if r["strategy"] == "multi_worker_mirrored"),
+                  key=lambda r: r["epoch_time_s"])
+    assert [(r["runs"], r["epoch_time_s"], r["epochs"], r["learning_rate"]) for r in mwms] == [
+        (2, 1.1, 4, 0.02), (1, 3.0, 5, 0.02), (1, 4.0, 4, 0.1)]
+    assert mwms[0]["speedup"] is not None and mwms[1]["speedup"] is None  # no 5-epoch baseline
+    assert len(groups(rows)) == 3
+
+
+def test_straggler_runs_stay_out_even_at_delay_zero():
+    recs = fake.sweep()
+    undisturbed = fake.record("d0", "multi_worker_mirrored", 2, 9.0,
+                              run_name="straggler-multi_worker_mirrored-n2-d0/cnn/1024/r0")
+    flagged = fake.record("s", "parameter_server", 2, 9.0,
+                          straggler={"task": "worker:1", "delay_ms": 0.0})
+    configured = fake.record("c", "parameter_server", 2, 9.0,
+                             config={"straggler_task": "worker:1"})
+    assert summarize(recs + [undisturbed, flagged, configured]) == summarize(recs)
+
+
+def test_time_to_target_counts_the_runs_that_reached_it():
+    recs = [fake.record("b", run_name="baseline", acc=0.9),
+            fake.record("m1", "mirrored", 2, acc=0.9),
+            fake.record("m2", "mirrored", 2, acc=0.3)]  # never reaches 0.5
+    by = _by(summarize(recs, target_accuracy=0.5))
+    m = by[("strategy", "mirrored", 2, 1)]
+    assert (m["target_reached_runs"], m["runs"]) == (1, 2)
+    assert m["time_to_target_s"] == pytest.approx(10.0 + 1.0)  # the reaching run only
+    assert by[("baseline", "one_device", 1, 1)]["target_reached_runs"] == 1
+    assert _by(summarize(recs))[("strategy", "mirrored", 2, 1)]["target_reached_runs"] is None
+
+
+def test_reference_is_the_fastest_single_process():
+    """Mirrored N=2 (one process) beats the all-cores reference: it is the reference. MWMS N=2
+    (two processes) is faster still but is not a single process."""
+    recs = fake.sweep() + [fake.record("m", "mirrored", 4, 0.5, threads=2),
+                           fake.record("w", "multi_worker_mirrored", 4, 0.4)]
+    by = _by(summarize(recs))
+    assert {r["reference_row"] for r in by.values()} == {"mirrored N=4"}
+    assert by[("strategy", "mirrored", 4, 2)]["speedup_vs_reference"] == 1.0
+    assert by[("hardware_reference", "one_device", 1, 2)]["speedup_vs_reference"] == \
+        pytest.approx(0.5 / 0.7)
+    assert by[("strategy", "multi_worker_mirrored", 4, 1)]["speedup_vs_reference"] == \
+        pytest.approx(0.5 / 0.4)
+
+
+def _with_floors():
+    cpu = lambda cores: {"seconds": 1.0, "wall_s": 1.0, "cores_used": cores,  # noqa: E731
+                         "examples_per_cpu_second": 100.0 * cores, "scope": "all tasks"}
+    return fake.sweep() + [
+        fake.record("f1", "engine_floor", epoch_time=0.9, run_name="engine_floor/cnn/1024/r0"),
+        fake.record("fa", "engine_floor", epoch_time=0.6, threads=2,
+                    run_name="engine_floor_all/cnn/1024/r0"),
+        fake.record("m1", "mirrored", 1, 0.75, threads=2, cpu=cpu(1.0)),
+        fake.record("m1b", "mirrored", 1, 0.75, threads=2, cpu=cpu(3.0),
+                    timestamp="2026-01-01T00:00:01"),
+        fake.record("m1c", "mirrored", 1, 0.75, threads=2, cpu=cpu(2.0),
+                    timestamp="2026-01-01T00:00:02")]
+
+
+def test_engine_floor_cpu_columns():
+    rows = summarize(_with_floors())
+    assert [r["role"] for r in rows[:2]] == ["engine_floor", "engine_floor"]
+    by = _by(rows)
+    # against the plain TF loop at the same threads: 1 thread -> engine_floor, 2 -> _all
+    assert by[("baseline", "one_device", 1, 1)]["vs_engine_floor"] == pytest.approx(0.9)
+    assert by[("hardware_reference", "one_device", 1, 2)]["vs_engine_floor"] == \
+        pytest.approx(0.6 / 0.7)
+    m1 = by[("strategy", "mirrored", 1, 2)]
+    assert m1["vs_engine_floor"] == pytest.approx(0.6 / 0.75)
+    assert (m1["cores_used"], m1["examples_per_cpu_second"], m1["cpu_scope"]) == \
+        (2.0, 200.0, "all tasks")
+    for key in (("strategy", "multi_worker_mirrored", 2, 1), ("strategy", "mirrored", 2, 1),
+                ("strategy", "parameter_server", 1, 1), ("engine_floor", "engine_floor", 1, 1)):
+        assert by[key]["vs_engine_floor"] is None
+    assert by[("baseline", "one_device", 1, 1)]["cores_used"] is None  # no cpu record
+    assert {"cores_used", "examples_per_cpu_second", "cpu_scope", "vs_engine_floor",
+            "examples_per_epoch", "target_reached_runs", "reference_row"} <= set(COLUMNS)
+    assert set(SETTING_KEYS) <= set(COLUMNS)
