@@ -59,6 +59,13 @@ _STEPS_PER_EXECUTION = flags.DEFINE_integer(
     "steps_per_execution", 8, "Training steps per tf.function call in every run (same for "
     "every strategy; 8 measured 5-10% faster than 1 here).", lower_bound=1)
 _RUN_TIMEOUT = flags.DEFINE_float("run_timeout", 1800, "Seconds before one run is abandoned.")
+_THREADS = flags.DEFINE_integer("threads_per_worker", 1, "Intra-op threads of every worker of every "
+                                "strategy at every N, and of the baseline (mirrored: N x this in "
+                                "its one process). The hardware reference and engine_floor_all "
+                                "use all cores.", lower_bound=1)
+_PIN = flags.DEFINE_bool("pin_cores", False, "Pin each configuration to the cores its workers "
+                         "get (N workers x threads; ps and chief inside that set): N workers on "
+                         "N cores, even on a bigger machine.")
 
 
 def _ints(name, values, minimum=1):
@@ -71,25 +78,39 @@ def _ints(name, values, minimum=1):
     return out
 
 
-def _strategy_flags(strategy, n, num_ps):
-    if strategy == "mirrored":
-        return [f"--strategy={strategy}", f"--num_replicas={n}", "--threads=0"]
+def _strategy_flags(strategy, n, num_ps, threads):
+    """Every strategy at N gets `threads` per worker (N workers = N x threads cores of work)."""
+    if strategy == "mirrored":  # one process feeding N replicas: the cores of N workers
+        return [f"--strategy={strategy}", f"--num_replicas={n}", f"--threads={n * threads}"]
     if strategy == "multi_worker_mirrored":
-        return [f"--strategy={strategy}", f"--num_workers={n}"]
-    return [f"--strategy={strategy}", f"--num_workers={n}", f"--num_ps={num_ps}"]
+        return [f"--strategy={strategy}", f"--num_workers={n}", f"--threads={threads}",
+                f"--threads_per_worker={threads}"]
+    return [f"--strategy={strategy}", f"--num_workers={n}", f"--num_ps={num_ps}",
+            f"--threads_per_worker={threads}"]
+
+
+def _pinned(run_flags, cores, available):
+    """--pin_cores for a cell that should use `cores` cores (0: all of them)."""
+    return [*run_flags, f"--pin_cores={min(cores or available, available)}"]
 
 
 def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scaling",),
-         delays=(), straggler_workers=2):
-    """[(run_name, extra experiments.run flags)] in execution order."""
+         delays=(), straggler_workers=2, threads=1, pin_cores=False, available_cores=None):
+    """[(run_name, [module, flags...])] in execution order. `threads`: intra-op threads of every
+    worker (and of the baseline); pin_cores: each cell pinned to the cores its workers get."""
+    available = available_cores or len(os.sched_getaffinity(0))
+    run, floor = "experiments.run", "experiments.bench.floor"
     runs = []
     for model in models:
         for size in sizes:
-            cells = []
+            cells = []  # (name, module, flags, cores the cell should use: 0 = all)
             if "scaling" in experiments:
-                cells += [("baseline", ["--strategy=one_device", "--threads=1"]),
-                          ("hardware_reference", ["--strategy=one_device", "--threads=0"])]
-                cells += [(f"{s}-n{n}", _strategy_flags(s, n, num_ps))
+                cells += [("engine_floor", floor, [f"--threads={threads}"], threads),
+                          ("engine_floor_all", floor, ["--threads=0"], 0),
+                          ("baseline", run, ["--strategy=one_device", f"--threads={threads}"],
+                           threads),
+                          ("hardware_reference", run, ["--strategy=one_device", "--threads=0"], 0)]
+                cells += [(f"{s}-n{n}", run, _strategy_flags(s, n, num_ps, threads), n * threads)
                           for n in workers for s in strategies]
             if "straggler" in experiments:
                 n = straggler_workers
@@ -97,13 +118,32 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
                     for d in delays:
                         slow = [f"--straggler_task=worker:{n - 1}",
                                 f"--straggler_delay_ms={d}"] if d else []
-                        cells.append((f"straggler-{s}-n{n}-d{d}",
-                                      _strategy_flags(s, n, num_ps) + slow))
+                        cells.append((f"straggler-{s}-n{n}-d{d}", run,
+                                      _strategy_flags(s, n, num_ps, threads) + slow,
+                                      n * threads))
             for repeat in range(repeats):
-                for cell, extra in cells:
+                for cell, module, extra, cores in cells:
                     name = f"{cell}/{model}/{size}/r{repeat}"
-                    runs.append((name, [f"--model={model}", f"--train_examples={size}", *extra]))
+                    extra = _pinned(extra, cores, available) if pin_cores else extra
+                    runs.append((name, [module, f"--model={model}", f"--train_examples={size}",
+                                        *extra]))
     return runs
+
+
+def same_run(record, name, run_flags):
+    """A cell counts as done only if recorded under its name with every flag it would be run
+    with (threads, pinning, epochs, batch, ...), not just the same name."""
+    if record.get("run_name") != name:
+        return False
+    config = record.get("config") or {}
+    for flag in run_flags:
+        key, _, value = flag[2:].partition("=")
+        recorded = config.get(key)
+        if isinstance(recorded, float):  # "--straggler_delay_ms=50" was recorded as 50.0
+            recorded, value = recorded, float(value)
+        if recorded is None or str(recorded) != str(value):
+            return False
+    return True
 
 
 def main(argv):
@@ -137,28 +177,26 @@ def main(argv):
     epochs = _EPOCHS.value or preset["epochs"]
     results_dir = _RESULTS_DIR.value
     runs = plan(models, workers, sizes, strategies, _NUM_PS.value, repeats, _EXPERIMENTS.value,
-                delays, _STRAGGLER_WORKERS.value)
-    # A cell counts as done only if recorded with the same settings, not just the same name.
-    settings = (epochs, _BATCH.value, _DATASET.value, _STEPS_PER_EXECUTION.value)
-    done = {(r.get("run_name"), r["config"].get("epochs"), r["config"].get(
-        "batch_size_per_replica"), r["config"].get("dataset"),
-        r["config"].get("steps_per_execution", 1))
-        for r in load_records(results_dir)[0]} if _RESUME.value else set()
-    todo = [(name, extra) for name, extra in runs if (name, *settings) not in done]
-    print(f"compare: {len(runs)} runs planned, {len(runs) - len(todo)} already recorded, "
-          f"{len(todo)} to go -> {results_dir}", flush=True)
+                delays, _STRAGGLER_WORKERS.value, _THREADS.value, _PIN.value)
     common = [f"--epochs={epochs}", f"--batch_size_per_replica={_BATCH.value}",
               f"--steps_per_execution={_STEPS_PER_EXECUTION.value}",
-              f"--dataset={_DATASET.value}", f"--results_dir={results_dir}"]
+              f"--dataset={_DATASET.value}"]
+    runs = [(name, [*argv, *common]) for name, argv in runs]
+    recorded = load_records(results_dir)[0] if _RESUME.value else []
+    todo = [(name, argv) for name, argv in runs
+            if not any(same_run(r, name, argv[1:]) for r in recorded)]
+    print(f"compare: {len(runs)} runs planned, {len(runs) - len(todo)} already recorded, "
+          f"{len(todo)} to go -> {results_dir}", flush=True)
     failures, durations = [], []
-    for i, (name, extra) in enumerate(todo, 1):
+    for i, (name, argv) in enumerate(todo, 1):
         eta = ""
         if durations:
             left = sum(durations) / len(durations) * (len(todo) - i + 1)
             eta = f", about {left / 60:.1f} min left"
         print(f"\n=== run {i}/{len(todo)}: {name}{eta}", flush=True)
         start = time.monotonic()
-        command = [sys.executable, "-m", "experiments.run", *extra, *common, f"--run_name={name}"]
+        command = [sys.executable, "-m", *argv, f"--results_dir={results_dir}",
+                   f"--run_name={name}"]
         try:
             code = subprocess.run(command, timeout=_RUN_TIMEOUT.value).returncode
         except subprocess.TimeoutExpired:  # the child's launcher stops its own cluster on SIGKILL

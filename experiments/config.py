@@ -60,6 +60,7 @@ class RunConfig:
     profile_steps: str = ""  # "FIRST,LAST": TF profiler trace of these global steps (chief)
     comm_probe: bool = True  # after training, time one step's gradient synchronization alone
     tensorboard_dir: str = ""  # "": <results_dir>/tensorboard; Vertex: $AIP_TENSORBOARD_LOG_DIR
+    pin_cores: int = 0  # >0: every process of the run pinned to CPUs 0..pin_cores-1
 
     def replicas_in_sync(self):
         return replicas_in_sync(self.strategy, self.num_replicas, self.num_workers)
@@ -124,7 +125,7 @@ def validate(cfg):
                  "num_replicas", "num_workers", "learning_rate", "steps_per_execution"):
         _positive(name, getattr(cfg, name))
     for name in ("global_batch_size", "num_ps", "ps_shards", "threads", "warmup_epochs", "seed",
-                 "checkpoint_every_steps"):
+                 "checkpoint_every_steps", "pin_cores"):
         _non_negative(name, getattr(cfg, name))
     if bool(cfg.fail_task) != bool(cfg.fail_at_step):
         raise ConfigError(f"--fail_task={cfg.fail_task!r} and --fail_at_step={cfg.fail_at_step} "
@@ -200,6 +201,10 @@ def validate(cfg):
         if not 1 <= first <= last <= total:
             raise ConfigError(f"--profile_steps={cfg.profile_steps} must satisfy 1 <= FIRST <= "
                               f"LAST <= {total} (the run's steps)")
+    usable = len(os.sched_getaffinity(0))
+    if cfg.pin_cores > usable:
+        raise ConfigError(f"--pin_cores={cfg.pin_cores} exceeds the {usable} CPUs this process may "
+                          f"use; choose 1..{usable} (or 0: no pinning)")
     if cfg.checkpoint_every_steps and not cfg.checkpoint_dir:
         raise ConfigError(f"--checkpoint_every_steps={cfg.checkpoint_every_steps} needs "
                           f"--checkpoint_dir")

@@ -97,6 +97,11 @@ _CLUSTER_TIMEOUT = flags.DEFINE_float("cluster_timeout", 60.0,
                                       "Seconds for every local task to come up.")
 _ISOLATE = flags.DEFINE_bool("isolate_network", True,
                              "Run a local cluster in a private network namespace.")
+_PIN_CORES = flags.DEFINE_integer("pin_cores", 0, "Pin every process of the run (a local "
+                                  "cluster's tasks, ps and chief included) to the first K CPUs, "
+                                  "so N workers on N cores means what it says (0: no pinning).")
+_VERBOSE = flags.DEFINE_bool("verbose", False, "Show TensorFlow's start-up messages of every "
+                             "task of a local cluster (CUDA probing, oneDNN, absl).")
 
 
 def _config():
@@ -115,7 +120,14 @@ def _config():
         profile_steps=_PROFILE_STEPS.value, steps_per_execution=_STEPS_PER_EXECUTION.value,
         gradient_sync_dtype=_SYNC_DTYPE.value,
         straggler_task=_STRAGGLER_TASK.value, straggler_delay_ms=_STRAGGLER_DELAY.value,
-        checkpoint_dir=_CHECKPOINT_DIR.value)
+        checkpoint_dir=_CHECKPOINT_DIR.value, pin_cores=_PIN_CORES.value)
+
+
+def pin_cores(count):
+    """Pins this process to the first `count` CPUs it may run on (0: no pinning). Called before
+    TensorFlow starts its thread pools; a local cluster's tasks inherit the affinity."""
+    if count:
+        os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:count])
 
 
 def main(argv):
@@ -148,6 +160,7 @@ def main(argv):
         bad_input(e)
     # No cluster given: launch one locally. A one-worker MWMS needs no cluster (it runs like a
     # single worker), and a task that already has TF_CONFIG never launches another cluster.
+    pin_cores(cfg.pin_cores)
     needs_cluster = cfg.strategy == "parameter_server" or cfg.num_workers > 1
     if role is None and cfg.strategy in MULTI_WORKER and needs_cluster and \
             not os.environ.get("TF_CONFIG"):
@@ -157,6 +170,7 @@ def main(argv):
         sys.exit(launch.run(launch.LaunchOptions(
             num_workers=cfg.num_workers, num_ps=cfg.num_ps, chief=pss,
             threads_per_task=_THREADS_PER_WORKER.value, cluster_timeout_s=_CLUSTER_TIMEOUT.value,
+            verbose=_VERBOSE.value,
             command=lambda kind, index, threads: this_command + [f"--threads={threads}"])))
     # Imported only now: TensorFlow is slow to import and the launcher never needs it.
     from experiments.task import run_task

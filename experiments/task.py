@@ -28,7 +28,7 @@ from tf_config.launch import LAUNCH_T0_ENV
 _MIN_SERVER_INTEROP = 2
 
 
-def _set_threads(threads, min_inter_op=1):
+def set_threads(threads, min_inter_op=1):
     if threads:
         tf.config.threading.set_intra_op_parallelism_threads(threads)
         tf.config.threading.set_inter_op_parallelism_threads(max(threads, min_inter_op))
@@ -80,7 +80,7 @@ def new_run_id(cfg):
 
 def run_task(cfg, role, extra_config=None):
     """Plays this process's role. Returns the process exit code."""
-    _set_threads(cfg.threads, _MIN_SERVER_INTEROP if cfg.strategy == "parameter_server" else 1)
+    set_threads(cfg.threads, _MIN_SERVER_INTEROP if cfg.strategy == "parameter_server" else 1)
     if role is not None and cfg.strategy == "parameter_server" and role.task_type in ("worker",
                                                                                         "ps"):
         return _serve(role, cfg.threads)
@@ -144,7 +144,7 @@ def run_task(cfg, role, extra_config=None):
     print(f"{role.name if role else 'single'} weights checksum {checksum:.9e}", flush=True)
     if not is_chief:
         return 0
-    record = _record(cfg, role, trainer, strategy, run_id, epochs, checksum, extra_config or {})
+    record = build_record(cfg, role, trainer, strategy, run_id, epochs, checksum, extra_config or {})
     if probe is not None:
         step = metrics.per_worker_step_time(record["steady_state"]["epoch_time_s"]["median"],
                                             trainer.steps_per_epoch, cfg.strategy,
@@ -152,15 +152,22 @@ def run_task(cfg, role, extra_config=None):
         share = comm_probe.fraction(probe, step)
         record["communication"] = {**probe, "step_time_s": step, "fraction": share}
         record["communication_fraction"] = share
+    write(cfg, record)
+    return 0
+
+
+def write(cfg, record):
+    """Writes the record (the chief only calls this) and prints where and its headline."""
     path = records.write_record(cfg.results_dir, record)
     steady = record["steady_state"]
     print(f"record: {path}\nsteady state: {steady['epoch_time_s']['median']:.3f} s/epoch, "
           f"{steady['examples_per_sec']['median']:.1f} examples/s; final eval accuracy "
           f"{record['final_eval_accuracy']:.4f}", flush=True)
-    return 0
 
 
-def _record(cfg, role, trainer, strategy, run_id, epochs, checksum, extra_config):
+def build_record(cfg, role, trainer, strategy, run_id, epochs, checksum, extra_config):
+    """The run's record (README, "Record schema"). `trainer`: the Trainer, or anything with its
+    attributes (the engine floor's plain loop)."""
     return {
         "schema_version": records.SCHEMA_VERSION,
         "run_id": run_id,

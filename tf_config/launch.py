@@ -12,6 +12,7 @@ import collections
 import ctypes
 import dataclasses
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -36,6 +37,13 @@ RUN_TAG_ENV = "TFDIST_LAUNCH_TAG"  # every task carries it, so tests can find le
 LAUNCH_T0_ENV = "TFDIST_LAUNCH_T0"
 _PORT_CLASH = ("Address already in use", "Could not start gRPC server", "Failed to add port")
 _STOP_GRACE_S = 5.0
+# TensorFlow's start-up chatter, printed by every task (absl before InitializeLog, oneDNN and CUDA
+# probing, cuInit's "error" on a machine without a GPU): alarming, and four times per cluster.
+# Hidden from the console unless --verbose; kept in the task's tail for failure reports.
+_STARTUP_NOISE = re.compile(
+    r"^(WARNING: All log messages before absl::InitializeLog\(\)"
+    r"|[IW]\d{4} [\d:. ]+\d+ \S+\.cc:\d+\]"
+    r"|E\d{4} [\d:. ]+\d+ cuda_\w+\.cc:\d+\] failed call to cuInit)")
 _START_TIME = psutil.Process().create_time()  # this launcher process's start
 
 
@@ -54,6 +62,7 @@ class LaunchOptions:
     port_retries: int = 2
     done_grace_s: float = 30.0  # after the chief succeeds, how long other workers may finish
     max_restarts: int = 3  # PSS: lost workers restarted (as a platform would) at most this often
+    verbose: bool = False  # show TensorFlow's start-up chatter of every task
     tag: str = ""
     # Called with (task_type, index, threads) -> argv of that task.
     command: object = None
@@ -65,6 +74,10 @@ def default_threads(num_tasks, cores=None):
     return max(1, cores // max(1, num_tasks))
 
 
+def is_startup_noise(line):
+    return bool(_STARTUP_NOISE.match(line))
+
+
 def _die_with_parent():
     """Runs in the child before exec: SIGKILL it if the launcher dies, however it dies."""
     try:
@@ -74,8 +87,9 @@ def _die_with_parent():
 
 
 class _Task:
-    def __init__(self, task_type, index, address, argv, env, out, on_fault=None):
+    def __init__(self, task_type, index, address, argv, env, out, on_fault=None, verbose=False):
         self.task_type, self.index, self.address = task_type, index, address
+        self._verbose = verbose
         self.name = f"{task_type}:{index}"
         self.tail = collections.deque(maxlen=20)
         self._out, self._argv, self._env, self._on_fault = out, argv, env, on_fault
@@ -93,7 +107,8 @@ class _Task:
         for raw in iter(proc.stdout.readline, b""):
             line = raw.decode(errors="replace").rstrip("\n")
             self.tail.append(line)
-            self._out(f"[{self.name}] {line}")
+            if self._verbose or not is_startup_noise(line):
+                self._out(f"[{self.name}] {line}")
             if line.startswith(FAULT_MARK) and self._on_fault is not None:
                 self._on_fault(line[len(FAULT_MARK):].strip())
 
@@ -136,7 +151,7 @@ class Cluster:
                             LAUNCH_T0_ENV: env.get(LAUNCH_T0_ENV) or repr(_START_TIME)})
                 self.tasks.append(_Task(kind, index, address,
                                         opts.command(kind, index, threads), env, out,
-                                        on_fault=self._inject))
+                                        on_fault=self._inject, verbose=opts.verbose))
         self.restarts = []
 
     def _inject(self, request):

@@ -1,8 +1,8 @@
 """Benchmark (not a test): MWMS with 2 workers x 1 thread against one process using both cores,
 the issue-5 target (>= 95%) on this 2-vCPU machine. Same model, data and 128 examples per replica.
 
-    python -m experiments.bench_mwms                            # CNN, 16384 ex, 4 epochs, 3 rounds
-    python -m experiments.bench_mwms --steps_per_execution=1,8 --gradient_sync_dtypes=float32
+    python -m experiments.bench.mwms                            # CNN, 16384 ex, 4 epochs, 3 rounds
+    python -m experiments.bench.mwms --steps_per_execution=1,8 --gradient_sync_dtypes=float32
 
 Runs alternate (reference, MWMS, reference, ...) so drift on a shared machine hits both sides;
 each figure is the median steady-state throughput over rounds and epochs (first epoch excluded).
@@ -11,7 +11,7 @@ import statistics
 
 from absl import app, flags
 
-from experiments.bench_runs import run_record, steady_rates
+from experiments.bench.runs import run_record, steady_rates
 from experiments.cli import parse_flags
 from models import MODELS
 

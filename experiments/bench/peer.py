@@ -1,7 +1,7 @@
 """Benchmark (not a test): the toolkit's loop against a plain `model.fit` script, same model, data
 and batch, single device and MirroredStrategy, run side by side in one invocation.
 
-    python -m experiments.bench_peer                 # CNN, 16384 examples, batch 128, 4 epochs, 2 rounds
+    python -m experiments.bench.peer                 # CNN, 16384 examples, batch 128, 4 epochs, 2 rounds
 
 Each configuration runs in its own process (alternating toolkit / peer, `--rounds` times) and the
 figure is the median steady-state throughput (first epoch excluded). Prints both and the ratio,
@@ -12,7 +12,7 @@ import statistics
 
 from absl import app, flags
 
-from experiments.bench_runs import run_module, run_record, steady_rates
+from experiments.bench.runs import run_module, run_record, steady_rates
 from experiments.cli import parse_flags
 from models import MODELS
 
@@ -33,7 +33,7 @@ def _toolkit(replicas):
 
 
 def _peer(replicas):
-    out = run_module(["experiments.peer_keras", f"--model={_MODEL.value}",
+    out = run_module(["experiments.bench.peer_keras", f"--model={_MODEL.value}",
                       f"--epochs={_EPOCHS.value}", f"--train_examples={_TRAIN.value}",
                       f"--batch={_BATCH.value}", f"--mirrored={replicas if replicas > 1 else 0}"])
     line = [l for l in out.splitlines() if l.startswith("{")][-1]

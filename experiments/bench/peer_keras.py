@@ -1,8 +1,8 @@
 """A plain Keras training script, written the way the TensorFlow tutorials write one (`model.fit`),
-on the same model, data and batch as the toolkit: the peer that `experiments.bench_peer` compares
+on the same model, data and batch as the toolkit: the peer that `experiments.bench.peer` compares
 the toolkit's own loop against.
 
-    python -m experiments.peer_keras --model=cnn --epochs=4 --train_examples=16384 --batch=128 [--mirrored=2]
+    python -m experiments.bench.peer_keras --model=cnn --epochs=4 --train_examples=16384 --batch=128 [--mirrored=2]
 
 Prints one JSON line: per-epoch times and examples/s (first epoch included, as in a record).
 """

@@ -1,13 +1,56 @@
-"""The comparison's run plan: which cells run, with which flags."""
-from experiments.compare import plan
+"""The comparison's run plan: which cells run, with which flags, and what counts as done."""
+import pytest
+
+from experiments.compare import plan, same_run
 
 
-def test_scaling_plan_has_baseline_reference_and_each_strategy_per_n():
+def _flags(argv):
+    return dict(f[2:].split("=", 1) for f in argv[1:])
+
+
+def test_scaling_plan_has_floors_baseline_reference_and_each_strategy_per_n():
     runs = dict(plan(["mlp"], [1, 2], [4096], ["mirrored", "parameter_server"], 1, 1))
-    assert list(runs) == ["baseline/mlp/4096/r0", "hardware_reference/mlp/4096/r0",
+    assert list(runs) == ["engine_floor/mlp/4096/r0", "engine_floor_all/mlp/4096/r0",
+                          "baseline/mlp/4096/r0", "hardware_reference/mlp/4096/r0",
                           "mirrored-n1/mlp/4096/r0", "parameter_server-n1/mlp/4096/r0",
                           "mirrored-n2/mlp/4096/r0", "parameter_server-n2/mlp/4096/r0"]
+    assert runs["engine_floor/mlp/4096/r0"][0] == "experiments.bench.floor"
+    assert runs["baseline/mlp/4096/r0"][0] == "experiments.run"
     assert "--num_ps=1" in runs["parameter_server-n2/mlp/4096/r0"]
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_every_strategy_at_n_gets_the_same_threads_per_worker(threads):
+    # On an 8-core machine the launcher's default (cores // tasks) gave MWMS workers 4 threads,
+    # PSS workers 2 (chief and ps counted) and the baseline 1: the plan sets them explicitly.
+    runs = dict(plan(["cnn"], [2], [4096], ["mirrored", "multi_worker_mirrored",
+                                             "parameter_server"], 1, 1, threads=threads))
+    assert _flags(runs["baseline/cnn/4096/r0"])["threads"] == str(threads)
+    assert _flags(runs["multi_worker_mirrored-n2/cnn/4096/r0"])["threads_per_worker"] == \
+        _flags(runs["parameter_server-n2/cnn/4096/r0"])["threads_per_worker"] == str(threads)
+    assert _flags(runs["mirrored-n2/cnn/4096/r0"])["threads"] == str(2 * threads)
+
+
+def test_pinned_plan_gives_each_cell_its_workers_cores():
+    runs = dict(plan(["cnn"], [1, 2], [4096], ["parameter_server"], 1, 1, pin_cores=True,
+                     available_cores=8))
+    pins = {name.split("/")[0]: _flags(argv)["pin_cores"] for name, argv in runs.items()}
+    assert pins == {"engine_floor": "1", "engine_floor_all": "8", "baseline": "1",
+                    "hardware_reference": "8", "parameter_server-n1": "1",
+                    "parameter_server-n2": "2"}
+    assert not any("pin_cores" in f for argv in dict(plan(["cnn"], [2], [4096], [
+        "parameter_server"], 1, 1)).values() for f in argv)
+
+
+def test_a_cell_is_done_only_with_the_same_flags():
+    record = {"run_name": "mirrored-n2/cnn/4096/r0",
+              "config": {"strategy": "mirrored", "threads": 2, "epochs": 4,
+                         "straggler_delay_ms": 50.0}}
+    flags = ["--strategy=mirrored", "--threads=2", "--epochs=4", "--straggler_delay_ms=50"]
+    assert same_run(record, "mirrored-n2/cnn/4096/r0", flags)
+    assert not same_run(record, "mirrored-n2/cnn/4096/r1", flags)
+    assert not same_run(record, "mirrored-n2/cnn/4096/r0", flags[:-1] + ["--epochs=5"])
+    assert not same_run(record, "mirrored-n2/cnn/4096/r0", flags + ["--pin_cores=2"])
 
 
 def test_straggler_plan_slows_the_last_worker_of_each_multi_worker_strategy():

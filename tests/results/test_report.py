@@ -122,3 +122,59 @@ def test_straggler_runs_get_their_own_table_and_plot(results_dir):
     assert "the straggler ran 25% of the steps (fair share 50%)" in text
     (png,) = [p for p in paths if p.endswith("straggler.png")]
     assert mpimg.imread(png).shape[1] > 400
+
+
+def test_report_names_reference_overhead_and_target_counts(tmp_path):
+    from tests.results import fake
+
+    recs = fake.sweep() + [
+        fake.record("f1", "engine_floor", epoch_time=0.9, run_name="engine_floor/cnn/1024/r0"),
+        fake.record("fa", "engine_floor", epoch_time=0.56, threads=2,
+                    run_name="engine_floor_all/cnn/1024/r0"),
+        fake.record("m2b", "mirrored", 2, 1.2, acc=0.3, run_name="mirrored-n2/cnn/r1",
+                    timestamp="2026-01-01T00:00:01")]
+    for rec in recs:
+        records.write_record(str(tmp_path), rec)
+    build(str(tmp_path), target_accuracy=0.5)
+    text = (tmp_path / "report.md").read_text()
+    assert "Fastest single process (the reference): engine_floor (plain TF loop, 2 threads)." \
+        in text
+    assert ("Toolkit overhead: one_device at 1 thread runs at 90% of the plain TF loop; at all "
+            "cores 80%.") in text
+    (mirrored2,) = [line for line in text.splitlines() if line.startswith("| mirrored | 2 |")]
+    assert mirrored2.endswith("| 13.2 (1/2) |")  # one of the two runs reached 50%
+    rows = _rows(tmp_path / "summary.csv")
+    assert [r["role"] for r in rows[:2]] == ["engine_floor", "engine_floor"]
+    assert {r["reference_row"] for r in rows} == {"engine_floor (plain TF loop, 2 threads)"}
+
+
+def test_report_completes_with_records_it_cannot_read(tmp_path):
+    """A cut-off record, one missing final_eval_loss, one with run_name null: named under
+    'Skipped records', and the report is still built from the rest."""
+    import json
+
+    from tests.results import fake
+
+    for rec in fake.sweep():
+        records.write_record(str(tmp_path), rec)
+    directory = tmp_path / "records"
+    whole = json.dumps(fake.record("cut"))
+    (directory / "cut.json").write_text(whole[:len(whole) // 2])
+    no_loss = fake.record("no_loss")
+    del no_loss["final_eval_loss"]
+    null_name = fake.record("null_name", run_name=None)
+    for rec in (no_loss, null_name):
+        (directory / f"{rec['run_id']}.json").write_text(json.dumps(rec))
+    paths, problems, _ = build(str(tmp_path), target_accuracy=0.5)
+    assert sorted(name for name, _ in problems) == ["cut.json", "no_loss.json",
+                                                    "null_name.json"]
+    text = (tmp_path / "report.md").read_text()
+    assert "## Skipped records" in text and "`no_loss.json`: missing keys: final_eval_loss" in text
+    assert len(_rows(tmp_path / "summary.csv")) == 8
+    # the command line too: one line per skipped record, exit 0 (no TensorFlow involved)
+    from tests.helpers import run_module
+
+    proc = run_module("experiments.report", f"--results_dir={tmp_path}", timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    assert "skipped record null_name.json: run_name is null" in proc.stdout

@@ -90,3 +90,54 @@ def test_report_has_projection_table_plot_and_prints_validation(results_dir):
     for name in ("projection.png", "step_breakdown.png"):
         (png,) = [p for p in paths if p.endswith(name)]
         assert mpimg.imread(png).shape[1] > 400
+
+
+def _fits(recs):
+    return {f.strategy: f for f in scaling_model.fit(recs)}
+
+
+def test_t_comp_from_the_strategys_own_one_worker_run(results_dir):
+    """With an MWMS N=1 run, t_comp is its step (minus its probe), not the baseline's; PSS has
+    no N=1 run here and falls back to the baseline, and the notes say so."""
+    recs, _ = records.load_records(str(results_dir))
+    own = _record("m1", "multi_worker_mirrored", 1, 24 * 0.11, 24, probe=0.0)  # 0.11 s/step
+    fits = _fits(recs + [own])
+    mw, ps = fits["multi_worker_mirrored"], fits["parameter_server"]
+    assert mw.t_comp == pytest.approx(0.11)
+    assert mw.t_sync == pytest.approx(0.15 - 0.11 - 0.02)
+    assert mw.prediction_n2[0] == pytest.approx(2 * 64 / (0.11 + 0.02))
+    assert any("from multi_worker_mirrored N=1" in n for n in mw.notes)
+    assert ps.t_comp == pytest.approx(0.1)
+    assert ps.notes == ["t_comp from the 1-thread baseline: no parameter_server N=1 run in "
+                        "this setting"]
+    # a PSS N=1 run's own push/pull (its probe) is not compute
+    ps1 = _record("p1", "parameter_server", 1, 20 * 0.12, 20, probe=0.03)
+    assert _fits(recs + [ps1])["parameter_server"].t_comp == pytest.approx(0.09)
+
+
+def test_negative_residual_is_clamped_and_unphysical_efficiency_flagged(results_dir):
+    """An N=1 run slower than the N=2 step (e.g. other threads): t_sync would be negative and
+    the measured N=2 efficiency above 100%; neither is shown bare."""
+    recs, _ = records.load_records(str(results_dir))
+    slow = _record("m1", "multi_worker_mirrored", 1, 24 * 0.2, 24, threads=2)  # 0.2 s/step
+    mw = _fits(recs + [slow])["multi_worker_mirrored"]
+    assert mw.t_sync == 0.0
+    assert any("clamped to 0" in n for n in mw.notes)
+    assert any("2 thread(s) per task, the N>=2 workers 1" in n for n in mw.notes)
+    rows = scaling_model.projection_rows([mw], NET)
+    (measured,) = [r for r in rows if r["kind"] == "measured"]
+    assert measured["efficiency"] > 1 and measured["note"].startswith("above 100%: not physical")
+    assert all(r["efficiency"] <= 1 and not r["note"] for r in rows if r["kind"] == "projected")
+    text = scaling_model.markdown([mw], rows, NET)
+    assert "above 100%: not physical" in text and "clamped to 0" in text
+
+
+def test_straggler_and_fixed_global_batch_runs_are_not_fitted(results_dir):
+    recs, _ = records.load_records(str(results_dir))
+    for r in recs:
+        if r["strategy"] == "multi_worker_mirrored":
+            r["run_name"] = "straggler-multi_worker_mirrored-n2-d0/cnn/1280/r0"
+    assert [f.strategy for f in scaling_model.fit(recs)] == ["parameter_server"]
+    for r in recs:
+        r["config"] = {"global_batch_size": 128}
+    assert scaling_model.fit(recs) == []

@@ -1,0 +1,151 @@
+"""The engine floor: the toolkit's model, data, optimizer and batch trained by the plainest TF loop
+(default strategy, plain tf.data iterator, no strategy.run, no accumulators), in one process.
+
+    python -m experiments.bench.floor --model=cnn --epochs=4 --train_examples=16384 --threads=1
+    python -m experiments.bench.floor --model=cnn --threads=0 --run_name=engine_floor_all/x  # all cores
+
+Takes the flags of `experiments.run` (a one_device run's) and writes an ordinary record with
+strategy `engine_floor`, so `experiments.compare` puts it beside the baseline and the report
+states the toolkit's overhead against it: what TensorFlow itself does with this step on this
+machine, measured in the same comparison (README, "Engine overhead").
+"""
+import dataclasses
+import os
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from absl import app  # noqa: E402
+
+from experiments import run  # noqa: E402  (its flags are this module's flags)
+from experiments.cli import bad_input, parse_flags  # noqa: E402
+from experiments.config import ConfigError, validate  # noqa: E402
+
+STRATEGY = "engine_floor"
+
+
+class PlainLoop:
+    """The loop of a TensorFlow tutorial, timed per epoch like the toolkit's Trainer; it has the
+    attributes `experiments.task` reads to write a record."""
+
+    def __init__(self, cfg):
+        import keras
+        import tensorflow as tf
+
+        from experiments import cpu_usage, pipeline
+        from experiments.datasets import get_info
+        from experiments.training import learning_rate_for, make_optimizer
+        from models.registry import build
+
+        self.cfg, self.tf = cfg, tf
+        info = get_info(cfg.dataset)
+        self.global_batch = self.per_replica_batch = cfg.resolved_global_batch()
+        self.steps_per_epoch = cfg.train_examples // self.global_batch
+        self.examples_per_epoch = self.steps_per_epoch * self.global_batch
+        self.learning_rate = learning_rate_for(cfg, self.global_batch)
+        self.faults, self.steps_by_worker, self.first_step_done_at = [], {}, None
+        self.cpu = cpu_usage.CpuMeter(in_cluster=False)
+        keras.utils.set_random_seed(cfg.seed)
+        self.model = build(cfg.model, info.image_shape, info.num_classes,
+                           batchnorm=cfg.batchnorm)
+        self.optimizer = make_optimizer(cfg.optimizer, self.learning_rate)
+        self.optimizer.build(self.model.trainable_variables)
+        loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        self._iterator = iter(pipeline.train_dataset(info, cfg.train_examples, self.global_batch,
+                                                     cfg.seed, cfg.data_dir or None,
+                                                     shuffle_seed=cfg.seed))
+        self._eval = pipeline.eval_dataset(info, cfg.eval_examples, 512, cfg.seed,
+                                           cfg.data_dir or None)
+
+        @tf.function
+        def train(iterator, n):
+            loss_sum, correct = tf.constant(0.0), tf.constant(0.0)
+            for _ in tf.range(n):
+                images, labels = next(iterator)
+                with tf.GradientTape() as tape:
+                    logits = self.model(images, training=True)
+                    loss = loss_fn(labels, logits)
+                grads = tape.gradient(loss, self.model.trainable_variables)
+                self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables))
+                loss_sum += loss * tf.cast(tf.shape(labels)[0], tf.float32)
+                correct += tf.reduce_sum(tf.cast(tf.argmax(logits, -1, output_type=tf.int32)
+                                                 == labels, tf.float32))
+            return loss_sum, correct
+
+        @tf.function
+        def evaluate(images, labels):
+            logits = self.model(images, training=False)
+            return (tf.reduce_sum(keras.losses.sparse_categorical_crossentropy(
+                labels, logits, from_logits=True)), tf.reduce_sum(tf.cast(tf.argmax(
+                    logits, -1, output_type=tf.int32) == labels, tf.float32)))
+
+        self._train, self._evaluate = train, evaluate
+
+    def train_epoch(self, epoch):
+        from experiments.training import EpochStats
+
+        cpu_start = self.cpu.seconds()
+        start = time.perf_counter()
+        sums, step = [], 0
+        while step < self.steps_per_epoch:
+            k = min(self.cfg.steps_per_execution, self.steps_per_epoch - step)
+            sums.append(self._train(self._iterator, self.tf.constant(k)))
+            step += k
+            if self.first_step_done_at is None:
+                float(sums[0][0])
+                self.first_step_done_at = time.time()
+        loss_sum = sum(float(s[0]) for s in sums)  # reading waits for the last step
+        elapsed = time.perf_counter() - start
+        cpu_s = self.cpu.seconds() - cpu_start
+        correct = sum(float(s[1]) for s in sums)
+        eval_start = time.perf_counter()
+        totals, count = [0.0, 0.0], 0
+        for images, labels in self._eval:
+            totals = [t + float(v) for t, v in zip(totals, self._evaluate(images, labels))]
+            count += int(labels.shape[0])
+        seen = self.examples_per_epoch
+        stats = EpochStats(epoch=epoch, time_s=elapsed, examples_per_sec=seen / elapsed,
+                           train_loss=loss_sum / seen, train_accuracy=correct / seen,
+                           eval_loss=totals[0] / count, eval_accuracy=totals[1] / count,
+                           eval_time_s=time.perf_counter() - eval_start,
+                           learning_rate=self.learning_rate, steps=self.steps_per_epoch,
+                           cpu_s=cpu_s)
+        print(f"Epoch {epoch}/{self.cfg.epochs}: {elapsed:.3f} s, {stats.examples_per_sec:.0f} "
+              f"examples/s, loss {stats.train_loss:.4f}, eval accuracy {stats.eval_accuracy:.4f}",
+              flush=True)
+        return stats
+
+    def weights_checksum(self):
+        return float(sum(float(self.tf.reduce_sum(self.tf.abs(v.value)))
+                         for v in self.model.weights))
+
+
+def main(argv):
+    if len(argv) > 1:
+        bad_input(f"unexpected arguments {argv[1:]}; all options are --flags")
+    cfg = run._config()
+    try:
+        if cfg.strategy != "one_device":
+            raise ConfigError(f"--strategy={cfg.strategy}: the engine floor is one process, one "
+                              f"device; use --strategy=one_device (the default)")
+        validate(cfg)
+    except ConfigError as e:
+        bad_input(e)
+    from experiments import task
+
+    run.pin_cores(cfg.pin_cores)
+    task.set_threads(cfg.threads)
+    loop = PlainLoop(cfg)
+    epochs = [{**dataclasses.asdict(loop.train_epoch(e)), "includes_tracing": e == 1}
+              for e in range(1, cfg.epochs + 1)]
+    run_id = task.new_run_id(dataclasses.replace(cfg, strategy=STRATEGY))
+    record = task.build_record(cfg, None, loop, loop.tf.distribute.get_strategy(), run_id,
+                               epochs, loop.weights_checksum(), {})
+    record["strategy"] = STRATEGY
+    task.write(cfg, record)
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    app.run(main, flags_parser=parse_flags)
