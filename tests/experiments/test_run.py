@@ -91,6 +91,7 @@ def test_16_bit_gradient_sync_halves_the_bytes_and_still_trains(tmp_path):
     (["--model=mlp", "--sync_batchnorm"], "--sync_batchnorm"),
     (["--collective=nccl"], "auto, ring"),
     (["positional"], "unexpected arguments"),
+    (["--pin_cores=999"], "--pin_cores=999 exceeds"),
 ])
 def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path, args, fragment):
     out = tmp_path / "out"
@@ -146,3 +147,28 @@ def test_bad_tf_config_exits_2_before_anything_starts(tmp_path, strategy, tf_con
     lines = [l for l in proc.stderr.splitlines() if l.strip()]
     assert len(lines) == 1 and fragment in lines[0] and "TF_CONFIG" in lines[0], proc.stderr
     assert not out.exists()
+
+
+def test_engine_floor_writes_a_record_beside_the_toolkit(tmp_path):
+    common = ["--model=mlp", *TINY, f"--results_dir={tmp_path}", "--threads=1"]
+    floor = run_module("experiments.bench.floor", *common, "--run_name=engine_floor/x")
+    assert floor.returncode == 0, floor.stderr[-3000:]
+    toolkit = run_module("experiments.run", "--strategy=one_device", *common)
+    assert toolkit.returncode == 0, toolkit.stderr[-3000:]
+    by_strategy = {r["strategy"]: r for r in records_in(tmp_path)}
+    floor_rec, ours = by_strategy["engine_floor"], by_strategy["one_device"]
+    assert floor_rec["run_name"] == "engine_floor/x" and floor_rec["threads_per_task"] == 1
+    # Same model, data, order, optimizer and rate: the same training, whatever the engine.
+    for key in ("steps_per_epoch", "global_batch_size", "learning_rate"):
+        assert floor_rec[key] == ours[key]
+    assert abs(floor_rec["final_eval_accuracy"] - ours["final_eval_accuracy"]) < 0.05
+    for record in (floor_rec, ours):  # a single process is the whole run: all tasks measured
+        assert record["cpu"]["scope"] == "all tasks" and record["cpu"]["cores_used"] > 0
+        assert record["cpu"]["examples_per_cpu_second"] > 0
+
+
+def test_engine_floor_is_one_device_only(tmp_path):
+    proc = run_module("experiments.bench.floor", "--strategy=mirrored", "--num_replicas=2",
+                      f"--results_dir={tmp_path}/out", timeout=120)
+    assert proc.returncode == 2 and "--strategy=mirrored" in proc.stderr
+    assert not (tmp_path / "out").exists()

@@ -23,6 +23,8 @@ def test_mwms_two_workers(tmp_path):
     assert record["final_eval_accuracy"] > 0.3
     sums = _checksums(proc.stdout)
     assert set(sums) == {"worker:0", "worker:1"} and sums["worker:0"] == sums["worker:1"]
+    # TensorFlow's start-up chatter of each task stays off the console (shown with --verbose).
+    assert "cuInit" not in proc.stdout and "absl::InitializeLog" not in proc.stdout
     assert not processes_mentioning(str(tmp_path))
 
 
@@ -36,6 +38,8 @@ def test_pss_two_workers_one_ps(tmp_path):
     assert (record["num_workers"], record["num_ps"]) == (2, 1)
     assert record["cluster"]["this_task"] == "chief:0"
     assert sorted(record["cluster"]["roles"]) == ["chief", "ps", "worker"]
+    # The chief coordinates; the workers compute: the CPU count covers every task's process.
+    assert record["cpu"]["scope"] == "all tasks" and record["cpu"]["cores_used"] > 0.8
     # Epochs are defined by steps: the same examples per epoch as a single device.
     assert record["steps_per_epoch"] * record["global_batch_size"] == 512
     # 3 steps per scheduled call (16 = 5 x 3 + 1 per epoch): every step still counted once.
