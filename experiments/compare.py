@@ -26,6 +26,7 @@ from strategies import STRATEGIES
 
 PRESETS = {
     # ~3-5 min on 2 vCPUs: 8 runs of the CNN, 4 epochs of 16384 examples (3 steady epochs).
+    # 10 runs of the CNN, 4 epochs (3 steady); examples per epoch sized to --time_budget_min.
     "default": dict(models="cnn", workers="1,2", train_examples="16384", repeats=1, epochs=4),
     "full": dict(models="mlp,cnn", workers="1,2,4,8", train_examples="5000,10000,20000,40000",
                  repeats=3, epochs=5),
@@ -63,6 +64,10 @@ _THREADS = flags.DEFINE_integer("threads_per_worker", 1, "Intra-op threads of ev
                                 "strategy at every N, and of the baseline (mirrored: N x this in "
                                 "its one process). The hardware reference and engine_floor_all "
                                 "use all cores.", lower_bound=1)
+_BUDGET = flags.DEFINE_float("time_budget_min", 5.0, "Default preset without --train_examples: "
+                              "size the epochs from a short calibration run (the plain loop, 1 "
+                              "thread) so the whole comparison takes about this long (0: off).",
+                              lower_bound=0.0)
 _PIN = flags.DEFINE_bool("pin_cores", False, "Pin each configuration to the cores its workers "
                          "get (N workers x threads; ps and chief inside that set): N workers on "
                          "N cores, even on a bigger machine.")
@@ -130,6 +135,38 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
     return runs
 
 
+# Per-run cost beyond the epochs (start-up, tracing, evaluation, probe), as a share of the
+# calibration run's own overhead: a local cluster starts several processes.
+_CLUSTER_STARTUP_FACTOR = 1.5
+_SIZE_QUANTUM = 1024  # the default global batches (64 x N, N <= 2) x 8 steps per call
+
+
+def calibrated_size(budget_s, runs, epochs, rate, overhead_s, largest):
+    """Examples per epoch so that `runs` runs of `epochs` epochs fit in `budget_s`, each run
+    costing `overhead_s` plus its epochs at `rate` examples/s (the plain loop at 1 thread: the
+    slowest any cell computes). Rounded down to _SIZE_QUANTUM, within [_SIZE_QUANTUM, largest]."""
+    per_epoch_s = (budget_s - runs * overhead_s * _CLUSTER_STARTUP_FACTOR) / (runs * epochs)
+    size = int(per_epoch_s * rate) // _SIZE_QUANTUM * _SIZE_QUANTUM
+    return max(_SIZE_QUANTUM, min(largest, size))
+
+
+def _calibrate(model, epochs_planned, runs, budget_s, largest, threads):
+    """Times the plain loop briefly on this machine; returns the sized examples per epoch."""
+    from experiments.bench.runs import run_record
+
+    record, wall = run_record(["experiments.bench.floor", f"--model={model}", "--epochs=2",
+                               f"--train_examples={_SIZE_QUANTUM}", f"--threads={threads}",
+                               "--nocomm_probe"])
+    rate = record["steady_state"]["examples_per_sec"]["median"]
+    overhead = max(0.0, wall - sum(e["time_s"] for e in record["epochs"][1:]))
+    size = calibrated_size(budget_s, runs, epochs_planned, rate, overhead, largest)
+    print(f"compare: calibration: the plain loop runs {model} at {rate:.0f} examples/s on "
+          f"{threads} thread(s), {overhead:.1f} s per run besides epochs -> {size} examples per "
+          f"epoch for {runs} runs in about {budget_s / 60:g} min (--time_budget_min; "
+          f"--train_examples to choose)", flush=True)
+    return size
+
+
 def same_run(record, name, run_flags):
     """A cell counts as done only if recorded under its name with every flag it would be run
     with (threads, pinning, epochs, batch, ...), not just the same name."""
@@ -176,6 +213,11 @@ def main(argv):
     repeats = _REPEATS.value or preset["repeats"]
     epochs = _EPOCHS.value or preset["epochs"]
     results_dir = _RESULTS_DIR.value
+    if _PRESET.value == "default" and not _SIZES.value and _BUDGET.value and len(models) == 1:
+        count = len(plan(models, workers, sizes, strategies, _NUM_PS.value, repeats,
+                         _EXPERIMENTS.value, delays, _STRAGGLER_WORKERS.value))
+        sizes = [_calibrate(models[0], epochs, count, _BUDGET.value * 60, max(sizes),
+                            _THREADS.value)]
     runs = plan(models, workers, sizes, strategies, _NUM_PS.value, repeats, _EXPERIMENTS.value,
                 delays, _STRAGGLER_WORKERS.value, _THREADS.value, _PIN.value)
     common = [f"--epochs={epochs}", f"--batch_size_per_replica={_BATCH.value}",

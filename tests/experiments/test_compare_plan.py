@@ -65,3 +65,14 @@ def test_straggler_plan_slows_the_last_worker_of_each_multi_worker_strategy():
     assert "--num_workers=3" in slowed
     assert not any("straggler_task" in f for f in runs[
         "straggler-multi_worker_mirrored-n3-d0/mlp/4096/r0"])
+
+
+def test_calibrated_size_fits_the_budget_on_slow_and_fast_machines():
+    from experiments.compare import _SIZE_QUANTUM, calibrated_size
+
+    fast = calibrated_size(300, 10, 4, rate=4000, overhead_s=8, largest=16384)
+    slow = calibrated_size(300, 10, 4, rate=1000, overhead_s=12, largest=16384)
+    assert fast == 16384 and slow < fast and slow % _SIZE_QUANTUM == 0
+    for size, rate, overhead in ((fast, 4000, 8), (slow, 1000, 12)):
+        assert 10 * (overhead * 1.5 + 4 * size / rate) <= 300
+    assert calibrated_size(10, 10, 4, rate=1000, overhead_s=30, largest=16384) == _SIZE_QUANTUM
