@@ -9,11 +9,18 @@ from results.summary import groups, reference_of, seconds_per_example
 _SLACK = 1.05  # measurements on a shared machine move by a few percent
 
 
-def superlinear(row):
+def _baseline_name(group):
+    """'the 1-thread baseline' (compare's --threads_per_worker sets the baseline's threads)."""
+    base = next((r for r in group if r["role"] == BASELINE_RUN), None)
+    threads = base["threads_per_task"] if base else None
+    return f"the {threads}-thread baseline" if threads else "the baseline"
+
+
+def superlinear(row, group):
     """Why this row is not believable as measured (a phrase), or None."""
     over = []
     if row["scaling_percent"] is not None and row["scaling_percent"] > 100:
-        over.append(f"scaling {row['scaling_percent']:.0f}% of N x the 1-thread baseline")
+        over.append(f"scaling {row['scaling_percent']:.0f}% of N x {_baseline_name(group)}")
     if row["speedup_vs_reference"] is not None and row["speedup_vs_reference"] > 1 + 1e-9:
         over.append(f"{row['speedup_vs_reference']:.2f}x the fastest single process "
                     f"({row['reference_row']})")
@@ -64,14 +71,14 @@ def cause_of(row, group):
 
 def _flags(group):
     return {id(r): f"superlinear ({why}); likely cause: {cause_of(r, group)}"
-            for r in group if (why := superlinear(r))}
+            for r in group if (why := superlinear(r, group))}
 
 
-def _fastest(strat, flags):
+def _fastest(group, strat, flags):
     best = max(strat, key=lambda r: r["examples_per_sec"])
     text = (f"fastest distributed setup is {best['strategy']} with N={best['n']} "
             f"({best['examples_per_sec']:.0f} examples/s"
-            + (f", {best['speedup']:.2f}x the 1-thread single device" if best["speedup"] else "")
+            + (f", {best['speedup']:.2f}x {_baseline_name(group)}" if best["speedup"] else "")
             + ")")
     if id(best) in flags:
         text += f", FLAGGED {flags[id(best)]}"
@@ -89,7 +96,7 @@ def _against_reference(group, strat):
                                if beat else "no distributed setup beats it.")]
 
 
-def _slower_than_one_device(strat):
+def _slower_than_one_device(group, strat):
     out = []
     for r in strat:
         if r["speedup"] is None or r["speedup"] >= 1:
@@ -99,7 +106,7 @@ def _slower_than_one_device(strat):
                 f"{r['communication_fraction'] * 100:.0f}%"
                 if r["communication_fraction"] is not None else "synchronization not measured")
         out.append(f"  - {r['strategy']} N={r['n']} is slower than one device "
-                   f"({r['speedup']:.2f}x the 1-thread baseline){split}; {sync}.")
+                   f"({r['speedup']:.2f}x {_baseline_name(group)}){split}; {sync}.")
     return out
 
 
@@ -134,8 +141,9 @@ def overhead_sentence(group):
     if not x and not y:
         return None
     pct = lambda v: f"{v * 100:.0f}%" if v else "not measured"  # noqa: E731
-    return (f"Toolkit overhead: one_device at 1 thread runs at {pct(x)} of the plain TF loop; "
-            f"at all cores {pct(y)}.")
+    threads = base["threads_per_task"] if base else 1
+    return (f"Toolkit overhead: one_device at {threads} thread{'s' * (threads != 1)} runs at "
+            f"{pct(x)} of the plain TF loop; at all cores {pct(y)}.")
 
 
 def findings(rows):
@@ -147,11 +155,11 @@ def findings(rows):
                  and r["strategy"] not in ("one_device", ENGINE_FLOOR)]
         lines = []
         if strat:
-            lines += _against_reference(group, strat) + _slower_than_one_device(strat)
+            lines += _against_reference(group, strat) + _slower_than_one_device(group, strat)
             lines += _adding_workers(strat) + _accuracy(strat)
         lines += [f"  - {label(r)}: {flag}." for r in group if (flag := flags.get(id(r)))]
         if not strat and not lines:
             continue
-        head = _fastest(strat, flags) if strat else "no distributed setup measured."
+        head = _fastest(group, strat, flags) if strat else "no distributed setup measured."
         out += [f"- **{setting_title(setting)}**: {head}", *lines]
     return "\n".join(out) or "- Not enough runs for findings (a baseline and a strategy needed)."
