@@ -57,16 +57,22 @@ def _handicapped_baseline(group):
 
 
 def cause_of(row, group):
-    """The likely cause of a superlinear row, from the data, or 'unexplained: rerun'."""
-    causes = []
+    """The likely cause of a superlinear row, from the data, or 'unexplained: rerun'; each
+    impossible figure gets its own."""
+    parts = []
     if row["scaling_percent"] is not None and row["scaling_percent"] > 100:
-        causes += [_cores_cause(row, row["n"], "N ="), _handicapped_baseline(group)]
+        causes = [c for c in (_cores_cause(row, row["n"], "N ="), _handicapped_baseline(group))
+                  if c]
+        parts.append("; ".join(causes) or "unexplained: rerun")
     if row["speedup_vs_reference"] is not None and row["speedup_vs_reference"] > 1 + 1e-9:
-        ref = next((r for r in group if label(r) == row["reference_row"]), None)
-        if ref and ref["cores_used"] is not None and row["cores_used"] is not None:
-            causes.append(_cores_cause(row, ref["cores_used"], "the fastest single process's"))
-    causes = [c for c in causes if c]
-    return "; ".join(dict.fromkeys(causes)) or "unexplained: rerun"
+        ref = reference_of(group)
+        # the reference used at most its threads' worth of cores when it has no cpu record
+        ref_cores = ref and (ref["cores_used"] or ref["threads_per_task"])
+        cause = _cores_cause(row, ref_cores, "the fastest single process's") \
+            if ref_cores and row["cores_used"] is not None else None
+        parts.append(("beating the fastest single process: " if parts else "")
+                     + (cause or "unexplained: rerun"))
+    return "; ".join(parts)
 
 
 def _flags(group):

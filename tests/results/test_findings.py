@@ -54,6 +54,11 @@ def test_faster_than_the_fastest_single_process_is_flagged():
     (flag,) = _about(lines, "parameter_server N=4: superlinear")
     assert "1.50x the fastest single process (one_device (all cores))" in flag
     assert _about(lines, "1 multi-process setup(s) beat it (flagged below)")
+    assert flag.endswith("beating the fastest single process: unexplained: rerun.")
+    # with a cpu record: 6 cores burnt against the reference's 2 threads
+    lines = _lines(_base() + [fake.record("p", "parameter_server", 4, 0.2, cpu=_cpu(6.0))])
+    (flag,) = _about(lines, "parameter_server N=4: superlinear")
+    assert "it burns 6.0 cores against the fastest single process's 2" in flag
 
 
 def test_slower_setups_get_the_measured_numbers_not_a_cause():
