@@ -23,12 +23,12 @@ _BATCH = flags.DEFINE_integer("batch", 128, "Global batch size.", lower_bound=2)
 _ROUNDS = flags.DEFINE_integer("rounds", 2, "Alternating runs of each side.", lower_bound=1)
 
 
-def _toolkit(replicas):
+def _toolkit(replicas, module="experiments.run"):
     strategy = ["--strategy=mirrored", f"--num_replicas={replicas}"] if replicas > 1 else \
         ["--strategy=one_device"]
     record, _ = run_record([*strategy, f"--model={_MODEL.value}", f"--epochs={_EPOCHS.value}",
                             f"--train_examples={_TRAIN.value}",
-                            f"--global_batch_size={_BATCH.value}"])
+                            f"--global_batch_size={_BATCH.value}"], module)
     return steady_rates(record)
 
 
@@ -53,14 +53,20 @@ def main(argv):
     print(f"peer benchmark: {_MODEL.value}, {_TRAIN.value} examples/epoch, global batch "
           f"{_BATCH.value}, {_EPOCHS.value} epochs (first excluded), {_ROUNDS.value} rounds")
     for replicas, name in ((1, "single device"), (2, "MirroredStrategy x2 (logical CPUs)")):
-        ours, theirs = [], []
+        ours, theirs, floor = [], [], []
         for _ in range(_ROUNDS.value):
             ours += _toolkit(replicas)
             theirs += _peer(replicas)
+            if replicas == 1:  # the plain TF loop: what TensorFlow does with this step here
+                floor += _toolkit(1, "experiments.bench.floor")
         a, b = statistics.median(ours), statistics.median(theirs)
         print(f"{name:36s} toolkit {a:8.0f} ex/s [{min(ours):.0f}-{max(ours):.0f}]   "
               f"model.fit {b:8.0f} ex/s [{min(theirs):.0f}-{max(theirs):.0f}]   "
               f"ratio toolkit/model.fit {a / b:.3f}", flush=True)
+        if floor:
+            c = statistics.median(floor)
+            print(f"{'plain TF loop (engine floor)':36s} {c:8.0f} ex/s [{min(floor):.0f}-"
+                  f"{max(floor):.0f}]   ratio toolkit/plain loop {a / c:.3f}", flush=True)
     for name, strategy_flags in (
             ("MWMS 2 workers", ["--strategy=multi_worker_mirrored", "--num_workers=2"]),
             ("PSS 2 workers + 1 ps", ["--strategy=parameter_server", "--num_workers=2",

@@ -19,11 +19,12 @@ def run_module(argv):
     return proc.stdout
 
 
-def run_record(run_flags):
-    """One `experiments.run` with these flags. Returns (its record, wall seconds)."""
+def run_record(run_flags, module="experiments.run"):
+    """One `experiments.run` (or the engine floor, `experiments.bench.floor`) with these flags.
+    Returns (its record, wall seconds)."""
     with tempfile.TemporaryDirectory() as d:
         start = time.monotonic()
-        run_module(["experiments.run", *run_flags, "--notensorboard", f"--results_dir={d}"])
+        run_module([module, *run_flags, "--notensorboard", f"--results_dir={d}"])
         wall = time.monotonic() - start
         (record,), _ = load_records(d)
         return record, wall
