@@ -154,9 +154,9 @@ def _calibrate(model, epochs_planned, runs, budget_s, largest, threads):
     """Times the plain loop briefly on this machine; returns the sized examples per epoch."""
     from experiments.bench.runs import run_record
 
-    record, wall = run_record(["experiments.bench.floor", f"--model={model}", "--epochs=2",
-                               f"--train_examples={_SIZE_QUANTUM}", f"--threads={threads}",
-                               "--nocomm_probe"])
+    record, wall = run_record([f"--model={model}", "--epochs=2",
+                               f"--train_examples={_SIZE_QUANTUM * 2}", f"--threads={threads}"],
+                              "experiments.bench.floor")
     rate = record["steady_state"]["examples_per_sec"]["median"]
     overhead = max(0.0, wall - sum(e["time_s"] for e in record["epochs"][1:]))
     size = calibrated_size(budget_s, runs, epochs_planned, rate, overhead, largest)

@@ -16,6 +16,7 @@ def describe():
         "platform": platform.platform(),
         "hostname": socket.gethostname(),
         "cpu_count": os.cpu_count(),
+        "usable_cpus": len(os.sched_getaffinity(0)),  # fewer under --pin_cores or a cgroup
         "physical_devices": [d.name for d in tf.config.list_physical_devices()],
         "logical_devices": [d.name for d in tf.config.list_logical_devices()],
         "gpus": len(tf.config.list_physical_devices("GPU")),

@@ -20,7 +20,9 @@ has S_N = E / (N b) steps):
            clamped to >= 0 (a negative residual means t_comp is too slow for these runs: noted).
 
 Validation: the 2-worker throughput predicted from the 1-worker run plus the communication probe
-measured in that 2-worker run (t_comp + probe, no fitted term) against the measurement.
+measured in that 2-worker run (t_comp + probe, no fitted term) against the measurement, capped
+by what this machine's cores deliver at the N=1 run's examples per CPU-second (a local cluster's
+workers, ps and chief share the machine; the projections to other clusters are not capped).
 Assumptions (stated in the report): every worker has its own cores (no sharing), synchronization
 does not overlap compute, the network is full duplex and uncontended, per-replica batch fixed
 (settings with a fixed --global_batch_size are not fitted). An efficiency above 100% (a measured
@@ -145,6 +147,23 @@ def _t_comp(own, baseline, strategy, worker_threads):
     return None, []
 
 
+def _cpu_cap(own_n1, runs_n2):
+    """(examples/s, cores, examples per CPU-second): what the machine's cores can deliver at the
+    N=1 run's CPU cost per example; None without CPU figures. The 2-worker runs of a local
+    cluster share this machine's cores, so a cluster whose every task (PSS: ps and chief too)
+    wants more cores than exist runs no faster than that, whatever the network."""
+    per_cpu = [((r.get("cpu") or {}).get("examples_per_cpu_second"), (r.get("cpu") or {}).get(
+        "scope")) for r in own_n1 or []]
+    per_cpu = [v for v, scope in per_cpu if v and scope == "all tasks"]
+    cores = [(r.get("environment") or {}).get("usable_cpus") or (r.get("environment") or {}).get(
+        "cpu_count") for r in runs_n2]
+    cores = [c for c in cores if c]
+    if not per_cpu or not cores:
+        return None
+    e1 = metrics.spread(per_cpu)["median"]
+    return min(cores) * e1, min(cores), e1
+
+
 def fit(records):
     """One Fit per (setting, multi-worker strategy) with a probed run at N >= 2 and a t_comp
     (see `_t_comp`). Straggler runs and settings with a fixed global batch are left out."""
@@ -189,6 +208,12 @@ def fit(records):
         if 2 in measured:
             step, probe, rate = measured[2]
             predicted = 2 * f.batch / (t_comp + probe)
+            cap = _cpu_cap(own_n1.get((setting, strategy)), by_n[2])
+            if cap is not None and cap[0] < predicted:
+                predicted = cap[0]
+                notes.append(f"N=2 prediction capped by this machine's CPU: {cap[1]} cores x the "
+                             f"N=1 run's {cap[2]:.0f} examples per CPU-second (its tasks, ps and "
+                             f"chief included, need more cores than there are)")
             f.prediction_n2 = (predicted, rate, (predicted - rate) / rate)
         fits.append(f)
     return fits

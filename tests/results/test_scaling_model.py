@@ -141,3 +141,23 @@ def test_straggler_and_fixed_global_batch_runs_are_not_fitted(results_dir):
     for r in recs:
         r["config"] = {"global_batch_size": 128}
     assert scaling_model.fit(recs) == []
+
+
+def test_two_worker_prediction_capped_by_the_machines_cores(results_dir):
+    """A PSS N=1 cluster that burned 1.5 cores (worker + ps + chief) for its throughput cannot
+    double it with 2 workers on a 2-core machine: the prediction is capped at cores x its
+    examples per CPU-second, and the notes say so. Without CPU figures nothing is capped."""
+    recs, _ = records.load_records(str(results_dir))
+    ps1 = _record("p1", "parameter_server", 1, 20 * 0.12, 20, probe=0.03)
+    uncapped = _fits(recs + [ps1])["parameter_server"].prediction_n2[0]
+    assert uncapped == pytest.approx(2 * 64 / (0.09 + 0.01))
+    rate = 64 / 0.12  # the N=1 run's examples/s
+    ps1["cpu"] = {"examples_per_cpu_second": rate / 1.5, "scope": "all tasks"}
+    for rec in recs:
+        rec["environment"] = {"cpu_count": 2, "usable_cpus": 2}
+    fit = _fits(recs + [ps1])["parameter_server"]
+    assert fit.prediction_n2[0] == pytest.approx(2 * rate / 1.5) and 2 * rate / 1.5 < uncapped
+    assert any("capped by this machine's CPU: 2 cores" in n for n in fit.notes)
+    # a partial CPU figure (one task of a real cluster) says nothing about the whole cluster
+    ps1["cpu"]["scope"] = "this task only (partial: other hosts not measured)"
+    assert _fits(recs + [ps1])["parameter_server"].prediction_n2[0] == pytest.approx(uncapped)
