@@ -13,6 +13,7 @@ an interrupted comparison continues with `--resume` (cells already recorded are 
 import os
 import subprocess
 import sys
+import threading
 import time
 
 from absl import app, flags
@@ -23,6 +24,7 @@ from experiments.cli import bad_input, parse_flags
 from models import MODELS
 from results.records import load_records
 from strategies import STRATEGIES
+from tf_config.launch import is_startup_noise
 
 PRESETS = {
     # ~3-5 min on 2 vCPUs: 8 runs of the CNN, 4 epochs of 16384 examples (3 steady epochs).
@@ -64,6 +66,7 @@ _THREADS = flags.DEFINE_integer("threads_per_worker", 1, "Intra-op threads of ev
                                 "strategy at every N, and of the baseline (mirrored: N x this in "
                                 "its one process). The hardware reference and engine_floor_all "
                                 "use all cores.", lower_bound=1)
+_VERBOSE = flags.DEFINE_bool("verbose", False, "Show TensorFlow's start-up messages of every run.")
 _BUDGET = flags.DEFINE_float("time_budget_min", 5.0, "Default preset without --train_examples: "
                               "size the epochs from a short calibration run (the plain loop, 1 "
                               "thread) so the whole comparison takes about this long (0: off).",
@@ -167,6 +170,30 @@ def _calibrate(model, epochs_planned, runs, budget_s, largest, threads):
     return size
 
 
+def _run(command, timeout, verbose):
+    """Runs one cell, passing its output on without TensorFlow's start-up chatter (unless
+    verbose). Returns its exit code, or "timeout"."""
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            errors="replace")
+
+    def pump():
+        for line in proc.stdout:
+            if verbose or not is_startup_noise(line):
+                sys.stdout.write(line)
+                sys.stdout.flush()
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    try:
+        code = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:  # the child's launcher stops its own cluster on SIGKILL
+        proc.kill()
+        proc.wait()
+        code = "timeout"
+    reader.join(timeout=5)
+    return code
+
+
 def same_run(record, name, run_flags):
     """A cell counts as done only if recorded under its name with every flag it would be run
     with (threads, pinning, epochs, batch, ...), not just the same name."""
@@ -239,10 +266,9 @@ def main(argv):
         start = time.monotonic()
         command = [sys.executable, "-m", *argv, f"--results_dir={results_dir}",
                    f"--run_name={name}"]
-        try:
-            code = subprocess.run(command, timeout=_RUN_TIMEOUT.value).returncode
-        except subprocess.TimeoutExpired:  # the child's launcher stops its own cluster on SIGKILL
-            code = "timeout"
+        if _VERBOSE.value:
+            command.append("--verbose")
+        code = _run(command, _RUN_TIMEOUT.value, _VERBOSE.value)
         durations.append(time.monotonic() - start)
         if code != 0:
             failures.append(f"{name} (exit {code})")
