@@ -130,8 +130,13 @@ def _compute_step(record):
 
 def _t_comp(own, baseline, strategy, worker_threads):
     """(t_comp, notes): the strategy's own N=1 compute step, else the 1-thread baseline's."""
+    t_comp = metrics.spread([_compute_step(r) for r in own or []])["median"]
+    if own and not t_comp and baseline:
+        # Its probe took as long as its whole step (a small model behind a ps): no compute
+        # left to read from it; the baseline's step is the better estimate, and is named.
+        return metrics.spread(baseline)["median"], [
+            f"t_comp from the 1-thread baseline: {strategy} N=1's probe is as long as its step"]
     if own:
-        t_comp = metrics.spread([_compute_step(r) for r in own])["median"]
         threads = {r.get("threads_per_task") for r in own}
         notes = [f"t_comp from {strategy} N=1 ({len(own)} run(s)) minus its probe"]
         if threads != worker_threads:

@@ -161,3 +161,13 @@ def test_two_worker_prediction_capped_by_the_machines_cores(results_dir):
     # a partial CPU figure (one task of a real cluster) says nothing about the whole cluster
     ps1["cpu"]["scope"] = "this task only (partial: other hosts not measured)"
     assert _fits(recs + [ps1])["parameter_server"].prediction_n2[0] == pytest.approx(uncapped)
+
+
+def test_t_comp_falls_back_to_the_baseline_when_the_probe_covers_the_step(results_dir):
+    """A PSS N=1 run whose push/pull probe is as long as its step leaves no compute to read: the
+    fit must not vanish; it uses the baseline's step and says why."""
+    recs, _ = records.load_records(str(results_dir))
+    ps1 = _record("p1", "parameter_server", 1, 20 * 0.05, 20, probe=0.06)
+    fit = _fits(recs + [ps1])["parameter_server"]
+    assert fit.t_comp == pytest.approx(0.1) and fit.prediction_n2 is not None
+    assert any("probe is as long as its step" in n for n in fit.notes)
