@@ -158,25 +158,20 @@ class Trainer:
         return tf.cast(tf.equal(worker_index, straggler), tf.int64) * int(
             self.cfg.straggler_delay_ms * 1000)
 
-    def _pss_dataset(self, worker_index):
-        """One PSS worker's pipeline. `create_per_worker_dataset` traces this once and runs the
-        same graph on every worker, so anything that must differ between workers has to come from
-        `worker_index` (a tensor evaluated on the worker), not from Python or the global seed:
-        each worker reads its own shard, in its own order, as MWMS workers do."""
-        cfg, workers = self.cfg, max(1, self.cfg.num_workers)
-        return pipeline.train_dataset(
-            self.info, cfg.train_examples, self.per_replica_batch, cfg.seed, cfg.data_dir or None,
-            num_shards=workers, shard_index=tf.cast(worker_index, tf.int64),
-            shuffle_seed=cfg.seed + tf.cast(worker_index, tf.int64),
-            delay_us=self._straggler_delay_us(worker_index))
-
-    def _worker_dataset(self, ctx):
+    def _worker_dataset(self, num_pipelines, pipeline_id):
+        """One worker's pipeline of per-replica batches: its own shard, in its own order.
+        pipeline_id may be a tensor: `create_per_worker_dataset` traces the PSS dataset function
+        once and runs that graph on every worker, so what must differ between PSS workers has
+        to come from the worker index evaluated there, not from Python or the global seed."""
         cfg = self.cfg
         return pipeline.train_dataset(
-            self.info, cfg.train_examples, ctx.get_per_replica_batch_size(self.global_batch),
-            cfg.seed, cfg.data_dir or None, num_shards=ctx.num_input_pipelines,
-            shard_index=ctx.input_pipeline_id, shuffle_seed=cfg.seed + ctx.input_pipeline_id,
-            delay_us=self._straggler_delay_us(ctx.input_pipeline_id))
+            self.info, cfg.train_examples, self.per_replica_batch, cfg.seed, cfg.data_dir or None,
+            num_shards=num_pipelines, shard_index=pipeline_id,
+            shuffle_seed=cfg.seed + pipeline_id, delay_us=self._straggler_delay_us(pipeline_id))
+
+    def _pss_dataset(self, worker_index):
+        return self._worker_dataset(max(1, self.cfg.num_workers),
+                                    tf.cast(worker_index, tf.int64))
 
     def _train_input(self):
         if self.coordinator is not None:
@@ -188,9 +183,11 @@ class Trainer:
             # iterator. Iterating a strategy's distributed dataset ran the same step at half
             # speed on some CPUs (see README, "Engine overhead"); with one local replica there
             # is nothing for it to split, so the plain iterator gives the replica the same batch.
-            return self._worker_dataset(input_context(self.strategy))
+            ctx = input_context(self.strategy)
+            return self._worker_dataset(ctx.num_input_pipelines, ctx.input_pipeline_id)
         # Several local replicas (mirrored): the distributed dataset splits each batch per replica.
-        return self.strategy.distribute_datasets_from_function(self._worker_dataset)
+        return self.strategy.distribute_datasets_from_function(
+            lambda ctx: self._worker_dataset(ctx.num_input_pipelines, ctx.input_pipeline_id))
 
     def _step(self, iterator):
         def replica_step(images, labels):
