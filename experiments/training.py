@@ -86,6 +86,33 @@ def input_context(strategy):
                                       strategy.num_replicas_in_sync)
 
 
+def make_evaluate(model):
+    """Returns evaluate(dataset) -> (mean loss, accuracy) of `model` over batched (x, y)."""
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
+
+    @tf.function
+    def batch_sums(images, labels):
+        logits = model(images, training=False)
+        predicted = tf.argmax(logits, axis=-1, output_type=tf.int32)
+        return (tf.reduce_sum(loss_fn(labels, logits)),
+                tf.reduce_sum(tf.cast(predicted == labels, tf.float32)))
+
+    def evaluate(dataset):
+        loss, correct, count = 0.0, 0.0, 0
+        for images, labels in dataset:
+            batch_loss, batch_correct = batch_sums(images, labels)
+            loss += float(batch_loss)
+            correct += float(batch_correct)
+            count += int(labels.shape[0])
+        return loss / count, correct / count
+    return evaluate
+
+
+def weights_checksum(model):
+    """Sum of |w| over every model weight: equal on every worker of a synchronous run."""
+    return float(sum(float(tf.reduce_sum(tf.abs(v.value))) for v in model.weights))
+
+
 def make_optimizer(name, schedule):
     if name == "sgd":
         return keras.optimizers.SGD(schedule)
@@ -145,7 +172,7 @@ class Trainer:
         self.steps_by_worker = {}  # PSS: which worker ran how many steps (stragglers run fewer)
         self.first_step_done_at = None  # wall clock (epoch s) when this process's first step ended
         self._train_steps = tf.function(self._steps)
-        self._eval_step = tf.function(self._eval_batch)
+        self._evaluate = make_evaluate(self.model)
         self._eval_data = (pipeline.eval_dataset(info, cfg.eval_examples, 512, cfg.seed,
                                                  cfg.data_dir or None) if is_chief else None)
 
@@ -239,24 +266,11 @@ class Trainer:
             worker = out[3]
         return totals + [worker, tf.cast(n, tf.float32)]
 
-    def _eval_batch(self, images, labels):
-        logits = self.model(images, training=False)
-        per_example = self._loss(labels, logits)
-        predicted = tf.argmax(logits, axis=-1, output_type=tf.int32)
-        return tf.reduce_sum(per_example), tf.reduce_sum(tf.cast(predicted == labels, tf.float32))
-
     def evaluate(self):
-        loss, correct, count = 0.0, 0.0, 0
-        for images, labels in self._eval_data:
-            batch_loss, batch_correct = self._eval_step(images, labels)
-            loss += float(batch_loss)
-            correct += float(batch_correct)
-            count += int(labels.shape[0])
-        return loss / count, correct / count
+        return self._evaluate(self._eval_data)
 
     def weights_checksum(self):
-        """Sum of |w| over every model weight: equal on every worker of a synchronous run."""
-        return float(sum(float(tf.reduce_sum(tf.abs(v.value))) for v in self.model.weights))
+        return weights_checksum(self.model)
 
     def _progbar(self):
         if not self.is_chief:

@@ -35,7 +35,7 @@ class PlainLoop:
 
         from experiments import cpu_usage, pipeline
         from experiments.datasets import get_info
-        from experiments.training import learning_rate_for, make_optimizer
+        from experiments.training import learning_rate_for, make_evaluate, make_optimizer
         from models.registry import build
 
         self.cfg, self.tf = cfg, tf
@@ -73,14 +73,7 @@ class PlainLoop:
                                                  == labels, tf.float32))
             return loss_sum, correct
 
-        @tf.function
-        def evaluate(images, labels):
-            logits = self.model(images, training=False)
-            return (tf.reduce_sum(keras.losses.sparse_categorical_crossentropy(
-                labels, logits, from_logits=True)), tf.reduce_sum(tf.cast(tf.argmax(
-                    logits, -1, output_type=tf.int32) == labels, tf.float32)))
-
-        self._train, self._evaluate = train, evaluate
+        self._train, self._evaluate = train, make_evaluate(self.model)
 
     def train_epoch(self, epoch):
         from experiments.training import EpochStats
@@ -100,14 +93,11 @@ class PlainLoop:
         cpu_s = self.cpu.seconds() - cpu_start
         correct = sum(float(s[1]) for s in sums)
         eval_start = time.perf_counter()
-        totals, count = [0.0, 0.0], 0
-        for images, labels in self._eval:
-            totals = [t + float(v) for t, v in zip(totals, self._evaluate(images, labels))]
-            count += int(labels.shape[0])
+        eval_loss, eval_accuracy = self._evaluate(self._eval)
         seen = self.examples_per_epoch
         stats = EpochStats(epoch=epoch, time_s=elapsed, examples_per_sec=seen / elapsed,
                            train_loss=loss_sum / seen, train_accuracy=correct / seen,
-                           eval_loss=totals[0] / count, eval_accuracy=totals[1] / count,
+                           eval_loss=eval_loss, eval_accuracy=eval_accuracy,
                            eval_time_s=time.perf_counter() - eval_start,
                            learning_rate=self.learning_rate, steps=self.steps_per_epoch,
                            cpu_s=cpu_s)
@@ -115,10 +105,6 @@ class PlainLoop:
               f"examples/s, loss {stats.train_loss:.4f}, eval accuracy {stats.eval_accuracy:.4f}",
               flush=True)
         return stats
-
-    def weights_checksum(self):
-        return float(sum(float(self.tf.reduce_sum(self.tf.abs(v.value)))
-                         for v in self.model.weights))
 
 
 def main(argv):
@@ -132,16 +118,17 @@ def main(argv):
         validate(cfg)
     except ConfigError as e:
         bad_input(e)
+    run.pin_cores(cfg.pin_cores)  # before TensorFlow is imported, as experiments.run does
     from experiments import task
+    from experiments.training import weights_checksum
 
-    run.pin_cores(cfg.pin_cores)
     task.set_threads(cfg.threads)
     loop = PlainLoop(cfg)
     epochs = [{**dataclasses.asdict(loop.train_epoch(e)), "includes_tracing": e == 1}
               for e in range(1, cfg.epochs + 1)]
     run_id = task.new_run_id(dataclasses.replace(cfg, strategy=STRATEGY))
     record = task.build_record(cfg, None, loop, loop.tf.distribute.get_strategy(), run_id,
-                               epochs, loop.weights_checksum(), {})
+                               epochs, weights_checksum(loop.model), {})
     record["strategy"] = STRATEGY
     task.write(cfg, record)
     sys.exit(0)
