@@ -61,6 +61,7 @@ class RunConfig:
     comm_probe: bool = True  # after training, time one step's gradient synchronization alone
     tensorboard_dir: str = ""  # "": <results_dir>/tensorboard; Vertex: $AIP_TENSORBOARD_LOG_DIR
     pin_cores: int = 0  # >0: every process of the run pinned to CPUs 0..pin_cores-1
+    require_gpus: int = 0  # >0: the job's machine has this many GPUs; refuse to run without them
 
     def replicas_in_sync(self):
         return replicas_in_sync(self.strategy, self.num_replicas, self.num_workers)
@@ -125,7 +126,7 @@ def validate(cfg):
                  "num_replicas", "num_workers", "learning_rate", "steps_per_execution"):
         _positive(name, getattr(cfg, name))
     for name in ("global_batch_size", "num_ps", "ps_shards", "threads", "warmup_epochs", "seed",
-                 "checkpoint_every_steps", "pin_cores"):
+                 "checkpoint_every_steps", "pin_cores", "require_gpus"):
         _non_negative(name, getattr(cfg, name))
     if bool(cfg.fail_task) != bool(cfg.fail_at_step):
         raise ConfigError(f"--fail_task={cfg.fail_task!r} and --fail_at_step={cfg.fail_at_step} "

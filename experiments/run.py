@@ -100,6 +100,9 @@ _ISOLATE = flags.DEFINE_bool("isolate_network", True,
 _PIN_CORES = flags.DEFINE_integer("pin_cores", 0, "Pin every process of the run (a local "
                                   "cluster's tasks, ps and chief included) to the first K CPUs, "
                                   "so N workers on N cores means what it says (0: no pinning).")
+_REQUIRE_GPUS = flags.DEFINE_integer("require_gpus", _D.require_gpus, "Exit 2 unless TensorFlow "
+                                    "sees at least this many GPUs (set by experiments.vertex on "
+                                    "GPU pools; 0: no check, CPU fallback allowed).")
 _VERBOSE = flags.DEFINE_bool("verbose", False, "Show TensorFlow's start-up messages of every "
                              "task of a local cluster (CUDA probing, oneDNN, absl).")
 
@@ -120,7 +123,8 @@ def _config():
         profile_steps=_PROFILE_STEPS.value, steps_per_execution=_STEPS_PER_EXECUTION.value,
         gradient_sync_dtype=_SYNC_DTYPE.value,
         straggler_task=_STRAGGLER_TASK.value, straggler_delay_ms=_STRAGGLER_DELAY.value,
-        checkpoint_dir=_CHECKPOINT_DIR.value, pin_cores=_PIN_CORES.value)
+        checkpoint_dir=_CHECKPOINT_DIR.value, pin_cores=_PIN_CORES.value,
+        require_gpus=_REQUIRE_GPUS.value)
 
 
 def pin_cores(count):

@@ -8,6 +8,7 @@ import dataclasses
 import datetime
 import os
 import resource
+import sys
 import uuid
 
 import psutil
@@ -19,7 +20,7 @@ from experiments.datasets import get_info
 from experiments.profiling import StepProfiler
 from experiments.training import Trainer
 from results import metrics, records
-from strategies.factory import get_strategy
+from strategies.factory import MissingGPUs, check_gpus, get_strategy
 from tf_config.launch import LAUNCH_T0_ENV
 
 
@@ -81,6 +82,11 @@ def new_run_id(cfg):
 def run_task(cfg, role, extra_config=None):
     """Plays this process's role. Returns the process exit code."""
     set_threads(cfg.threads, _MIN_SERVER_INTEROP if cfg.strategy == "parameter_server" else 1)
+    try:  # before serving or training: a GPU pool's task without GPUs must not run on the CPU
+        check_gpus(cfg.require_gpus)
+    except MissingGPUs as e:
+        sys.stderr.write(f"error: {e}\n")
+        return 2
     if role is not None and cfg.strategy == "parameter_server" and role.task_type in ("worker",
                                                                                         "ps"):
         return _serve(role, cfg.threads)

@@ -3,10 +3,31 @@
 Call it before any other TensorFlow op: MultiWorkerMirroredStrategy must configure collectives at
 program start (tensorflow#34568), and splitting the CPU into logical devices for MirroredStrategy
 is only possible before the runtime initializes.
+
+On a host without GPUs `mirrored` splits the CPU into logical devices: right for a laptop, wrong
+for a cloud job that pays for GPUs. A job that asked for accelerators says so (`require_gpus`,
+from `--require_gpus`, which experiments/jobspec.py puts on every GPU pool's command) and
+`check_gpus` refuses to run without them instead of falling back.
 """
 import tensorflow as tf
 
 from strategies import COLLECTIVES, STRATEGIES
+
+
+class MissingGPUs(RuntimeError):
+    """The job asked for GPUs TensorFlow does not see (one line, for the user)."""
+
+
+def check_gpus(required):
+    """Raises MissingGPUs when `required` > 0 and TensorFlow sees fewer GPUs than that."""
+    if required <= 0:
+        return
+    seen = len(tf.config.list_physical_devices("GPU"))
+    if seen < required:
+        raise MissingGPUs(
+            f"--require_gpus={required}: the job asked for {required} GPU(s) but TensorFlow sees "
+            f"{seen or 'none'}; refusing to train on the CPU (GPU image: docker build --build-arg "
+            f"VARIANT=gpu; the machine needs GPUs and their driver)")
 
 
 def _local_devices(num_replicas):

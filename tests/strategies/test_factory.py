@@ -26,3 +26,23 @@ def test_replicas_in_sync_per_strategy():
     assert replicas_in_sync("multi_worker_mirrored", 1, 3) == 3
     # PSS is asynchronous: a step's batch belongs to one worker, whatever the worker count.
     assert replicas_in_sync("parameter_server", 1, 2) == 1
+
+
+def test_gpus_required_but_none_visible_is_refused(monkeypatch):
+    """A job that asked for GPUs never falls back to the CPU; one that did not still may."""
+    import tensorflow as tf
+
+    from strategies.factory import MissingGPUs, check_gpus
+
+    real = tf.config.list_physical_devices
+    monkeypatch.setattr(tf.config, "list_physical_devices",
+                        lambda kind=None: [] if kind == "GPU" else real(kind))
+    check_gpus(0)  # not asked: nothing to check
+    with pytest.raises(MissingGPUs, match=r"--require_gpus=2: the job asked for 2 GPU\(s\) but "
+                                          r"TensorFlow sees none"):
+        check_gpus(2)
+    monkeypatch.setattr(tf.config, "list_physical_devices",
+                        lambda kind=None: ["gpu0"] if kind == "GPU" else real(kind))
+    with pytest.raises(MissingGPUs, match="sees 1"):
+        check_gpus(2)
+    check_gpus(1)
