@@ -1,6 +1,8 @@
 """Install: `pip install -e .[test]` (the Makefile does this inside .venv)."""
 from setuptools import find_packages, setup
 
+VERTEX = ["google-cloud-aiplatform==2.7.0"]
+
 setup(
     name="tfdist-compare",
     version="0.1.0",
@@ -21,8 +23,11 @@ setup(
         "tensorboard==2.21.0",
     ],
     extras_require={
-        "test": ["pytest==9.0.3"],
+        # The Vertex tests build the SDK's own CustomJob (offline), so the tests need the SDK.
+        "test": ["pytest==9.0.3", *VERTEX],
+        # NVIDIA's CUDA/cuDNN wheels for TensorFlow: the GPU image (Dockerfile, VARIANT=gpu).
         "gpu": ["tensorflow[and-cuda]==2.21.0"],
-        "vertex": ["google-cloud-aiplatform==2.7.0"],
+        # Submitting Vertex jobs (experiments.vertex --nodry_run); training images do not need it.
+        "vertex": VERTEX,
     },
 )

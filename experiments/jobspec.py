@@ -2,9 +2,22 @@
 
 Vertex AI CustomJob (worker pool 0 = chief, 1 = workers, 2 = parameter servers; unused pools are
 `{}` so positions hold; Vertex sets TF_CONFIG only for multi-replica jobs) and a Kubeflow TFJob
-(training-operator `kubeflow.org/v1`). No Google or Kubernetes library is needed to build them.
+(training-operator `kubeflow.org/v1`). No Google or Kubernetes library is needed to build them;
+`build_custom_job` hands the Vertex dict to the SDK (`pip install -e '.[vertex]'`).
+
+Accelerators: every container of a pool that gets GPUs runs with `--require_gpus=N` (N = GPUs per
+replica), so a task that TensorFlow shows fewer GPUs (a CPU-only image, a node without drivers)
+stops with exit 2 and one line instead of training on the CPU while the GPUs are paid for.
+
+Outputs: Vertex sets AIP_MODEL_DIR / AIP_CHECKPOINT_DIR / AIP_TENSORBOARD_LOG_DIR under
+`base_output_dir`; Kubernetes sets nothing, so a TFJob with `base_output_dir` gets the same three
+variables in its containers' env (the same layout), and experiments.run reads them either way.
 """
 import dataclasses
+
+# The image the flags default to: a job with it cannot start (no such registry project).
+PLACEHOLDER_PROJECT = "PROJECT"
+PLACEHOLDER_IMAGE = f"us-docker.pkg.dev/{PLACEHOLDER_PROJECT}/tfdist/tfdist-compare:latest"
 
 
 @dataclasses.dataclass
@@ -22,20 +35,37 @@ class JobSpec:
     base_output_dir: str = ""
 
 
-def run_command(spec):
-    """The container command: the same entry point and flags as a local run."""
+def is_placeholder_image(image_uri):
+    """True for an image URI that still names the placeholder project (nothing can pull it)."""
+    return PLACEHOLDER_PROJECT in image_uri.split("/")
+
+
+def output_dirs(base_output_dir):
+    """The AIP_* directories Vertex derives from a job's base output directory."""
+    base = base_output_dir.rstrip("/")
+    return {"AIP_MODEL_DIR": f"{base}/model", "AIP_CHECKPOINT_DIR": f"{base}/checkpoints",
+            "AIP_TENSORBOARD_LOG_DIR": f"{base}/logs"}
+
+
+def run_command(spec, gpus=0):
+    """The container command: the same entry point and flags as a local run. `gpus` > 0: the
+    container's machine has that many GPUs, and the run refuses to start without them."""
     args = [f"--strategy={spec.strategy}"]
     if spec.strategy == "mirrored":
         args.append(f"--num_replicas={spec.num_replicas}")
+    if gpus:
+        args.append(f"--require_gpus={gpus}")
     return ["python", "-m", "experiments.run"], args + list(spec.run_args)
 
 
 def _pool(spec, replicas, accelerators=True):
-    command, args = run_command(spec)
     machine = {"machine_type": spec.machine_type}
+    gpus = 0
     if accelerators and spec.accelerator_type and spec.accelerator_count:
         machine.update(accelerator_type=spec.accelerator_type,
                        accelerator_count=spec.accelerator_count)
+        gpus = spec.accelerator_count
+    command, args = run_command(spec, gpus)
     return {"machine_spec": machine, "replica_count": replicas,
             "container_spec": {"image_uri": spec.image_uri, "command": command, "args": args}}
 
@@ -60,9 +90,19 @@ def vertex_custom_job(spec):
     return job
 
 
+def build_custom_job(job, staging_bucket, project=None, location=None, credentials=None):
+    """The SDK's `aiplatform.CustomJob` for a `vertex_custom_job` dict, not submitted. The SDK
+    refuses a CustomJob without a staging bucket (it stages job artifacts there). project,
+    location, credentials: None takes them from `aiplatform.init` / the environment."""
+    from google.cloud import aiplatform
+
+    return aiplatform.CustomJob(**job, staging_bucket=staging_bucket, project=project,
+                                location=location, credentials=credentials)
+
+
 def tfjob(spec, name="tfdist-compare", namespace="default"):
-    """A Kubeflow TFJob manifest (dict) for MWMS or PSS."""
-    command, args = run_command(spec)
+    """A Kubeflow TFJob manifest (dict) for MWMS or PSS. GPUs (accelerator_count) go to the
+    workers only; with base_output_dir every container gets Vertex's AIP_* directories."""
     if spec.strategy == "multi_worker_mirrored":
         replicas = {"Worker": spec.num_workers}
     elif spec.strategy == "parameter_server":
@@ -72,10 +112,15 @@ def tfjob(spec, name="tfdist-compare", namespace="default"):
                          f"not {spec.strategy!r}")
     specs = {}
     for role, count in replicas.items():
+        gpus = spec.accelerator_count if role == "Worker" else 0
+        command, args = run_command(spec, gpus)
         container = {"name": "tensorflow", "image": spec.image_uri, "command": command,
                      "args": args, "ports": [{"name": "tfjob-port", "containerPort": 2222}]}
-        if spec.accelerator_count and role == "Worker":
-            container["resources"] = {"limits": {"nvidia.com/gpu": spec.accelerator_count}}
+        if spec.base_output_dir:
+            container["env"] = [{"name": k, "value": v}
+                                for k, v in output_dirs(spec.base_output_dir).items()]
+        if gpus:
+            container["resources"] = {"limits": {"nvidia.com/gpu": gpus}}
         specs[role] = {"replicas": count, "restartPolicy": "OnFailure",
                        "template": {"spec": {"containers": [container]}}}
     return {"apiVersion": "kubeflow.org/v1", "kind": "TFJob",

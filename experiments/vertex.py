@@ -4,11 +4,18 @@
     python -m experiments.vertex --strategy=parameter_server --num_workers=2 --num_ps=1 --dry_run
     python -m experiments.vertex --strategy=mirrored --num_replicas=2 \
         --accelerator_type=NVIDIA_TESLA_T4 --accelerator_count=2 --dry_run
-    python -m experiments.vertex --strategy=multi_worker_mirrored --num_workers=2 --format=tfjob
-    python -m experiments.vertex ... --nodry_run --project=P --region=us-central1 \
-        --staging_bucket=gs://B          # submits (needs pip install -e '.[vertex]' and credentials)
+    python -m experiments.vertex --strategy=multi_worker_mirrored --num_workers=2 --format=tfjob \
+        --image_uri=IMAGE --base_output_dir=gs://B/run1
+    python -m experiments.vertex ... --image_uri=IMAGE --base_output_dir=gs://B/run1 \
+        --nodry_run --project=P --region=us-central1   # submits (pip install -e '.[vertex]')
 
 Flags after `--` go to experiments.run unchanged, e.g. `-- --model=cnn --epochs=5`.
+
+Submission needs a staging bucket (the SDK's CustomJob refuses to exist without one):
+`--staging_bucket`, else `--base_output_dir`. A TFJob (printed to be applied) and a submission
+refuse the placeholder image unless `--allow_placeholder_image`; a Vertex dry run prints it.
+A TFJob needs somewhere for its records that outlives the pods: `--base_output_dir` (every
+container gets Vertex's AIP_* directories under it) or `-- --results_dir=gs://...`.
 """
 import json
 
@@ -16,40 +23,58 @@ from absl import app, flags
 
 from experiments.cli import bad_input, parse_flags
 
-from experiments.jobspec import JobSpec, tfjob, vertex_custom_job
+from experiments.jobspec import (PLACEHOLDER_IMAGE, JobSpec, build_custom_job,
+                                 is_placeholder_image, tfjob, vertex_custom_job)
 from strategies import STRATEGIES
 
 _STRATEGY = flags.DEFINE_enum("strategy", "multi_worker_mirrored", list(STRATEGIES), "Strategy.")
 _WORKERS = flags.DEFINE_integer("num_workers", 2, "Workers.", lower_bound=1)
 _PS = flags.DEFINE_integer("num_ps", 1, "Parameter servers (parameter_server).", lower_bound=1)
 _REPLICAS = flags.DEFINE_integer("num_replicas", 1, "GPUs for mirrored.", lower_bound=1)
-_IMAGE = flags.DEFINE_string("image_uri", "us-docker.pkg.dev/PROJECT/tfdist/tfdist-compare:latest",
-                             "Training image (see Dockerfile).")
+_IMAGE = flags.DEFINE_string("image_uri", PLACEHOLDER_IMAGE, "Training image (see Dockerfile; "
+                             "GPUs need the image built with --build-arg VARIANT=gpu).")
 _MACHINE = flags.DEFINE_string("machine_type", "n1-standard-8", "Vertex machine type.")
 _ACCEL = flags.DEFINE_string("accelerator_type", "", "e.g. NVIDIA_TESLA_T4 (empty: CPU).")
 _ACCEL_N = flags.DEFINE_integer("accelerator_count", 0, "Accelerators per replica.", lower_bound=0)
-_OUTPUT = flags.DEFINE_string("base_output_dir", "", "gs:// dir; Vertex sets AIP_MODEL_DIR under it.")
+_OUTPUT = flags.DEFINE_string("base_output_dir", "", "gs:// dir for the job's outputs: records in "
+                              "<dir>/model, checkpoints in <dir>/checkpoints, TensorBoard in "
+                              "<dir>/logs (Vertex's AIP_* dirs; a TFJob gets them as env).")
 _NAME = flags.DEFINE_string("display_name", "tfdist-compare", "Job name.")
 _FORMAT = flags.DEFINE_enum("format", "vertex", ["vertex", "tfjob"], "Vertex CustomJob or TFJob.")
 _DRY_RUN = flags.DEFINE_bool("dry_run", True, "Print the job instead of submitting it.")
 _PROJECT = flags.DEFINE_string("project", "", "GCP project (submission).")
 _REGION = flags.DEFINE_string("region", "us-central1", "Vertex region (submission).")
-_STAGING = flags.DEFINE_string("staging_bucket", "", "gs:// staging bucket (submission).")
+_STAGING = flags.DEFINE_string("staging_bucket", "", "gs:// staging bucket for submission "
+                               "(default: --base_output_dir).")
+_ALLOW_PLACEHOLDER = flags.DEFINE_bool("allow_placeholder_image", False,
+                                       "Print a TFJob or submit a job whose --image_uri is still "
+                                       "the placeholder (PROJECT).")
 
 
-def _submit(job):
+def _submit(job, staging_bucket):
     try:
-        from google.cloud import aiplatform
+        from google.cloud import aiplatform  # noqa: F401
     except ImportError:
         bad_input("submitting needs the Vertex SDK: pip install -e '.[vertex]' (or use --dry_run)")
     try:
-        aiplatform.init(project=_PROJECT.value or None, location=_REGION.value,
-                        staging_bucket=_STAGING.value or None)
-        custom_job = aiplatform.CustomJob(**job)
+        custom_job = build_custom_job(job, staging_bucket, project=_PROJECT.value or None,
+                                      location=_REGION.value)
         custom_job.submit()
     except Exception as e:  # credentials, quota, project: the SDK's own message says which
         bad_input(f"Vertex submission failed: {str(e).splitlines()[0]}")
     print(f"submitted {custom_job.resource_name}")
+
+
+def _check_gcs(flag, value):
+    if value and not value.startswith("gs://"):
+        bad_input(f"--{flag}={value!r} must be a gs:// path (Vertex reads and writes Cloud "
+                  f"Storage)")
+
+
+def _check_image(what):
+    if is_placeholder_image(_IMAGE.value) and not _ALLOW_PLACEHOLDER.value:
+        bad_input(f"--image_uri={_IMAGE.value} is the placeholder: build and push the image (see "
+                  f"Dockerfile) and pass its URI, or --allow_placeholder_image to {what} anyway")
 
 
 def main(argv):
@@ -58,7 +83,15 @@ def main(argv):
                                                        "--num_replicas")]
     if bad:
         bad_input(f"{bad[0]} after -- is set by this command's own flag; pass it before --")
+    if bool(_ACCEL.value) != bool(_ACCEL_N.value):
+        bad_input(f"--accelerator_type={_ACCEL.value!r} and --accelerator_count={_ACCEL_N.value} "
+                  f"go together: give both or neither")
     strategy = _STRATEGY.value
+    if strategy == "mirrored" and _ACCEL_N.value and _REPLICAS.value > _ACCEL_N.value:
+        bad_input(f"--num_replicas={_REPLICAS.value} exceeds --accelerator_count={_ACCEL_N.value}: "
+                  f"mirrored runs one replica per GPU of its machine")
+    _check_gcs("base_output_dir", _OUTPUT.value)
+    _check_gcs("staging_bucket", _STAGING.value)
     if strategy == "parameter_server":
         run_args = [f"--num_ps={_PS.value}"] + run_args  # validated by each task
     spec = JobSpec(strategy=strategy, run_args=run_args, image_uri=_IMAGE.value,
@@ -70,15 +103,25 @@ def main(argv):
         import yaml
 
         try:
-            print(yaml.safe_dump(tfjob(spec, name=_NAME.value), sort_keys=False))
+            manifest = tfjob(spec, name=_NAME.value)
         except ValueError as e:
             bad_input(e)
+        _check_image("print it")
+        if not _OUTPUT.value and not any(a.split("=")[0] == "--results_dir" for a in run_args):
+            bad_input("a TFJob's pods keep no files: give --base_output_dir=gs://... (or "
+                      "-- --results_dir=gs://...) so the records outlive them")
+        print(yaml.safe_dump(manifest, sort_keys=False))
         return
     job = vertex_custom_job(spec)
     if _DRY_RUN.value:
         print(json.dumps(job, indent=2))
         return
-    _submit(job)
+    _check_image("submit it")
+    staging_bucket = _STAGING.value or _OUTPUT.value
+    if not staging_bucket:
+        bad_input("submitting needs --staging_bucket=gs://... or --base_output_dir=gs://... "
+                  "(the Vertex SDK stages the job there)")
+    _submit(job, staging_bucket)
 
 
 if __name__ == "__main__":
