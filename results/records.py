@@ -1,8 +1,12 @@
 """One self-describing JSON record per run: written atomically, read back tolerantly.
 
-Schema (version 1) is documented in README.md ("Record schema"). `load_records` checks every
-record against the part of it the report reads, so a record it cannot use is named and skipped
-once, here, instead of raising somewhere in the summary or a plot.
+Schema (version 1) is documented in docs/records.md. `load_records` checks every record against
+the part of it the report reads, so a record it cannot use is named and skipped once, here,
+instead of raising somewhere in the summary or a plot.
+
+Paths may be local or any `tf.io.gfile` URL (gs:// from Vertex jobs): writes to a URL and every
+read go through `tf.io.gfile`, so `experiments.report --results_dir=gs://...` reads what a cloud
+run wrote. Local writes use a temp file + rename instead (atomic on a POSIX filesystem).
 """
 import json
 import numbers
@@ -143,19 +147,27 @@ def write_record(results_dir, record):
 
 def load_records(results_dir):
     """Returns (records, problems): every record that parses and passes `record_problem`, sorted
-    by timestamp, and a list of (filename, one-line reason) for the ones skipped."""
+    by timestamp, and a list of (filename, one-line reason) for the ones skipped. Reads through
+    `tf.io.gfile`, local directory or gs:// alike; a missing directory has no records."""
+    import tensorflow as tf
+
     directory = os.path.join(results_dir, "records")
     records, problems = [], []
-    if not os.path.isdir(directory):
-        return records, problems
-    for name in sorted(os.listdir(directory)):
-        if not name.endswith(".json") or name.startswith("."):
+    try:
+        paths = tf.io.gfile.glob(os.path.join(directory, "*.json"))
+    except tf.errors.NotFoundError:  # e.g. a bucket that does not exist: no records
+        paths = []
+    except tf.errors.OpError as e:  # permissions, credentials: the caller reports one line
+        raise ValueError(f"cannot list {directory}: {str(e).splitlines()[0]}") from e
+    for path in sorted(paths):
+        name = path.rsplit("/", 1)[-1]
+        if name.startswith("."):  # a local write's temp file
             continue
-        path = os.path.join(directory, name)
         try:
-            with open(path) as f:
-                record = json.load(f)
-        except (OSError, ValueError) as e:  # ValueError: JSON cut short, or not UTF-8
+            with tf.io.gfile.GFile(path, "rb") as f:
+                record = json.loads(f.read())
+        # ValueError: JSON cut short, or not UTF-8; OpError: the file system's own errors
+        except (OSError, ValueError, tf.errors.OpError) as e:
             problems.append((name, f"unreadable: {str(e).splitlines()[0]}"))
             continue
         problem = record_problem(record)

@@ -77,3 +77,50 @@ def test_optional_keys_are_checked_only_when_present():
     assert records.record_problem(rec) is None  # an old record, before these keys existed
     rec["cpu"] = 3
     assert records.record_problem(rec) == "cpu is int, expected object"
+
+
+def test_load_records_reads_through_tf_io_gfile(tmp_path, monkeypatch):
+    """A local directory goes through the same tf.io.gfile calls as gs://: glob + GFile, never
+    os.listdir / open (which found nothing under gs://); temp files and non-JSON are ignored."""
+    import tensorflow as tf
+
+    for run_id in ("b", "a"):
+        records.write_record(str(tmp_path), _record(run_id))
+    (tmp_path / "records" / ".tmp-x.json").write_text("{")  # a write in progress
+    (tmp_path / "records" / "notes.txt").write_text("not a record")
+    globbed, opened = [], []
+    real_glob, real_gfile = tf.io.gfile.glob, tf.io.gfile.GFile
+    monkeypatch.setattr(tf.io.gfile, "glob", lambda p: globbed.append(p) or real_glob(p))
+    monkeypatch.setattr(tf.io.gfile, "GFile",
+                        lambda p, mode="r": opened.append(p) or real_gfile(p, mode))
+
+    def _not_here(*args, **kwargs):
+        raise AssertionError("load_records must read through tf.io.gfile")
+
+    monkeypatch.setattr(os, "listdir", _not_here)
+    monkeypatch.setattr(os.path, "isdir", _not_here)
+    loaded, problems = records.load_records(str(tmp_path))
+    assert sorted(r["run_id"] for r in loaded) == ["a", "b"] and problems == []
+    assert globbed == [os.path.join(str(tmp_path), "records", "*.json")]
+    assert sorted(os.path.basename(p) for p in opened) == ["a.json", "b.json"]
+    assert records.load_records(str(tmp_path / "nothing")) == ([], [])
+
+
+def test_records_and_report_round_trip_through_a_gfile_url():
+    """Any tf.io.gfile URL works like gs:// (TensorFlow's in-memory ram:// file system, so no
+    network): the record is written, listed, read and the whole report written back there."""
+    import tensorflow as tf
+
+    from results.report import build
+    from tests.results import fake
+
+    root = "ram://bucket/run1"
+    for rec in fake.sweep():
+        records.write_record(root, rec)
+    loaded, problems = records.load_records(root)
+    assert len(loaded) == len(fake.sweep()) and problems == []
+    paths, problems, _ = build(root, target_accuracy=0.5)
+    assert problems == [] and f"{root}/report.md" in paths and f"{root}/summary.csv" in paths
+    with tf.io.gfile.GFile(f"{root}/report.md") as f:
+        assert f.read().startswith("#")
+    assert all(tf.io.gfile.exists(p) for p in paths)
