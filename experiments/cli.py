@@ -1,4 +1,5 @@
-"""How every entry point treats bad input: one line on stderr naming the value, exit code 2.
+"""How every entry point treats bad input: one line on stderr naming the value, exit code 2;
+and asking for help (--help, --helpshort, --helpfull, --helpxml) exits 0.
 
     app.run(main, flags_parser=cli.parse_flags)
 """
@@ -6,15 +7,31 @@ import sys
 
 from absl import flags
 
+_HELP_FLAGS = ("help", "helpshort", "helpfull", "helpxml", "?")
+
 
 def bad_input(message):
     sys.stderr.write(f"error: {message}\n")
     sys.exit(2)
 
 
+def _asked_for_help(argv):
+    for arg in argv[1:]:
+        if arg == "--":  # what follows is for another program (experiments.vertex's run flags)
+            return False
+        if arg.startswith("-") and arg.lstrip("-").split("=")[0] in _HELP_FLAGS:
+            return True
+    return False
+
+
 def parse_flags(argv):
-    """absl's parser, but a bad flag value exits 2 with one line (absl: 'FATAL ...', exit 1)."""
+    """absl's parser, but a bad flag value exits 2 with one line (absl: 'FATAL ...', exit 1),
+    and the usage printed for a help flag exits 0 (absl exits 1 after printing it)."""
     try:
         return flags.FLAGS(argv)
     except flags.Error as e:
         bad_input(str(e).splitlines()[0])
+    except SystemExit as e:
+        if e.code == 1 and _asked_for_help(argv):
+            sys.exit(0)
+        raise
