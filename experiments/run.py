@@ -48,7 +48,9 @@ _NUM_WORKERS = flags.DEFINE_integer("num_workers", _D.num_workers,
                                     "Workers of a local cluster (ignored when TF_CONFIG is set).")
 _NUM_PS = flags.DEFINE_integer("num_ps", _D.num_ps, "Parameter servers (parameter_server).")
 _PS_SHARDS = flags.DEFINE_integer("ps_shards", _D.ps_shards,
-                                  "Shard each variable across this many parameter servers.")
+                                  "0 or 1: variables placed round-robin on the parameter servers. "
+                                  "Sharding a variable across them (>1) is refused: Keras 3 "
+                                  "variables cannot wrap a ShardedVariable (TF 2.21).")
 _COLLECTIVE = flags.DEFINE_string("collective", _D.collective,
                                   f"MWMS all-reduce: {', '.join(COLLECTIVES)}.")
 _LR = flags.DEFINE_float("learning_rate", _D.learning_rate, "Base learning rate.")
@@ -70,7 +72,8 @@ _CHECKPOINT_DIR = flags.DEFINE_string("checkpoint_dir", "", "Save every epoch he
                                       "with the same directory resumes (Vertex: "
                                       "$AIP_CHECKPOINT_DIR).")
 _FAIL_TASK = flags.DEFINE_string("fail_task", "", "Fault injection in a local cluster: the task to "
-                                 "SIGKILL (e.g. worker:1) at --fail_at_step.")
+                                 "signal (e.g. worker:1) at --fail_at_step: SIGKILL, or SIGTERM "
+                                 "with --fail_mode=preempt.")
 _FAIL_AT_STEP = flags.DEFINE_integer("fail_at_step", 0, "Global step (1-based) of the fault.")
 _FAIL_MODE = flags.DEFINE_string("fail_mode", _D.fail_mode, f"One of: {', '.join(FAIL_MODES)} "
                                  "(SIGKILL: a lost machine; SIGTERM: a preemption notice).")
