@@ -1,5 +1,6 @@
-# `make compare` runs the default comparison; `make test` runs the whole suite.
-# Both create .venv and install the project into it first (re-done when setup.py changes).
+# `make compare` runs the default comparison; `make test` runs the whole suite; `make bench` runs
+# the benchmark of the toolkit's loop against a plain model.fit script (experiments.bench.peer).
+# Each creates .venv and installs the project into it first (re-done when setup.py changes).
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -17,6 +18,9 @@ $(STAMP): setup.py
 
 compare: $(STAMP)
 	$(BIN)/python -m experiments.compare --results_dir=runs/compare
+
+bench: $(STAMP)
+	$(BIN)/python -m experiments.bench.peer
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q tests
