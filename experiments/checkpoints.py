@@ -2,7 +2,8 @@
 
     python -m experiments.run --strategy=multi_worker_mirrored --num_workers=2 --checkpoint_dir=ckpt \
         [--checkpoint_every_steps=50]
-    # ...interrupted, preempted or a worker lost: the same command resumes from the last checkpoint
+    # ...interrupted, preempted or a worker lost: the launcher restarts the cluster (--max_restarts)
+    # and it resumes from the last checkpoint; rerunning the same command by hand does the same
 
 Model, optimizer and the number of finished steps go into the checkpoint (tf.train.CheckpointManager);
 the finished epochs' stats go into `epochs.json` beside it, so the final record still has every
@@ -11,7 +12,8 @@ Under MWMS every worker must take part in saving (the save is collective): the c
 directory, the others to a scratch directory they delete (the TF multi-worker tutorial's pattern).
 MWMS also gets TensorFlow's `PreemptionCheckpointHandler`: a worker that receives SIGTERM (a
 platform's preemption notice) makes every worker save at the same step and exit with
-PREEMPTED_EXIT_CODE, so a rerun loses no step.
+PREEMPTED_EXIT_CODE; a local launcher then restarts the cluster, which resumes from that step
+(a platform reruns the job; by hand, rerun the command).
 """
 import json
 import os
@@ -22,7 +24,8 @@ import time
 import tensorflow as tf
 
 from results.records import write_json_atomic
-from tf_config.launch import PREEMPTED_EXIT_CODE
+from tf_config import events
+from tf_config.events import PREEMPTED_EXIT_CODE
 
 _STATS = "epochs.json"
 
@@ -72,6 +75,7 @@ class Checkpoints:
         print(f"resumed from {self._shared_latest}: {steps} step(s) done ({len(stats)} epoch(s) "
               f"+ {steps % per_epoch} step(s))", flush=True)
         self._epochs = stats
+        events.report_resumed(steps)
         return stats, steps
 
     def run_step(self, step_fn, *args):
@@ -119,5 +123,5 @@ class Checkpoints:
 
     def _exit_preempted(self):
         print(f"preempted: checkpoint saved after step {int(self.steps_done.numpy())}; exiting "
-              f"with code {PREEMPTED_EXIT_CODE} (rerun to resume)", flush=True)
+              f"with code {PREEMPTED_EXIT_CODE} (to resume)", flush=True)
         sys.exit(PREEMPTED_EXIT_CODE)

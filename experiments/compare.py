@@ -24,7 +24,7 @@ from experiments.cli import bad_input, parse_flags
 from models import MODELS
 from results.records import load_records
 from strategies import STRATEGIES
-from tf_config.launch import is_startup_noise
+from tf_config.task_output import is_startup_noise
 
 PRESETS = {
     # ~3-5 min on 2 vCPUs: 8 runs of the CNN, 4 epochs of 16384 examples (3 steady epochs).

@@ -11,7 +11,7 @@ import os
 import psutil
 
 from results.metrics import steady_epochs
-from tf_config.launch import LAUNCH_T0_ENV
+from tf_config.events import LAUNCH_T0_ENV
 
 ALL_TASKS = "all tasks"
 PARTIAL = "this task only (partial: other hosts not measured)"

@@ -10,6 +10,7 @@ per task, each with its own TF_CONFIG); with TF_CONFIG set (Vertex AI, a TFJob, 
 command plays only its own task. Bad input exits 2 with one line, before anything starts.
 """
 import dataclasses
+import datetime
 import os
 import sys
 
@@ -106,8 +107,13 @@ _PIN_CORES = flags.DEFINE_integer("pin_cores", 0, "Pin every process of the run 
 _REQUIRE_GPUS = flags.DEFINE_integer("require_gpus", _D.require_gpus, "Exit 2 unless TensorFlow "
                                     "sees at least this many GPUs (set by experiments.vertex on "
                                     "GPU pools; 0: no check, CPU fallback allowed).")
-_VERBOSE = flags.DEFINE_bool("verbose", False, "Show TensorFlow's start-up messages of every "
-                             "task of a local cluster (CUDA probing, oneDNN, absl).")
+_VERBOSE = flags.DEFINE_bool("verbose", False, "Show every line of every task of a local cluster: "
+                             "TensorFlow's start-up messages (CUDA probing, oneDNN, absl) and "
+                             "gRPC errors about lost peers (always in the task logs).")
+_MAX_RESTARTS = flags.DEFINE_integer("max_restarts", 3, "Local cluster: restarts of lost tasks "
+                                     "before the run fails. A lost PSS worker is restarted alone; "
+                                     "with --checkpoint_dir, any other lost task restarts the "
+                                     "whole cluster from the last checkpoint.")
 
 
 def _config():
@@ -137,6 +143,14 @@ def pin_cores(count):
         os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:count])
 
 
+def task_log_dir(cfg):
+    """Where a local cluster's task logs go: beside the records when they are local."""
+    if "://" in cfg.results_dir:
+        return ""  # the launcher's temporary directory
+    stamp = datetime.datetime.now().strftime("%Y%m%dT%H%M%S")
+    return os.path.join(cfg.results_dir, "logs", f"{stamp}-{cfg.strategy}-{os.getpid()}")
+
+
 def main(argv):
     if not flags.FLAGS["verbosity"].present:
         logging.set_verbosity(logging.WARNING)  # TF's Python INFO lines drown the progress bars
@@ -163,6 +177,8 @@ def main(argv):
         validate(cfg)
         if _THREADS_PER_WORKER.value < 0 or _CLUSTER_TIMEOUT.value <= 0:
             raise ConfigError("--threads_per_worker must be >= 0 and --cluster_timeout > 0")
+        if _MAX_RESTARTS.value < 0:
+            raise ConfigError(f"--max_restarts={_MAX_RESTARTS.value} must be >= 0")
     except (ConfigError, TFConfigError) as e:
         bad_input(e)
     # No cluster given: launch one locally. A one-worker MWMS needs no cluster (it runs like a
@@ -177,12 +193,13 @@ def main(argv):
         sys.exit(launch.run(launch.LaunchOptions(
             num_workers=cfg.num_workers, num_ps=cfg.num_ps, chief=pss,
             threads_per_task=_THREADS_PER_WORKER.value, cluster_timeout_s=_CLUSTER_TIMEOUT.value,
-            verbose=_VERBOSE.value,
+            verbose=_VERBOSE.value, max_restarts=_MAX_RESTARTS.value,
+            cluster_restarts=bool(cfg.checkpoint_dir), log_dir=task_log_dir(cfg),
             command=lambda kind, index, threads: this_command + [f"--threads={threads}"])))
     # Imported only now: TensorFlow is slow to import and the launcher never needs it.
     from experiments.task import run_task
     sys.exit(run_task(cfg, role, extra_config={
-        "threads_per_worker": _THREADS_PER_WORKER.value,
+        "threads_per_worker": _THREADS_PER_WORKER.value, "max_restarts": _MAX_RESTARTS.value,
         "cluster_timeout": _CLUSTER_TIMEOUT.value, "isolate_network": _ISOLATE.value}))
 
 

@@ -21,7 +21,8 @@ from experiments.profiling import StepProfiler
 from experiments.training import Trainer
 from results import metrics, records
 from strategies.factory import MissingGPUs, check_gpus, get_strategy
-from tf_config.launch import LAUNCH_T0_ENV
+from tf_config import events
+from tf_config.events import LAUNCH_T0_ENV
 
 
 # A PSS server runs functions whose ops block (iterator reads, variable reads from a ps); with
@@ -72,6 +73,13 @@ def _startup(trainer):
     done = trainer.first_step_done_at
     return {"launch_to_first_step_s": done - t0 if done else None,
             "from": "launcher start" if os.environ.get(LAUNCH_T0_ENV) else "process start"}
+
+
+def _launch_events():
+    """Faults a local launcher injected and the restarts it made (tf_config.recovery): each
+    restart's task, the chief's step when it was lost, why, steps lost and seconds to recover."""
+    journal = events.read_launch_events() or {}
+    return {"faults_injected": journal.get("faults", []), "restarts": journal.get("restarts", [])}
 
 
 def new_run_id(cfg):
@@ -201,7 +209,7 @@ def build_record(cfg, role, trainer, strategy, run_id, epochs, checksum, extra_c
         "weights_checksum": checksum,
         "peak_memory_bytes": _peak_memory(),
         "startup": _startup(trainer),
-        "faults_injected": trainer.faults,
+        **_launch_events(),
         "straggler": ({"task": cfg.straggler_task, "delay_ms": cfg.straggler_delay_ms}
                       if cfg.straggler_task else None),
         "steps_by_worker": dict(sorted(trainer.steps_by_worker.items())) or None,

@@ -16,7 +16,7 @@ import tensorflow as tf
 
 from experiments import pipeline
 from models.registry import build
-from tf_config.launch import FAULT_MARK
+from tf_config import events
 
 
 @dataclasses.dataclass
@@ -168,7 +168,6 @@ class Trainer:
         self._loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
         self._iterator = iter(self._train_input())
         self.global_step = 0
-        self.faults = []
         self.steps_by_worker = {}  # PSS: which worker ran how many steps (stragglers run fewer)
         self.first_step_done_at = None  # wall clock (epoch s) when this process's first step ended
         self._train_steps = tf.function(self._steps)
@@ -301,10 +300,8 @@ class Trainer:
                 hooks_s += profiler.before_steps(before + 1, self.global_step)
             if self.is_chief and self.cfg.fail_task and \
                     before < self.cfg.fail_at_step <= self.global_step:
-                # The local launcher reads this line and kills (or preempts) the named task.
-                print(f"{FAULT_MARK}{self.cfg.fail_mode} {self.cfg.fail_task}", flush=True)
-                self.faults.append({"task": self.cfg.fail_task, "at_step": self.cfg.fail_at_step,
-                                    "mode": self.cfg.fail_mode})
+                # The local launcher reads this and kills (or preempts) the named task.
+                events.request_fault(self.cfg.fail_mode, self.cfg.fail_task, self.cfg.fail_at_step)
             steps = tf.constant(k)
             if self.coordinator is not None:
                 remote.append(self.coordinator.schedule(self._train_steps,
@@ -317,6 +314,8 @@ class Trainer:
                 if remote:  # PSS: scheduling is asynchronous; wait for this one call once
                     remote[0].fetch()
                 self.first_step_done_at = time.time()
+            if self.is_chief:  # a local launcher's measure of progress (lost steps, recovery)
+                events.report_step(self.global_step)
             # Checkpoints and the profiler are not training: their time is measured and taken
             # out of the epoch's time_s (README: time_s covers the training steps only).
             if profiler is not None:

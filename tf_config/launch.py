@@ -3,47 +3,42 @@
     python -m tf_config.launch --workers=2 -- python my_mwms_script.py
     python -m tf_config.launch --workers=2 --ps=1 --chief -- python my_pss_script.py
 
-Each task's output is prefixed with its role. If a task fails, the others are stopped within
-seconds and the failed task is named with its last log lines; the cluster must form (every task's
-port answering) within --cluster_timeout; Ctrl-C, SIGTERM and the end of the run stop every task.
-Tasks also die with the launcher (PR_SET_PDEATHSIG), even if it is killed with -9.
+    python -m tf_config.launch --workers=2 --restart_cluster --max_restarts=2 -- \
+        python my_mwms_script_that_resumes_from_its_checkpoints.py
+
+Each task's output is prefixed with its role (all of it, TensorFlow's chatter included, also goes
+to `--task_log_dir`/<task>.log). A task that ends badly is handled by one policy in every phase
+(tf_config/recovery.py): an error fails the run within seconds, naming the task with its last log
+lines; a lost PSS worker is restarted; any other lost task restarts the whole cluster when the
+command resumes from checkpoints (--restart_cluster), up to --max_restarts restarts in all. The
+cluster must form (every task's port answering) within --cluster_timeout; Ctrl-C, SIGTERM and the
+end of the run stop every task. Tasks also die with the launcher (PR_SET_PDEATHSIG), even if it is
+killed with -9.
 """
-import collections
 import ctypes
 import dataclasses
 import os
-import re
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+import collections
 
 import psutil
 
-from tf_config import netns
+from tf_config import events, netns, recovery
+from tf_config.events import (ATTEMPT_ENV, EVENTS_ENV, FAULT_MARK, FAULT_SIGNALS,  # noqa: F401
+                              LAUNCH_T0_ENV, PREEMPTED_EXIT_CODE, RESUMED_MARK, RUN_TAG_ENV,
+                              STEP_MARK)
 from tf_config.spec import local_cluster, tf_config_json
+from tf_config.task_output import ConsoleFilter, TaskLog, is_startup_noise  # noqa: F401
 
-# A task that prints this line followed by "kill NAME" or "preempt NAME" makes the launcher SIGKILL
-# that task, or SIGTERM it (a platform's preemption notice): fault injection for experiments and
-# tests (`experiments.run --fail_task=worker:1 --fail_at_step=S [--fail_mode=preempt]`).
-FAULT_MARK = "tfdist-fault: "
-FAULT_SIGNALS = {"kill": signal.SIGKILL, "preempt": signal.SIGTERM}
-# A preempted MWMS worker exits with this after its checkpoint (EX_TEMPFAIL: try again later).
-PREEMPTED_EXIT_CODE = 75
-RUN_TAG_ENV = "TFDIST_LAUNCH_TAG"  # every task carries it, so tests can find leftovers
-# Wall-clock start (epoch seconds) of the launching command: tasks measure launch-to-first-step.
-LAUNCH_T0_ENV = "TFDIST_LAUNCH_T0"
 _PORT_CLASH = ("Address already in use", "Could not start gRPC server", "Failed to add port")
 _STOP_GRACE_S = 5.0
-# TensorFlow's start-up chatter, printed by every task (absl before InitializeLog, oneDNN and CUDA
-# probing, cuInit's "error" on a machine without a GPU): alarming, and four times per cluster.
-# Hidden from the console unless --verbose; kept in the task's tail for failure reports.
-_STARTUP_NOISE = re.compile(
-    r"^(WARNING: All log messages before absl::InitializeLog\(\)"
-    r"|[IW]\d{4} [\d:. ]+\d+ \S+\.cc:\d+\]"
-    r"|E\d{4} [\d:. ]+\d+ cuda_\w+\.cc:\d+\] failed call to cuInit)")
 _START_TIME = psutil.Process().create_time()  # this launcher process's start
 
 
@@ -61,8 +56,10 @@ class LaunchOptions:
     isolate_network: bool = True
     port_retries: int = 2
     done_grace_s: float = 30.0  # after the chief succeeds, how long other workers may finish
-    max_restarts: int = 3  # PSS: lost workers restarted (as a platform would) at most this often
-    verbose: bool = False  # show TensorFlow's start-up chatter of every task
+    max_restarts: int = 3  # restarts of lost tasks or of the whole cluster (tf_config.recovery)
+    cluster_restarts: bool = False  # the command resumes from its checkpoints: restart it whole
+    log_dir: str = ""  # each task's full output; "": a temporary directory, kept on failure
+    verbose: bool = False  # show TensorFlow's start-up chatter and gRPC errors of every task
     tag: str = ""
     # Called with (task_type, index, threads) -> argv of that task.
     command: object = None
@@ -74,10 +71,6 @@ def default_threads(num_tasks, cores=None):
     return max(1, cores // max(1, num_tasks))
 
 
-def is_startup_noise(line):
-    return bool(_STARTUP_NOISE.match(line))
-
-
 def _die_with_parent():
     """Runs in the child before exec: SIGKILL it if the launcher dies, however it dies."""
     try:
@@ -87,12 +80,12 @@ def _die_with_parent():
 
 
 class _Task:
-    def __init__(self, task_type, index, address, argv, env, out, on_fault=None, verbose=False):
+    def __init__(self, task_type, index, address, argv, env, out, log, on_line, verbose=False):
         self.task_type, self.index, self.address = task_type, index, address
         self._verbose = verbose
         self.name = f"{task_type}:{index}"
         self.tail = collections.deque(maxlen=20)
-        self._out, self._argv, self._env, self._on_fault = out, argv, env, on_fault
+        self._out, self._argv, self._env, self._log, self._on_line = out, argv, env, log, on_line
         self.start()
 
     def start(self):
@@ -100,17 +93,22 @@ class _Task:
         self.proc = subprocess.Popen(self._argv, env=self._env, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      start_new_session=True, preexec_fn=_die_with_parent)
-        self.reader = threading.Thread(target=self._pump, args=(self.proc,), daemon=True)
+        self._log.write(f"--- launch: {self.name} started, pid {self.proc.pid}, attempt "
+                        f"{self._env[ATTEMPT_ENV]} ---")
+        self.reader = threading.Thread(target=self._pump, args=(self.proc, ConsoleFilter(
+            self._verbose)), daemon=True)
         self.reader.start()
 
-    def _pump(self, proc):
+    def _pump(self, proc, console):
         for raw in iter(proc.stdout.readline, b""):
             line = raw.decode(errors="replace").rstrip("\n")
             self.tail.append(line)
-            if self._verbose or not is_startup_noise(line):
-                self._out(f"[{self.name}] {line}")
-            if line.startswith(FAULT_MARK) and self._on_fault is not None:
-                self._on_fault(line[len(FAULT_MARK):].strip())
+            self._log.write(line)
+            for shown in console.feed(line):
+                self._out(f"[{self.name}] {shown}")
+            self._on_line(self, line)
+        for shown in console.end():
+            self._out(f"[{self.name}] {shown}")
 
     def answers(self):
         host, port = self.address.rsplit(":", 1)
@@ -128,12 +126,32 @@ class _Task:
                 pass
 
 
-class Cluster:
-    """The running tasks of one launch attempt."""
+@dataclasses.dataclass
+class _LaunchState:
+    """What outlives one attempt: the restart budget, the journal, the task logs, the fault."""
+    policy: recovery.RestartPolicy
+    journal: recovery.Journal
+    log_dir: str
+    logs: dict = dataclasses.field(default_factory=dict)
+    injected: list = dataclasses.field(default_factory=list)  # one fault per launch
 
-    def __init__(self, opts, cluster, out):
+
+@dataclasses.dataclass
+class Outcome:
+    code: int
+    message: str = ""
+    restart_cluster: bool = False
+
+
+class Cluster:
+    """The running tasks of one launch attempt (a whole-cluster restart is a new attempt)."""
+
+    def __init__(self, opts, cluster, out, state, attempt=0):
         self.opts, self.cluster, self.out = opts, cluster, out
+        self.policy, self.journal, self.attempt = state.policy, state.journal, attempt
+        self._state = state
         self.tasks = []
+        self.last_step = 0  # the chief's, from its step markers
         threads = opts.threads_per_task or default_threads(
             sum(len(v) for v in cluster.values()))
         self.threads = threads
@@ -147,25 +165,45 @@ class Cluster:
                             "TF_NUM_INTEROP_THREADS": str(max(2, threads)),
                             "OMP_NUM_THREADS": str(threads),
                             "PYTHONUNBUFFERED": "1",
-                            RUN_TAG_ENV: opts.tag or str(os.getpid()),
-                            LAUNCH_T0_ENV: env.get(LAUNCH_T0_ENV) or repr(_START_TIME)})
-                self.tasks.append(_Task(kind, index, address,
-                                        opts.command(kind, index, threads), env, out,
-                                        on_fault=self._inject, verbose=opts.verbose))
-        self.restarts = []
+                            RUN_TAG_ENV: opts.tag or env.get(RUN_TAG_ENV) or str(os.getpid()),
+                            LAUNCH_T0_ENV: env.get(LAUNCH_T0_ENV) or repr(_START_TIME),
+                            ATTEMPT_ENV: str(attempt), EVENTS_ENV: state.journal.path})
+                name = f"{kind}:{index}"
+                if name not in state.logs:
+                    state.logs[name] = TaskLog(state.log_dir, name)
+                self.tasks.append(_Task(kind, index, address, opts.command(kind, index, threads),
+                                        env, out, state.logs[name],
+                                        self._on_line, verbose=opts.verbose))
+
+    def _on_line(self, task, line):
+        """Marker lines (tf_config.events); read on the task's output thread."""
+        if line.startswith(FAULT_MARK):
+            self._inject(line[len(FAULT_MARK):].strip())
+        elif task is self.chief and line.startswith(STEP_MARK):
+            self.last_step = int(line[len(STEP_MARK):])
+            message = self.journal.recovered()
+            if message:
+                self.out(f"launch: {message}")
+        elif task is self.chief and line.startswith(RESUMED_MARK):
+            self.journal.resumed(int(line[len(RESUMED_MARK):]))
 
     def _inject(self, request):
-        mode, _, name = request.partition(" ")
-        task = next((t for t in self.tasks if t.name == name), None)
-        if task is None or mode not in FAULT_SIGNALS:
+        parsed = events.parse_fault(request)
+        task = parsed and next((t for t in self.tasks if t.name == parsed[1]), None)
+        if task is None:
             self.out(f"launch: fault injection {request!r} names no task or mode; ignored")
             return
+        if self._state.injected:  # replayed steps after a whole-cluster restart: asked again
+            return
+        mode, name, at_step = parsed
+        self._state.injected.append(name)
+        self.journal.fault(mode, name, at_step)
         sig = FAULT_SIGNALS[mode]
         self.out(f"launch: injecting fault: {signal.Signals(sig).name} {name}")
         task.signal(sig)
 
     @property
-    def tolerates_lost_workers(self):
+    def pss(self):
         """PSS: the coordinator reschedules a lost worker's steps, so the run goes on."""
         return bool(self.cluster.get("ps")) and bool(self.cluster.get("chief"))
 
@@ -189,90 +227,110 @@ class Cluster:
             task.proc.wait()
             task.reader.join(timeout=2)
 
-    def failed(self):
-        return next((t for t in self.tasks if t.proc.poll() not in (None, 0)), None)
+    def _ended_badly(self):
+        """A task that ended with a non-zero code. A lost task (killed by a signal) or a
+        preempted one comes first: its peers then fail with errors of their own."""
+        ended = [t for t in self.tasks if t.proc.poll() not in (None, 0)]
+        ended.sort(key=lambda t: recovery.how_it_ended(t.proc.returncode)[0] == "error")
+        return ended[0] if ended else None
 
-    def wait_formed(self):
-        """Waits until every task's port answers. Returns None, or an error message."""
-        deadline = time.monotonic() + self.opts.cluster_timeout_s
-        pending = list(self.tasks)
-        while pending:
-            bad = self.failed()
-            if bad is not None:
-                return self._failure(bad)
-            pending = [t for t in pending if t.proc.poll() is None and not t.answers()]
-            if not pending:
-                return None
-            if time.monotonic() > deadline:
-                names = ", ".join(f"{t.name} ({t.address})" for t in pending)
-                return (f"cluster did not form within {self.opts.cluster_timeout_s:g}s "
-                        f"(--cluster_timeout): no answer from {names}")
-            time.sleep(0.2)
-        return None
+    def _failure(self, task, reason=None):
+        lines = "\n".join(f"    {line}" for line in list(task.tail)[-10:])
+        return f"{reason or self._how(task)}; its last lines:\n{lines}"
 
     @staticmethod
     def _how(task):
-        code = task.proc.returncode
-        how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
-        return f"task {task.name} {how}"
+        return f"task {task.name} {recovery.how_it_ended(task.proc.returncode)[1]}"
 
-    def _failure(self, task):
-        lines = "\n".join(f"    {line}" for line in list(task.tail)[-10:])
-        return f"{self._how(task)}; its last lines:\n{lines}"
-
-    def _preempted(self, first):
+    def _all_saved(self, first):
         """An MWMS worker was preempted: every worker is saving the same step and will exit with
-        PREEMPTED_EXIT_CODE; wait for that instead of killing them mid-save."""
+        PREEMPTED_EXIT_CODE; waits for that instead of killing them mid-save. Returns None, or
+        what went wrong."""
         deadline = time.monotonic() + self.opts.done_grace_s
         for task in self.tasks:
             try:
                 task.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                return 1, f"{first.name} exited as preempted, but {task.name} did not save " \
-                          f"and exit within {self.opts.done_grace_s:g}s"
+                return f"{first.name} exited as preempted, but {task.name} did not save " \
+                       f"and exit within {self.opts.done_grace_s:g}s"
         codes = {t.name: t.proc.returncode for t in self.tasks}
         if set(codes.values()) != {PREEMPTED_EXIT_CODE}:
-            return 1, f"{first.name} exited as preempted, but not every task did: {codes}"
-        return PREEMPTED_EXIT_CODE, ("preempted: every worker saved a checkpoint at the same step "
-                                     f"and exited with code {PREEMPTED_EXIT_CODE}; rerun the same "
-                                     "command to resume")
+            return f"{first.name} exited as preempted, but not every task did: {codes}"
+        return None
 
     def port_clash(self):
         return any(clash in line for t in self.tasks for line in t.tail for clash in _PORT_CLASH)
 
-    def wait_done(self):
-        """Returns (exit code, message). Success = the chief exits 0."""
-        chief = self.chief
+    def supervise(self):
+        """Forms the cluster, watches it train, waits for the chief; applies tf_config.recovery's
+        policy to a task that ends badly, in every phase. Success = the chief exits 0."""
+        deadline = time.monotonic() + self.opts.cluster_timeout_s
+        forming, back = True, []  # back: restarted PSS workers not serving yet
         while True:
-            bad = self.failed()
-            if bad is not None and bad.task_type == "worker" and self.tolerates_lost_workers \
-                    and len(self.restarts) < self.opts.max_restarts:
-                self.out(f"launch: {self._how(bad)}; restarting it (PSS tolerates lost "
-                         f"workers; restart {len(self.restarts) + 1}/{self.opts.max_restarts})")
-                self.restarts.append(bad.name)
-                bad.start()
-                continue
-            if bad is not None and bad.proc.returncode == PREEMPTED_EXIT_CODE:
-                return self._preempted(bad)
+            bad = self._ended_badly()
             if bad is not None:
-                return 1, self._failure(bad)
-            if chief.proc.poll() == 0:
-                break
+                decision = self.policy.decide(bad.name, bad.task_type, bad.proc.returncode,
+                                              self.pss, self.last_step)
+                preempted = bad.proc.returncode == PREEMPTED_EXIT_CODE
+                if preempted:  # the others are saving the same step: let them finish
+                    problem = self._all_saved(bad)
+                    if problem:
+                        return Outcome(1, problem)
+                if decision.action == recovery.RESTART_TASK:
+                    self.out(f"launch: {decision.reason}")
+                    self.journal.restart(bad.name, self.last_step, decision.reason,
+                                         decision.action)
+                    bad.start()
+                    back.append(bad)
+                    deadline = time.monotonic() + self.opts.cluster_timeout_s
+                    continue
+                if decision.action == recovery.RESTART_CLUSTER:
+                    self.out(f"launch: {decision.reason}")
+                    self.journal.restart(bad.name, self.last_step, decision.reason,
+                                         decision.action)
+                    return Outcome(1, decision.reason, restart_cluster=True)
+                if preempted:
+                    return Outcome(PREEMPTED_EXIT_CODE, (
+                        f"{decision.reason}: every worker saved a checkpoint at the same step and "
+                        f"exited with code {PREEMPTED_EXIT_CODE}; rerun the same command to "
+                        "resume"))
+                return Outcome(1, self._failure(bad, decision.reason))
+            for task in [t for t in back if t.answers()]:
+                back.remove(task)
+                message = self.journal.recovered(task.name)
+                if message:
+                    self.out(f"launch: {message}")
+            if forming:
+                pending = [t for t in self.tasks if t.proc.poll() is None and not t.answers()]
+                forming = bool(pending)
+                if forming and time.monotonic() > deadline:
+                    names = ", ".join(f"{t.name} ({t.address})" for t in pending)
+                    return Outcome(1, f"cluster did not form within "
+                                      f"{self.opts.cluster_timeout_s:g}s (--cluster_timeout): "
+                                      f"no answer from {names}")
+            if self.chief.proc.poll() == 0:
+                return self._finish()
             time.sleep(0.1)
-        # MWMS workers finish with the chief; PSS workers and parameter servers never exit on
-        # their own (they serve until stopped), so they are stopped here.
+
+    def _finish(self):
+        """MWMS workers finish with the chief; PSS workers and parameter servers never exit on
+        their own (they serve until stopped), so they are stopped by the caller."""
         deadline = time.monotonic() + self.opts.done_grace_s
-        others = [t for t in self.tasks if t.task_type == "worker" and t is not chief
+        others = [t for t in self.tasks if t.task_type == "worker" and t is not self.chief
                   and "ps" not in self.cluster]
         for task in others:
             try:
                 task.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                return 1, f"task {task.name} did not finish within {self.opts.done_grace_s:g}s " \
-                          f"of the chief"
+                return Outcome(1, f"task {task.name} did not finish within "
+                                  f"{self.opts.done_grace_s:g}s of the chief")
             if task.proc.returncode != 0:
-                return 1, self._failure(task)
-        return 0, ""
+                decision = self.policy.decide(task.name, task.task_type, task.proc.returncode,
+                                              self.pss, self.last_step, chief_done=True)
+                if decision.action != recovery.IGNORE:
+                    return Outcome(1, self._failure(task, decision.reason))
+                self.out(f"launch: {decision.reason}")
+        return Outcome(0)
 
 
 def _print(line):
@@ -281,41 +339,57 @@ def _print(line):
 
 
 def run(opts, out=_print):
-    """Launches the cluster, waits for it, stops it. Returns the exit code for the launcher."""
+    """Launches the cluster, supervises it (restarting as tf_config.recovery says), stops it.
+    Returns the exit code for the launcher."""
     stop_requested = []
 
     def on_signal(signum, _frame):
         stop_requested.append(signum)
         raise KeyboardInterrupt
 
+    log_dir = opts.log_dir or tempfile.mkdtemp(prefix="tfdist-launch-")
+    os.makedirs(log_dir, exist_ok=True)
+    state = _LaunchState(recovery.RestartPolicy(opts.max_restarts, opts.cluster_restarts),
+                         recovery.Journal(os.path.join(log_dir, "launch-events.json")), log_dir)
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    code = 1
     try:
-        for attempt in range(opts.port_retries + 1):
+        attempt = clashes = 0
+        while True:
             cluster_spec = local_cluster(opts.num_workers, opts.num_ps, opts.chief)
-            cluster = Cluster(opts, cluster_spec, out)
+            cluster = Cluster(opts, cluster_spec, out, state, attempt)
             try:
-                message = cluster.wait_formed()
-                code = 1 if message else None
-                if code is None:
-                    code, message = cluster.wait_done()
-                clash = code != 0 and cluster.port_clash()
+                outcome = cluster.supervise()
+                clash = outcome.code != 0 and not outcome.restart_cluster and \
+                    cluster.port_clash()
             finally:
                 cluster.stop()
-            if clash and attempt < opts.port_retries:
-                out(f"launch: port clash, retrying with fresh ports ({attempt + 1}/"
+            if clash and clashes < opts.port_retries:
+                clashes += 1
+                out(f"launch: port clash, retrying with fresh ports ({clashes}/"
                     f"{opts.port_retries})")
                 continue
+            if outcome.restart_cluster:
+                attempt += 1
+                continue
+            code = outcome.code
             if code:
-                out(f"launch: FAILED: {message}")
+                out(f"launch: FAILED: {outcome.message}")
             return code
     except KeyboardInterrupt:
         signum = stop_requested[0] if stop_requested else signal.SIGINT
         out(f"launch: stopped by {signal.Signals(signum).name}; all tasks stopped")
-        return 128 + signum
+        code = 128 + signum
+        return code
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
-    return 1
+        for log in state.logs.values():
+            log.close()
+        if code == 0 and not opts.log_dir:
+            shutil.rmtree(log_dir, ignore_errors=True)
+        elif code:
+            out(f"launch: every task's full output is in {log_dir}")
 
 
 def maybe_isolate(module_argv, isolate):
@@ -348,6 +422,14 @@ def main():
                                  "Seconds for every task's port to answer.", lower_bound=1.0)
     isolate = flags.DEFINE_bool("isolate_network", True,
                                 "Run the cluster in a private network namespace (loopback only).")
+    max_restarts = flags.DEFINE_integer("max_restarts", 3, "Restarts of lost tasks (or of the "
+                                        "whole cluster) before the launch fails.", lower_bound=0)
+    restart_cluster = flags.DEFINE_bool("restart_cluster", False, "The command resumes from its "
+                                        "own checkpoints: restart the whole cluster when a task "
+                                        "other than a PSS worker is lost.")
+    log_dir = flags.DEFINE_string("task_log_dir", "", "Each task's full output goes to "
+                                  "TASK_LOG_DIR/<task>.log (default: a temporary directory, kept when "
+                                  "the launch fails).")
 
     def launch(argv):
         command = argv[1:]
@@ -359,6 +441,8 @@ def main():
         sys.exit(run(LaunchOptions(num_workers=workers.value, num_ps=ps.value, chief=chief.value,
                                    threads_per_task=threads.value,
                                    cluster_timeout_s=timeout.value,
+                                   max_restarts=max_restarts.value,
+                                   cluster_restarts=restart_cluster.value, log_dir=log_dir.value,
                                    command=lambda kind, index, n: command)))
 
     app.run(launch)

@@ -43,7 +43,7 @@ class PlainLoop:
         self.steps_per_epoch = cfg.train_examples // self.global_batch
         self.examples_per_epoch = self.steps_per_epoch * self.global_batch
         self.learning_rate = learning_rate_for(cfg, self.global_batch)
-        self.faults, self.steps_by_worker, self.first_step_done_at = [], {}, None
+        self.steps_by_worker, self.first_step_done_at = {}, None
         self.cpu = cpu_usage.CpuMeter(in_cluster=False)
         keras.utils.set_random_seed(cfg.seed)
         self.model = build(cfg.model, info.image_shape, info.num_classes,

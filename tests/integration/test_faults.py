@@ -1,11 +1,16 @@
-"""Fault injection on real local clusters: PSS survives a lost worker, MWMS fails fast."""
+"""Fault injection on real local clusters: the launcher's restart policy (tf_config.recovery) in
+every phase. PSS survives a lost worker; with --checkpoint_dir a lost MWMS worker, parameter server
+or a preemption restarts the whole cluster from the last checkpoint; without, MWMS fails fast."""
+import os
 import re
+import threading
 import time
 
 import pytest
 import tensorflow as tf
 
 from tests.helpers import TINY, processes_mentioning, records_in, run_module
+from tf_config.events import RUN_TAG_ENV, running_tasks
 
 pytestmark = pytest.mark.integration
 
@@ -17,9 +22,15 @@ def test_pss_run_survives_a_killed_worker(tmp_path):
                       "--checkpoint_every_steps=4", f"--results_dir={tmp_path}")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "launch: injecting fault: SIGKILL worker:1" in proc.stdout
-    assert "task worker:1 was killed by signal 9; restarting it" in proc.stdout
+    assert re.search(r"launch: worker:1 lost at step \d+ \(killed by signal 9\); the coordinator "
+                     r"reschedules its steps; restarting it \(restart 1/3\)", proc.stdout)
+    # One line per event on the console; the coordinator's gRPC errors stay in the chief's log.
+    assert "Connection refused" not in proc.stdout and "GRPC" not in proc.stdout
     (record,) = records_in(tmp_path)
     assert record["faults_injected"] == [{"task": "worker:1", "at_step": 10, "mode": "kill"}]
+    (restart,) = record["restarts"]
+    assert restart["task"] == "worker:1" and restart["action"] == "task"
+    assert restart["steps_lost"] == 0 and restart["at_step"] >= 9  # PSS schedules ahead
     # A checkpoint every 4 steps (the chief joins the scheduled steps first), epoch ends falling
     # on the same steps: 2 epochs x 16 steps -> 8 saves, the last one after all 32 steps.
     latest = tf.train.latest_checkpoint(str(tmp_path / "ckpt"))
@@ -29,6 +40,38 @@ def test_pss_run_survives_a_killed_worker(tmp_path):
     assert record["steps_per_epoch"] * record["global_batch_size"] == 512
     assert record["final_eval_accuracy"] > 0.3
     assert not processes_mentioning(str(tmp_path))
+
+
+def _kill_when_started(tag, name, found):
+    """Kills task `name` of the launch tagged `tag` as soon as its process exists: before its
+    port answers, while the cluster forms."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        task = running_tasks(tag).get(name)
+        if task is not None:
+            task.kill()
+            found.append(time.monotonic())
+            return
+        time.sleep(0.05)
+
+
+def test_pss_worker_killed_while_the_cluster_forms(tmp_path):
+    tag = f"forming-{os.getpid()}"
+    found = []
+    killer = threading.Thread(target=_kill_when_started, args=(tag, "worker:0", found))
+    killer.start()
+    proc = run_module("experiments.run", "--strategy=parameter_server", "--num_workers=2",
+                      "--num_ps=1", "--model=mlp", *TINY, f"--results_dir={tmp_path}",
+                      env={RUN_TAG_ENV: tag})
+    killer.join()
+    assert found, "worker:0 never started"
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "launch: worker:0 lost before the first step (killed by signal 9)" in proc.stdout
+    (record,) = records_in(tmp_path)
+    (restart,) = record["restarts"]
+    assert (restart["task"], restart["at_step"], restart["steps_lost"]) == ("worker:0", 0, 0)
+    assert sum(record["steps_by_worker"].values()) == 2 * record["steps_per_epoch"]
+    assert not running_tasks(tag) and not processes_mentioning(str(tmp_path))
 
 
 def test_mwms_fails_fast_when_a_worker_is_killed(tmp_path):
@@ -67,50 +110,92 @@ def test_bad_fault_flags(tmp_path, args, fragment):
     assert not (tmp_path / "o").exists()
 
 
-def test_mwms_lost_worker_then_resume_from_checkpoint(tmp_path):
-    """8 steps per epoch (512 examples, global batch 64), a checkpoint every 5 steps: the worker
-    killed at step 12 (epoch 2) loses the steps after the last 5-step checkpoint, no more."""
-    common = ["--strategy=multi_worker_mirrored", "--num_workers=2", "--model=mlp", *TINY,
-              "--epochs=3", f"--checkpoint_dir={tmp_path / 'ckpt'}", "--checkpoint_every_steps=5",
-              f"--results_dir={tmp_path}"]
-    failed = run_module("experiments.run", *common, "--fail_task=worker:1", "--fail_at_step=12")
-    assert failed.returncode == 1 and "task worker:1 was killed by signal 9" in failed.stdout
-    assert records_in(tmp_path) == [] and not processes_mentioning(str(tmp_path))
-    resumed = run_module("experiments.run", *common)
-    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
-    assert "resumed from" in resumed.stdout
+def test_mwms_lost_worker_restarts_the_cluster_from_the_last_checkpoint(tmp_path):
+    """8 steps per epoch (512 examples, global batch 64), a checkpoint every 5 steps: worker:1
+    killed at step 12 (epoch 2); the launcher restarts both workers, which resume from the last
+    5-step checkpoint and lose only the steps after it."""
+    proc = run_module("experiments.run", "--strategy=multi_worker_mirrored", "--num_workers=2",
+                      "--model=mlp", *TINY, "--epochs=3", f"--checkpoint_dir={tmp_path / 'ckpt'}",
+                      "--checkpoint_every_steps=5", "--max_restarts=2", "--fail_task=worker:1",
+                      "--fail_at_step=12", f"--results_dir={tmp_path}")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert re.search(r"launch: worker:1 lost at step 1[12] \(killed by signal 9\); restarting the "
+                     r"whole cluster from the last checkpoint \(restart 1/2\)", proc.stdout)
+    assert re.search(r"launch: recovered in [\d.]+s: resumed from step 1[05]", proc.stdout)
+    assert "Traceback" not in proc.stdout  # worker:0's all-reduce error: one line, not 60
     (record,) = records_in(tmp_path)
+    (restart,) = record["restarts"]
     # The chief may have reached the step-15 save before the kill landed; never further.
     assert record["resumed_from_step"] in (10, 15)
+    assert restart["resumed_from_step"] == record["resumed_from_step"]
+    assert restart["steps_lost"] == restart["at_step"] - restart["resumed_from_step"] >= 0
+    assert restart["task"] == "worker:1" and restart["action"] == "cluster"
+    assert restart["recovery_s"] > 0
+    assert record["faults_injected"] == [{"task": "worker:1", "at_step": 12, "mode": "kill"}]
     assert [e["epoch"] for e in record["epochs"]] == [1, 2, 3]
     assert record["resumed_epochs"] == [1]
-    assert record["epochs"][1]["resumed_at_step"] == record["resumed_from_step"] - 8
     assert record["epochs"][1]["steps"] == 16 - record["resumed_from_step"]
-    assert record["steady_state"]["epochs_used"] == [3]  # 1 is from the lost run, 2 traced
+    assert record["final_eval_accuracy"] > 0.3
+    assert len(set(re.findall(r"weights checksum (\S+)", proc.stdout))) == 1
+    assert not processes_mentioning(str(tmp_path))
+
+
+def test_lost_parameter_server_restarts_the_cluster_from_the_last_checkpoint(tmp_path):
+    proc = run_module("experiments.run", "--strategy=parameter_server", "--num_workers=2",
+                      "--num_ps=1", "--model=mlp", *TINY, "--epochs=3",
+                      f"--checkpoint_dir={tmp_path / 'ckpt'}", "--checkpoint_every_steps=4",
+                      "--max_restarts=2", "--fail_task=ps:0", "--fail_at_step=20",
+                      f"--results_dir={tmp_path}")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "launch: ps:0 lost at step " in proc.stdout
+    (record,) = records_in(tmp_path)
+    (restart,) = record["restarts"]
+    assert restart["task"] == "ps:0" and restart["action"] == "cluster"
+    # Checkpoints at multiples of 4 (the chief joins the scheduled steps first): at most the
+    # steps scheduled since the last one are lost.
+    assert restart["resumed_from_step"] % 4 == 0 and 0 <= restart["steps_lost"] <= 4 + 1
+    assert [e["epoch"] for e in record["epochs"]] == [1, 2, 3]
     assert record["final_eval_accuracy"] > 0.3
     assert not processes_mentioning(str(tmp_path))
 
 
-def test_mwms_preempted_worker_saves_then_resumes_without_losing_a_step(tmp_path):
+def test_mwms_preemption_restarts_the_cluster_without_losing_a_step(tmp_path):
     """SIGTERM (a preemption notice) to worker:1: PreemptionCheckpointHandler makes both workers
-    save at the same step and exit 75; the rerun continues from exactly that step."""
-    common = ["--strategy=multi_worker_mirrored", "--num_workers=2", "--model=mlp", *TINY,
-              "--epochs=3", f"--checkpoint_dir={tmp_path / 'ckpt'}", f"--results_dir={tmp_path}"]
-    preempted = run_module("experiments.run", *common, "--fail_task=worker:1",
-                           "--fail_at_step=12", "--fail_mode=preempt")
-    assert preempted.returncode == 75, preempted.stdout[-3000:] + preempted.stderr[-3000:]
-    assert "launch: injecting fault: SIGTERM worker:1" in preempted.stdout
+    save at the same step and exit 75; the launcher restarts them and they continue from exactly
+    that step."""
+    proc = run_module("experiments.run", "--strategy=multi_worker_mirrored", "--num_workers=2",
+                      "--model=mlp", *TINY, "--epochs=3", f"--checkpoint_dir={tmp_path / 'ckpt'}",
+                      "--fail_task=worker:1", "--fail_at_step=12", "--fail_mode=preempt",
+                      f"--results_dir={tmp_path}")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "launch: injecting fault: SIGTERM worker:1" in proc.stdout
     saved = re.findall(r"\[(worker:\d)\] preempted: checkpoint saved after step (\d+)",
-                       preempted.stdout)
+                       proc.stdout)
     assert sorted(w for w, _ in saved) == ["worker:0", "worker:1"]
     (step,) = {int(s) for _, s in saved}  # both at the same step
     assert 12 <= step <= 14  # the handler saves within a step or two of the notice
+    (record,) = records_in(tmp_path)
+    (restart,) = record["restarts"]
+    assert (restart["resumed_from_step"], restart["steps_lost"]) == (step, 0)
+    assert record["resumed_from_step"] == step
+    assert [e["steps"] for e in record["epochs"]] == [8, 16 - step, 8]
+    assert not processes_mentioning(str(tmp_path))
+
+
+def test_preemption_without_restarts_left_exits_75_and_a_rerun_resumes(tmp_path):
+    common = ["--strategy=multi_worker_mirrored", "--num_workers=2", "--model=mlp", *TINY,
+              "--epochs=3", f"--checkpoint_dir={tmp_path / 'ckpt'}", f"--results_dir={tmp_path}"]
+    preempted = run_module("experiments.run", *common, "--fail_task=worker:1",
+                           "--fail_at_step=12", "--fail_mode=preempt", "--max_restarts=0")
+    assert preempted.returncode == 75, preempted.stdout[-3000:] + preempted.stderr[-3000:]
+    assert "rerun the same command to resume" in preempted.stdout
+    step = int(re.search(r"checkpoint saved after step (\d+)", preempted.stdout).group(1))
     assert records_in(tmp_path) == [] and not processes_mentioning(str(tmp_path))
     resumed = run_module("experiments.run", *common)
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
     (record,) = records_in(tmp_path)
     assert record["resumed_from_step"] == step  # no step lost
-    assert [e["steps"] for e in record["epochs"]] == [8, 16 - step, 8]
+    assert record["restarts"] == []  # rerun by hand: a new launch
     checksums = set(re.findall(r"weights checksum (\S+)", resumed.stdout))
     assert len(checksums) == 1  # both workers resumed the same state
     assert not processes_mentioning(str(tmp_path))

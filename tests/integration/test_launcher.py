@@ -30,6 +30,8 @@ if mode == "fail" and kind == "worker" and index == 1:
     time.sleep(1); print("boom: simulated crash", flush=True); sys.exit(1)
 if mode == "ok":
     sys.exit(0)
+if mode == "lost" and kind == "worker" and index == 1:
+    time.sleep(1); os.kill(os.getpid(), 9)  # a lost machine, every time it starts
 time.sleep(300)
 """
 
@@ -54,6 +56,30 @@ def test_failed_task_stops_the_cluster(tmp_path):
     proc, elapsed, marker = _launch(tmp_path, "fail")
     assert proc.returncode == 1
     assert "task worker:1 exited with code 1" in proc.stdout and "boom: simulated crash" in proc.stdout
+    assert elapsed < 20, f"took {elapsed:.1f}s to fail"
+    assert not processes_mentioning(marker)
+
+
+def test_lost_task_restarts_the_cluster_until_the_budget_is_spent(tmp_path):
+    proc, elapsed, marker = _launch(tmp_path, "lost", "--restart_cluster", "--max_restarts=1",
+                                    f"--task_log_dir={tmp_path / 'logs'}")
+    assert proc.returncode == 1
+    assert "launch: worker:1 lost before the first step (killed by signal 9); restarting the " \
+           "whole cluster from the last checkpoint (restart 1/1)" in proc.stdout
+    assert "launch: FAILED: task worker:1 was killed by signal 9; the restart budget is spent " \
+           "(--max_restarts=1: restarted worker:1 x1)" in proc.stdout
+    # Both attempts' output, each under its own header, in the task's log.
+    log = (tmp_path / "logs" / "worker-1.log").read_text()
+    assert log.count("--- launch: worker:1 started") == 2 and "attempt 1 ---" in log
+    assert log.count("worker:1 up threads=") == 2
+    assert not processes_mentioning(marker)
+
+
+def test_without_whole_cluster_restarts_a_lost_task_fails_fast(tmp_path):
+    proc, elapsed, marker = _launch(tmp_path, "lost")
+    assert proc.returncode == 1
+    assert "launch: FAILED: task worker:1 was killed by signal 9; --checkpoint_dir turns on" \
+        in proc.stdout
     assert elapsed < 20, f"took {elapsed:.1f}s to fail"
     assert not processes_mentioning(marker)
 

@@ -1,7 +1,7 @@
-"""What the launcher shows of a task's output."""
+"""What the launcher shows of a task's output (tf_config.task_output)."""
 import pytest
 
-from tf_config.launch import is_startup_noise
+from tf_config.task_output import ConsoleFilter, is_startup_noise
 
 
 @pytest.mark.parametrize("line", [
@@ -24,3 +24,55 @@ def test_tensorflow_startup_chatter_is_hidden(line):
 ])
 def test_progress_and_real_errors_are_shown(line):
     assert not is_startup_noise(line)
+
+
+def _shown(lines, verbose=False):
+    console = ConsoleFilter(verbose)
+    out = [shown for line in lines for shown in console.feed(line)]
+    return out + console.end()
+
+
+# What a PSS chief printed when worker:1 was lost (2026-11-23, TF 2.21), one of five such entries.
+_COORDINATOR_ON_LOSS = [
+    "Epoch 2/2",
+    "E0000 00:00:1795421190.150306   17203 context.cc:873] Failed to register function remotely "
+    "due to failed to connect to all addresses; last error: UNKNOWN: ipv4:127.0.0.1:50491: "
+    "Failed to connect to remote host: Connection refused",
+    "Additional GRPC error information from remote target /job:worker/replica:0/task:1 while "
+    "calling /tensorflow.eager.EagerService/Enqueue:",
+    ':UNKNOWN:Error received from peer  {grpc_status:14, grpc_message:"failed to connect"}',
+    "This could happen if the remote target has been disconnected from the client.",
+    "E1123 08:06:29.860851 139702400906944 cluster_coordinator.py:949] Worker "
+    "/job:worker/replica:0/task:1 failed with UnavailableError():recvmsg:Connection reset by peer",
+    "8/8 - 0s - 28ms/step - loss: 0.6615 - accuracy: 0.7949",
+    "tfdist-step: 16",
+    "chief:0 weights checksum 9.852316793e+03",
+]
+
+
+def test_grpc_errors_about_a_lost_peer_and_markers_are_hidden():
+    assert _shown(_COORDINATOR_ON_LOSS) == [
+        "Epoch 2/2", "8/8 - 0s - 28ms/step - loss: 0.6615 - accuracy: 0.7949",
+        "chief:0 weights checksum 9.852316793e+03"]
+    assert _shown(_COORDINATOR_ON_LOSS, verbose=True) == [
+        line for line in _COORDINATOR_ON_LOSS if not line.startswith("tfdist-")]
+
+
+def test_a_traceback_is_shown_whole_unless_its_task_died_of_a_lost_peer():
+    bug = ["Epoch 1/2", "Traceback (most recent call last):", '  File "x.py", line 1, in <module>',
+           "ZeroDivisionError: division by zero"]
+    assert _shown(bug) == bug
+    peer = ["Traceback (most recent call last):", '  File "x.py", line 1, in <module>',
+            "tensorflow.python.framework.errors_impl.UnavailableError: Graph execution error:",
+            "Collective ops is aborted by: recvmsg:Connection reset by peer"]
+    assert _shown(peer) == ["stopped: its peer was lost (UnavailableError; traceback in its log)"]
+
+
+def test_tensorflow_deprecation_inside_its_own_code_is_hidden():
+    lines = ["W1123 08:10:24.933952 140417421249408 deprecation.py:50] From /venv/lib/python3.11/"
+             "site-packages/tensorflow/python/distribute/failure_handling/failure_handling.py:1066:"
+             " PreemptionCheckpointHandler.total_run_calls (from tensorflow) is deprecated",
+             "Instructions for updating:",
+             "Track steps using a tf.Variable saved in checkpoint instead.",
+             "preempted: checkpoint saved after step 12"]
+    assert _shown(lines) == ["preempted: checkpoint saved after step 12"]
