@@ -147,7 +147,7 @@ def task_log_dir(cfg):
     """Where a local cluster's task logs go: beside the records when they are local."""
     if "://" in cfg.results_dir:
         return ""  # the launcher's temporary directory
-    stamp = datetime.datetime.now().strftime("%Y%m%dT%H%M%S")
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S")  # as run ids
     return os.path.join(cfg.results_dir, "logs", f"{stamp}-{cfg.strategy}-{os.getpid()}")
 
 
