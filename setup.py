@@ -29,5 +29,8 @@ setup(
         "gpu": ["tensorflow[and-cuda]==2.21.0"],
         # Submitting Vertex jobs (experiments.vertex --nodry_run); training images do not need it.
         "vertex": VERTEX,
+        # TensorBoard's Profile tab for --profile_steps traces (pip resolved it against
+        # tensorboard 2.21 without changing any pinned package, 2026-11-23).
+        "profile": ["tensorboard-plugin-profile==2.24.2"],
     },
 )

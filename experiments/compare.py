@@ -27,8 +27,8 @@ from strategies import STRATEGIES
 from tf_config.task_output import is_startup_noise
 
 PRESETS = {
-    # ~3-5 min on 2 vCPUs: 8 runs of the CNN, 4 epochs of 16384 examples (3 steady epochs).
-    # 10 runs of the CNN, 4 epochs (3 steady); examples per epoch sized to --time_budget_min.
+    # ~3-5 min on 2 vCPUs: 10 runs of the CNN, 4 epochs (3 steady); examples per epoch (at most
+    # 16384) sized to --time_budget_min.
     "default": dict(models="cnn", workers="1,2", train_examples="16384", repeats=1, epochs=4),
     "full": dict(models="mlp,cnn", workers="1,2,4,8", train_examples="5000,10000,20000,40000",
                  repeats=3, epochs=5),
@@ -194,6 +194,13 @@ def _run(command, timeout, verbose):
     return code
 
 
+def size_started(records, model):
+    """The examples per epoch the comparison in `records` started with for `model` (the latest
+    record's), or None."""
+    sizes = [r["config"]["train_examples"] for r in records if r["model"] == model]
+    return sizes[-1] if sizes else None
+
+
 def same_run(record, name, run_flags):
     """A cell counts as done only if recorded under its name with every flag it would be run
     with (threads, pinning, epochs, batch, ...), not just the same name."""
@@ -240,18 +247,26 @@ def main(argv):
     repeats = _REPEATS.value or preset["repeats"]
     epochs = _EPOCHS.value or preset["epochs"]
     results_dir = _RESULTS_DIR.value
+    recorded = load_records(results_dir)[0] if _RESUME.value else []
     if _PRESET.value == "default" and not _SIZES.value and _BUDGET.value and len(models) == 1:
-        count = len(plan(models, workers, sizes, strategies, _NUM_PS.value, repeats,
-                         _EXPERIMENTS.value, delays, _STRAGGLER_WORKERS.value))
-        sizes = [_calibrate(models[0], epochs, count, _BUDGET.value * 60, max(sizes),
-                            _THREADS.value)]
+        # Resuming keeps the size the comparison started with: a new calibration could pick
+        # another, and then no cell would match and the report would mix two settings.
+        started = size_started(recorded, models[0])
+        if started:
+            sizes = [started]
+            print(f"compare: resuming with the recorded size {sizes[0]} (no calibration; "
+                  f"remove {results_dir} to start afresh)", flush=True)
+        else:
+            count = len(plan(models, workers, sizes, strategies, _NUM_PS.value, repeats,
+                             _EXPERIMENTS.value, delays, _STRAGGLER_WORKERS.value))
+            sizes = [_calibrate(models[0], epochs, count, _BUDGET.value * 60, max(sizes),
+                                _THREADS.value)]
     runs = plan(models, workers, sizes, strategies, _NUM_PS.value, repeats, _EXPERIMENTS.value,
                 delays, _STRAGGLER_WORKERS.value, _THREADS.value, _PIN.value)
     common = [f"--epochs={epochs}", f"--batch_size_per_replica={_BATCH.value}",
               f"--steps_per_execution={_STEPS_PER_EXECUTION.value}",
               f"--dataset={_DATASET.value}"]
     runs = [(name, [*argv, *common]) for name, argv in runs]
-    recorded = load_records(results_dir)[0] if _RESUME.value else []
     todo = [(name, argv) for name, argv in runs
             if not any(same_run(r, name, argv[1:]) for r in recorded)]
     print(f"compare: {len(runs)} runs planned, {len(runs) - len(todo)} already recorded, "

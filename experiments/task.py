@@ -180,7 +180,7 @@ def write(cfg, record):
 
 
 def build_record(cfg, role, trainer, strategy, run_id, epochs, checksum, extra_config):
-    """The run's record (README, "Record schema"). `trainer`: the Trainer, or anything with its
+    """The run's record (docs/records.md). `trainer`: the Trainer, or anything with its
     attributes (the engine floor's plain loop)."""
     return {
         "schema_version": records.SCHEMA_VERSION,

@@ -3,7 +3,7 @@ flags), a role, a strategy, its N and the threads per task. Repeats of exactly t
 one row's medians; anything else that differs (epochs, batch, optimizer, ...) is another row.
 
 N is the number of workers for multi-worker strategies, local replicas for `mirrored`, 1 for a
-single device. Comparisons within a setting (see README, "Summary columns"):
+single device. Comparisons within a setting (docs/records.md, "summary.csv columns"):
   T1      the baseline: `one_device` with 1 thread per task, one worker's share of this machine.
   T_ref   the fastest single process measured (any of engine floor, baseline, all-cores
           reference, one_device, mirrored at any N, MWMS at N=1): the machine's ceiling without

@@ -76,3 +76,14 @@ def test_calibrated_size_fits_the_budget_on_slow_and_fast_machines():
     for size, rate, overhead in ((fast, 4000, 8), (slow, 1000, 12)):
         assert 10 * (overhead * 1.5 + 4 * size / rate) <= 300
     assert calibrated_size(10, 10, 4, rate=1000, overhead_s=30, largest=16384) == _SIZE_QUANTUM
+
+
+def test_resuming_keeps_the_size_the_comparison_started_with():
+    from experiments.compare import size_started
+
+    records = [{"model": "cnn", "config": {"train_examples": 8192}},
+               {"model": "mlp", "config": {"train_examples": 5000}},
+               {"model": "cnn", "config": {"train_examples": 12288}}]
+    assert size_started(records, "cnn") == 12288  # records come sorted by time: the latest
+    assert size_started(records, "resnet") is None
+    assert size_started([], "cnn") is None
