@@ -21,7 +21,7 @@ from experiments.profiling import StepProfiler
 from experiments.training import Trainer
 from results import metrics, records
 from strategies.factory import MissingGPUs, check_gpus, get_strategy
-from tf_config import events
+from tf_config import events, netshape
 from tf_config.events import LAUNCH_T0_ENV
 
 
@@ -210,6 +210,7 @@ def build_record(cfg, role, trainer, strategy, run_id, epochs, checksum, extra_c
         "peak_memory_bytes": _peak_memory(),
         "startup": _startup(trainer),
         **_launch_events(),
+        "network": netshape.recorded(),  # an emulated network (tf_config/netshape.py), or None
         "straggler": ({"task": cfg.straggler_task, "delay_ms": cfg.straggler_delay_ms}
                       if cfg.straggler_task else None),
         "steps_by_worker": dict(sorted(trainer.steps_by_worker.items())) or None,

@@ -26,7 +26,7 @@ _LOG_LINE = re.compile(r"^[EWIF]\d{4} [\d:. ]+\d+ \S+:\d+\]")
 _PEER_LOST = re.compile(
     r"UnavailableError|Connection reset by peer|Failed to connect to remote host|Socket closed"
     r"|Failed to (register|remove) function remotely|failed to connect to all addresses"
-    r"|Connection refused|Broken pipe")
+    r"|Connection refused|Broken pipe|tasks are unhealthy")
 _TF_INTERNAL = re.compile(r"deprecation\.py:\d+\] From .*/tensorflow/|MultiDeviceSaver")
 # A traceback with one of these died of a lost peer, not of a fault of its own.
 _DIED_OF_PEER = re.compile(r"(UnavailableError|CancelledError|Collective ops is aborted by"
@@ -34,7 +34,8 @@ _DIED_OF_PEER = re.compile(r"(UnavailableError|CancelledError|Collective ops is 
 _EXCEPTION = re.compile(r"^[\w.]+(Error|Exception)\b")
 # The lines gRPC appends to such a message.
 _CONTINUATION = re.compile(r"^(Additional GRPC error information|:UNKNOWN:|This could happen if"
-                           r"|\s*\{grpc_|\s*$|Instructions for updating:)")
+                           r"|\s*\{grpc_|\s*$|Instructions for updating:|/job:\w+/"
+                           r"|The tasks have crashed)")
 _MARKS = (events.FAULT_MARK, events.STEP_MARK, events.RESUMED_MARK)
 
 

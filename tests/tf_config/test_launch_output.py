@@ -76,3 +76,14 @@ def test_tensorflow_deprecation_inside_its_own_code_is_hidden():
              "Track steps using a tf.Variable saved in checkpoint instead.",
              "preempted: checkpoint saved after step 12"]
     assert _shown(lines) == ["preempted: checkpoint saved after step 12"]
+
+
+def test_a_finished_peer_reported_unhealthy_at_shutdown_is_hidden():
+    # worker:0 of a finished MWMS run when worker:1 exited first (2026-11-23, TF 2.21).
+    lines = ["steady state: 4.747 s/epoch, 215.7 examples/s; final eval accuracy 0.8906",
+             "E0000 00:00:1795422529.872257    1260 base_collective_executor.cc:252] "
+             "BaseCollectiveExecutor::StartAbort UNAVAILABLE: Error reported from /job:worker/"
+             "task:1: The following tasks are unhealthy (stopped sending heartbeats):",
+             "/job:worker/replica:0/task:1",
+             "The tasks have crashed. Check the task logs for an earlier error, or scheduler events"]
+    assert _shown(lines) == lines[:1]
