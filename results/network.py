@@ -65,16 +65,16 @@ def _rate(runs):
                     for r in runs])
 
 
-def models(records):
+def models(records, shaped_only=True):
     """{(setting, strategy): Model} from each setting's unshaped N=1 and N=2 runs, for every
-    setting with at least one shaped run."""
+    setting with at least one shaped run (shaped_only=False: every setting that has both)."""
     by = collections.defaultdict(list)
     for r in records:
         if r["strategy"] in _STRATEGIES and not is_straggler_run(r) and r.get("communication"):
             by[(setting_of(r), r["strategy"], workers_of(r), bandwidth_of(r))].append(r)
-    shaped = {(s, strategy) for (s, strategy, _, b) in by if b}
+    wanted = {(s, strategy) for (s, strategy, _, b) in by if b or not shaped_only}
     out = {}
-    for setting, strategy in shaped:
+    for setting, strategy in wanted:
         one, two = by.get((setting, strategy, 1, 0.0)), by.get((setting, strategy, 2, 0.0))
         if not one or not two:
             continue
