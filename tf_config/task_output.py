@@ -30,7 +30,8 @@ _PEER_LOST = re.compile(
 _TF_INTERNAL = re.compile(r"deprecation\.py:\d+\] From .*/tensorflow/|MultiDeviceSaver")
 # A traceback with one of these died of a lost peer, not of a fault of its own.
 _DIED_OF_PEER = re.compile(r"(UnavailableError|CancelledError|Collective ops is aborted by"
-                           r"|Connection reset by peer|Socket closed|failed to connect to all)")
+                           r"|Connection reset by peer|Socket closed|failed to connect to all"
+                           r"|was probably restarted)")
 _EXCEPTION = re.compile(r"^[\w.]+(Error|Exception)\b")
 # The lines gRPC appends to such a message.
 _CONTINUATION = re.compile(r"^(Additional GRPC error information|:UNKNOWN:|This could happen if"
@@ -41,6 +42,13 @@ _MARKS = (events.FAULT_MARK, events.STEP_MARK, events.RESUMED_MARK)
 
 def is_startup_noise(line):
     return bool(_STARTUP_NOISE.match(line))
+
+
+def died_of_lost_peer(lines):
+    """True when a task's last lines show it failed because a peer was lost or restarted (a
+    PSS chief reading a value from a restarted worker: AbortedError '... was probably
+    restarted'; an MWMS all-reduce whose peer died: UnavailableError)."""
+    return any(_DIED_OF_PEER.search(line) for line in lines)
 
 
 class ConsoleFilter:
@@ -74,7 +82,7 @@ class ConsoleFilter:
 
     def end(self):
         held, self._traceback = self._traceback, []
-        if not any(_DIED_OF_PEER.search(line) for line in held):
+        if not died_of_lost_peer(held):
             return held
         error = next((line for line in held if _EXCEPTION.match(line)), "an error")
         return [f"stopped: its peer was lost ({error.split(':')[0].rsplit('.', 1)[-1]}; "

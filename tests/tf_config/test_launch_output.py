@@ -1,7 +1,7 @@
 """What the launcher shows of a task's output (tf_config.task_output)."""
 import pytest
 
-from tf_config.task_output import ConsoleFilter, is_startup_noise
+from tf_config.task_output import ConsoleFilter, died_of_lost_peer, is_startup_noise
 
 
 @pytest.mark.parametrize("line", [
@@ -66,6 +66,17 @@ def test_a_traceback_is_shown_whole_unless_its_task_died_of_a_lost_peer():
             "tensorflow.python.framework.errors_impl.UnavailableError: Graph execution error:",
             "Collective ops is aborted by: recvmsg:Connection reset by peer"]
     assert _shown(peer) == ["stopped: its peer was lost (UnavailableError; traceback in its log)"]
+
+
+def test_a_chief_that_read_from_a_restarted_worker_died_of_a_lost_peer():
+    # The PSS chief's first fetch after worker:1 was restarted under it (2026-11-23, TF 2.21).
+    lines = ["Traceback (most recent call last):", "    remote[0].fetch()",
+             "tensorflow.python.framework.errors_impl.AbortedError: {{function_node "
+             "__wrapped__Identity}} RecvTensor expects a different device incarnation: 827 vs. "
+             '933. Your worker job ("/job:worker/replica:0/task:1") was probably restarted.']
+    assert died_of_lost_peer(lines)
+    assert _shown(lines) == ["stopped: its peer was lost (AbortedError; traceback in its log)"]
+    assert not died_of_lost_peer(["ZeroDivisionError: division by zero"])
 
 
 def test_tensorflow_deprecation_inside_its_own_code_is_hidden():
