@@ -96,7 +96,6 @@ class _Task:
                                      start_new_session=True, preexec_fn=_die_with_parent)
         self._log.write(f"--- launch: {self.name} started, pid {self.proc.pid}, attempt "
                         f"{self._env[ATTEMPT_ENV]} ---")
-        self.lines = 0  # output lines of this process (a restart starts from 0)
         self.reader = threading.Thread(target=self._pump, args=(self.proc, ConsoleFilter(
             self._verbose)), daemon=True)
         self.reader.start()
@@ -104,7 +103,6 @@ class _Task:
     def _pump(self, proc, console):
         for raw in iter(proc.stdout.readline, b""):
             line = raw.decode(errors="replace").rstrip("\n")
-            self.lines += 1
             self.tail.append(line)
             self._log.write(line)
             for shown in console.feed(line):
@@ -300,10 +298,7 @@ class Cluster:
                         f"exited with code {PREEMPTED_EXIT_CODE}; rerun the same command to "
                         "resume"))
                 return Outcome(1, self._failure(bad, decision.reason))
-            # The port alone is not proof: twice in 20 chaos runs a restarted PSS worker's port
-            # answered 0.2-0.4 s after the restart, before its process could have imported TF
-            # (cause not found). Its own output since the restart is required too.
-            for task in [t for t in back if t.lines and t.answers()]:
+            for task in [t for t in back if t.answers()]:
                 back.remove(task)
                 message = self.journal.recovered(task.name)
                 if message:

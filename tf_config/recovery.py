@@ -129,7 +129,7 @@ class Journal:
             if self._pending is None or (task is not None and self._pending[0]["task"] != task):
                 return None
             entry, lost_at = self._pending
-            if entry["action"] == "cluster" and task is not None:
+            if (entry["action"] == "cluster") != (task is None):  # each recovers its own way
                 return None
             self._pending = None
             entry["recovery_s"] = round(time.monotonic() - lost_at, 2)

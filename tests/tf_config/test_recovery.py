@@ -80,6 +80,7 @@ def test_journal_records_steps_lost_and_recovery(tmp_path):
     assert message.startswith("recovered in ") and "resumed from step 10, 4 step(s) lost" in message
     journal.restart("worker:0", 30, "why", recovery.RESTART_TASK)
     assert journal.recovered("worker:1") is None  # not the task that was restarted
+    assert journal.recovered() is None  # the chief's next step: the worker is not back yet
     assert journal.recovered("worker:0").startswith("worker:0 back after ")
     journal.restart("chief:0", 3, "why", recovery.RESTART_CLUSTER)
     journal.recovered()  # no checkpoint restored: everything since the start is lost
