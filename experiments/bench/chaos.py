@@ -1,7 +1,7 @@
 """Chaos benchmark (not a test): short PSS and MWMS runs, each with one task killed from outside
 at a random moment (start-up included), as a lost machine (SIGKILL) or a preemption (SIGTERM).
 
-    python -m experiments.bench.chaos --runs=20 --seed=1        # ~15 minutes on 2 vCPUs
+    python -m experiments.bench.chaos --runs=20 --seed=1        # ~6 minutes on 2 vCPUs
 
 First one clean run per strategy measures how long a run takes (W); each chaos run then picks a
 strategy, a task (worker, ps or chief), a moment uniform in [0, W] after the command started, a
