@@ -4,11 +4,13 @@
     python -m experiments.compare --experiments=network --models=cnn --bandwidths=0.02,0.1,0.5,0
 
 The shaper is one token bucket on the private namespace's loopback, so its rate B is shared by
-every link (tf_config/netshape.py). The cost model under it, with M = gradient bytes:
+every link (tf_config/netshape.py). The cost model under it, with M = gradient bytes and p0 the
+same synchronization's probe on the real loopback (its copies, RPCs and dispatch, paid in series
+with the shaper):
   ring all-reduce (MWMS, N workers): every worker sends 2(N-1)/N·M, all at once, through the one
-    shaper: c = 2(N-1)·M·8/B per step
-  parameter server (PSS): a worker's step pushes M and pulls M: 2M through the shaper per step,
-    whichever worker runs it; N workers step concurrently, so the cluster is also bounded by the
+    shaper: c = 2(N-1)·M·8/B + p0 per step
+  parameter server (PSS): a worker's step pushes M and pulls M: c = 2M·8/B + p0 per worker step;
+    N workers step concurrently and share the shaper, so the cluster is also bounded by the
     shaper alone: rate <= b·B/(8·2M)
 The model's other terms come from the same experiment's unshaped runs (B = 0 rows, the real
 loopback): t_comp = the strategy's N=1 step minus its probe, t_sync = the unshaped N=2 step minus
@@ -40,12 +42,17 @@ def wire_bytes(strategy, gradient_bytes, n):
 class Model:
     """The cost model of one (setting, strategy) under a shared shaper of B Gbit/s."""
 
-    def __init__(self, strategy, batch, gradient_bytes, t_comp, t_sync, cap=None):
+    def __init__(self, strategy, batch, gradient_bytes, t_comp, t_sync, cap=None,
+                 loopback_s=0.0):
         self.strategy, self.batch, self.gradient_bytes = strategy, batch, gradient_bytes
         self.t_comp, self.t_sync, self.cap = t_comp, t_sync, cap
+        self.loopback_s = loopback_s  # the unshaped N=2 probe: loopback and fixed overhead
 
     def comm_s(self, n, gbps):
-        return wire_bytes(self.strategy, self.gradient_bytes, n) * 8 / (gbps * 1e9)
+        """The shaper's time for the step's bytes, in series with what the same
+        synchronization costs on the real loopback (its copies, RPCs and dispatch)."""
+        return wire_bytes(self.strategy, self.gradient_bytes, n) * 8 / (gbps * 1e9) + \
+            self.loopback_s
 
     def rate(self, n, gbps):
         rate = n * self.batch / (self.t_comp + self.t_sync + self.comm_s(n, gbps))
@@ -84,7 +91,8 @@ def models(records, shaped_only=True):
         cap = cpu_cap(one, two)
         out[(setting, strategy)] = Model(strategy, one[0]["batch_size_per_replica"],
                                          two[0]["communication"]["gradient_bytes"], t_comp,
-                                         t_sync, cap[0] if cap else None)
+                                         t_sync, cap[0] if cap else None,
+                                         _median([probe_of(r) for r in two]) or 0.0)
     return out
 
 
