@@ -2,6 +2,9 @@
 
     python -m experiments.report --results_dir=runs/compare [--target_accuracy=0.9]
 """
+import glob
+import os
+
 from absl import app, flags
 
 from experiments import network_flags
@@ -13,6 +16,10 @@ _TARGET = flags.DEFINE_float("target_accuracy", 0.9, "Eval accuracy for time-to-
 
 def main(argv):
     del argv
+    local = "://" not in _RESULTS_DIR.value
+    if local and not glob.glob(os.path.join(_RESULTS_DIR.value, "records", "*.json")):
+        # Said before TensorFlow (imported by the gfile reader) prints its start-up lines.
+        bad_input(f"no readable records under {os.path.join(_RESULTS_DIR.value, 'records')}")
     from results.report import build
 
     try:

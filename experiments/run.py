@@ -247,6 +247,8 @@ def main(argv):
             threads_per_task=_THREADS_PER_WORKER.value, cluster_timeout_s=_CLUSTER_TIMEOUT.value,
             verbose=_VERBOSE.value, max_restarts=_MAX_RESTARTS.value,
             cluster_restarts=bool(cfg.checkpoint_dir), log_dir=task_log_dir(cfg),
+            cluster_restart_hint="--checkpoint_dir turns on whole-cluster restarts from the last "
+                                 "checkpoint",
             command=lambda kind, index, threads: this_command + [f"--threads={threads}"])))
     # Imported only now: TensorFlow is slow to import and the launcher never needs it.
     from experiments.task import run_task

@@ -62,6 +62,12 @@ class Model:
         return min(rate, self.cap) if self.cap else rate
 
 
+def _delayed(record):
+    """A run with emulated latency (netem): the model has no latency term, so such runs are
+    neither fit points nor checks (and their bandwidth may read 0, like the real loopback's)."""
+    return bool((record.get("network") or {}).get("latency_ms"))
+
+
 def _median(values):
     values = [v for v in values if v is not None]
     return metrics.spread(values)["median"] if values else None
@@ -77,7 +83,8 @@ def models(records, shaped_only=True):
     setting with at least one shaped run (shaped_only=False: every setting that has both)."""
     by = collections.defaultdict(list)
     for r in records:
-        if r["strategy"] in _STRATEGIES and not is_straggler_run(r) and r.get("communication"):
+        if r["strategy"] in _STRATEGIES and not is_straggler_run(r) and r.get("communication") \
+                and not _delayed(r):
             by[(setting_of(r), r["strategy"], workers_of(r), bandwidth_of(r))].append(r)
     wanted = {(s, strategy) for (s, strategy, _, b) in by if b or not shaped_only}
     out = {}
@@ -103,7 +110,7 @@ def rows(records):
     for r in records:
         key = (setting_of(r), r["strategy"])
         if key in fitted and not is_straggler_run(r) and r.get("communication") and \
-                workers_of(r) >= 2:
+                workers_of(r) >= 2 and not _delayed(r):
             cells[(*key, workers_of(r), bandwidth_of(r))].append(r)
     out = []
     for (setting, strategy, n, gbps), runs in cells.items():

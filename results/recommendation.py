@@ -1,7 +1,7 @@
 """A strategy recommendation for a target cluster (experiments/recommend.py): the network
 experiment's fitted terms (results/network.py) projected with the real-network cost model of
 results/scaling_model.py, compute scaled by the target's accelerator speedup."""
-from results.cells import SETTING_KEYS, setting_title, sort_key
+from results.cells import SETTING_KEYS, setting_of, setting_title, sort_key
 from results.network import models
 from results.scaling_model import Network, parameter_server_s, ring_allreduce_s
 
@@ -22,9 +22,12 @@ def project(model, n, net, speedup, num_ps):
 def emulated_gbps(strategy, n, gbps, speedup, num_ps):
     """The shared-shaper bandwidth at which this machine's N=2 run has the target's
     compute:communication ratio (communication X times slower, as compute is here)."""
-    if strategy == "parameter_server":  # target 2M/B·max(1, n/K) per step; here 2M/B_e
-        return gbps / speedup / max(1.0, n / num_ps)
-    return gbps / speedup * 2 * (n - 1) / (2 * (n - 1) / n)  # target 2(n-1)/n·M/B; here 2(n-1)M/B_e
+    if strategy == "parameter_server":
+        # Target: 2M/B·max(1, n/K) per worker step. Here every worker's 2M shares the shaper:
+        # n·2M/B_e per round of n steps. Equal after X: B_e = n·B / (X·max(1, n/K)).
+        return n * gbps / (speedup * max(1.0, n / num_ps))
+    # Target: 2(n-1)/n·M/B per step; here 2(n-1)·M/B_e through the shaper: B_e = n·B/X.
+    return n * gbps / speedup
 
 
 def recommend(records, workers, gbps, latency_us, speedup, num_ps, model_name=""):
@@ -36,18 +39,21 @@ def recommend(records, workers, gbps, latency_us, speedup, num_ps, model_name=""
         raise ValueError("no setting with N=1 and N=2 runs of a multi-worker strategy in these "
                          "records" + (f" for --model={model_name}" if model_name else "") +
                          "; run `python -m experiments.compare --experiments=network` first")
-    if len(settings) > 1:
+    if len({dict(zip(SETTING_KEYS, s))["model"] for s in settings}) > 1:
         names = sorted({dict(zip(SETTING_KEYS, s))["model"] for s in settings})
-        raise ValueError(f"several measured settings ({', '.join(names)}); choose one with "
-                         "--model")
-    setting = settings[0]
+        raise ValueError(f"several measured models ({', '.join(names)}); choose one with --model")
+    # Several settings of one model (sizes, batches): the latest measured one, named below.
+    latest = {setting_of(r): r["timestamp"] for r in sorted(records, key=lambda r: r["timestamp"])}
+    setting = max(settings, key=lambda s: latest.get(s, ""))
     net = Network(gbps, latency_us)
     rows = {strategy: project(m, workers, net, speedup, num_ps)
             for (s, strategy), m in fitted.items() if s == setting}
     ranked = sorted(rows.items(), key=lambda item: -item[1][0])
     lines = [f"Target: {workers} workers, {gbps:g} Gbit/s per link, {latency_us:g} µs latency, "
              f"compute {speedup:g}x this machine's, {num_ps} parameter server(s).",
-             f"Measured setting: {setting_title(setting)}.", "",
+             f"Measured setting: {setting_title(setting)}"
+             + (f" (the latest of {len(settings)} measured settings)." if len(settings) > 1
+                else "."), "",
              "| strategy | projected examples/s | step ms | compute ms | communication ms | "
              "sync ms | communication share |", "|---|---|---|---|---|---|---|"]
     for strategy, (rate, compute, comm, sync) in ranked:

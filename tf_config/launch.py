@@ -40,6 +40,7 @@ from tf_config.task_output import (ConsoleFilter, TaskLog, died_of_lost_peer,  #
 
 _PORT_CLASH = ("Address already in use", "Could not start gRPC server", "Failed to add port")
 _STOP_GRACE_S = 5.0
+_SETTLE_S = 1.0  # after a task ends badly, how long the others may take to end too
 _START_TIME = psutil.Process().create_time()  # this launcher process's start
 
 
@@ -59,6 +60,8 @@ class LaunchOptions:
     done_grace_s: float = 30.0  # after the chief succeeds, how long other workers may finish
     max_restarts: int = 3  # restarts of lost tasks or of the whole cluster (tf_config.recovery)
     cluster_restarts: bool = False  # the command resumes from its checkpoints: restart it whole
+    # How the user turns cluster_restarts on (tf_config.launch: --restart_cluster), for messages.
+    cluster_restart_hint: str = recovery.RestartPolicy.cluster_restart_hint
     log_dir: str = ""  # each task's full output; "": a temporary directory, kept on failure
     verbose: bool = False  # show TensorFlow's start-up chatter and gRPC errors of every task
     tag: str = ""
@@ -91,6 +94,7 @@ class _Task:
 
     def start(self):
         """Starts (or restarts) the task's process with its original command and TF_CONFIG."""
+        self.tail.clear()  # the last process's lines must not explain the new one's end
         self.proc = subprocess.Popen(self._argv, env=self._env, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      start_new_session=True, preexec_fn=_die_with_parent)
@@ -105,9 +109,12 @@ class _Task:
             line = raw.decode(errors="replace").rstrip("\n")
             self.tail.append(line)
             self._log.write(line)
-            for shown in console.feed(line):
-                self._out(f"[{self.name}] {shown}")
-            self._on_line(self, line)
+            try:
+                for shown in console.feed(line):
+                    self._out(f"[{self.name}] {shown}")
+                self._on_line(self, line)
+            except Exception as e:  # noqa: BLE001 - a dead reader would fill the pipe, hang the task
+                self._log.write(f"--- launch: could not handle that line: {e!r} ---")
         for shown in console.end():
             self._out(f"[{self.name}] {shown}")
 
@@ -120,11 +127,12 @@ class _Task:
             return False
 
     def signal(self, sig):
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, sig)
-            except ProcessLookupError:
-                pass
+        """Signals the task's whole process group, even when its leader has exited: a wrapper
+        (`bash train.sh`) may be gone while the Python under it still holds the port."""
+        try:
+            os.killpg(self.proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 @dataclasses.dataclass
@@ -182,11 +190,11 @@ class Cluster:
             self._inject(line[len(FAULT_MARK):].strip())
         elif task is self.chief and line.startswith(STEP_MARK):
             self.last_step = int(line[len(STEP_MARK):])
-            message = self.journal.recovered()
+            message = self.journal.recovered(attempt=self.attempt)
             if message:
                 self.out(f"launch: {message}")
         elif task is self.chief and line.startswith(RESUMED_MARK):
-            self.journal.resumed(int(line[len(RESUMED_MARK):]))
+            self.journal.resumed(int(line[len(RESUMED_MARK):]), self.attempt)
 
     def _inject(self, request):
         parsed = events.parse_fault(request)
@@ -229,11 +237,24 @@ class Cluster:
             task.reader.join(timeout=2)
 
     def _ended_badly(self):
-        """A task that ended with a non-zero code. A lost task (killed by a signal) or a
-        preempted one comes first: its peers then fail with errors of their own."""
+        """The task whose end explains the others', or None. A lost task (killed by a signal)
+        or a preempted one comes first; then an error of a task's own; last an error that a
+        lost peer caused (its peers fail within milliseconds of the culprit, so the others get
+        a moment to end before the choice)."""
+        if all(t.proc.poll() in (None, 0) for t in self.tasks):
+            return None
+        deadline = time.monotonic() + _SETTLE_S
+        while time.monotonic() < deadline and any(t.proc.poll() is None for t in self.tasks):
+            time.sleep(0.05)
         ended = [t for t in self.tasks if t.proc.poll() not in (None, 0)]
-        ended.sort(key=lambda t: recovery.how_it_ended(t.proc.returncode)[0] == "error")
-        return ended[0] if ended else None
+        for task in ended:
+            task.reader.join(timeout=2)  # its last lines tell whether a lost peer killed it
+
+        def rank(task):
+            kind = recovery.how_it_ended(task.proc.returncode)[0]
+            return 0 if kind != "error" else 2 if died_of_lost_peer(task.tail) else 1
+        ended.sort(key=rank)
+        return ended[0]
 
     def _failure(self, task, reason=None):
         lines = "\n".join(f"    {line}" for line in list(task.tail)[-10:])
@@ -266,11 +287,12 @@ class Cluster:
         """Forms the cluster, watches it train, waits for the chief; applies tf_config.recovery's
         policy to a task that ends badly, in every phase. Success = the chief exits 0."""
         deadline = time.monotonic() + self.opts.cluster_timeout_s
-        forming, back = True, []  # back: restarted PSS workers not serving yet
+        forming, back = True, {}  # back: restarted PSS workers not serving yet -> deadline
         while True:
+            if self.chief.proc.poll() == 0:  # done: whatever ends now has nothing left to redo
+                return self._finish()
             bad = self._ended_badly()
             if bad is not None:
-                bad.reader.join(timeout=2)  # its last lines tell whether a lost peer killed it
                 decision = self.policy.decide(bad.name, bad.task_type, bad.proc.returncode,
                                               self.pss, self.last_step,
                                               peer_lost=died_of_lost_peer(bad.tail))
@@ -282,15 +304,14 @@ class Cluster:
                 if decision.action == recovery.RESTART_TASK:
                     self.out(f"launch: {decision.reason}")
                     self.journal.restart(bad.name, self.last_step, decision.reason,
-                                         decision.action)
+                                         decision.action, self.attempt)
                     bad.start()
-                    back.append(bad)
-                    deadline = time.monotonic() + self.opts.cluster_timeout_s
+                    back[bad] = time.monotonic() + self.opts.cluster_timeout_s
                     continue
                 if decision.action == recovery.RESTART_CLUSTER:
                     self.out(f"launch: {decision.reason}")
                     self.journal.restart(bad.name, self.last_step, decision.reason,
-                                         decision.action)
+                                         decision.action, self.attempt)
                     return Outcome(1, decision.reason, restart_cluster=True)
                 if preempted:
                     return Outcome(PREEMPTED_EXIT_CODE, (
@@ -298,11 +319,16 @@ class Cluster:
                         f"exited with code {PREEMPTED_EXIT_CODE}; rerun the same command to "
                         "resume"))
                 return Outcome(1, self._failure(bad, decision.reason))
-            for task in [t for t in back if t.answers()]:
-                back.remove(task)
-                message = self.journal.recovered(task.name)
-                if message:
-                    self.out(f"launch: {message}")
+            for task, task_deadline in list(back.items()):
+                if task.answers():
+                    del back[task]
+                    message = self.journal.recovered(task.name)
+                    if message:
+                        self.out(f"launch: {message}")
+                elif time.monotonic() > task_deadline:
+                    return Outcome(1, f"restarted {task.name} did not answer at {task.address} "
+                                      f"within {self.opts.cluster_timeout_s:g}s "
+                                      "(--cluster_timeout)")
             if forming:
                 pending = [t for t in self.tasks if t.proc.poll() is None and not t.answers()]
                 forming = bool(pending)
@@ -311,8 +337,6 @@ class Cluster:
                     return Outcome(1, f"cluster did not form within "
                                       f"{self.opts.cluster_timeout_s:g}s (--cluster_timeout): "
                                       f"no answer from {names}")
-            if self.chief.proc.poll() == 0:
-                return self._finish()
             time.sleep(0.1)
 
     def _finish(self):
@@ -352,7 +376,8 @@ def run(opts, out=_print):
 
     log_dir = opts.log_dir or tempfile.mkdtemp(prefix="tfdist-launch-")
     os.makedirs(log_dir, exist_ok=True)
-    state = _LaunchState(recovery.RestartPolicy(opts.max_restarts, opts.cluster_restarts),
+    state = _LaunchState(recovery.RestartPolicy(opts.max_restarts, opts.cluster_restarts,
+                                                opts.cluster_restart_hint),
                          recovery.Journal(os.path.join(log_dir, "launch-events.json")), log_dir)
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     code = 1
@@ -439,6 +464,9 @@ def main():
         if not command:
             sys.stderr.write("error: give the command after --, e.g. "
                              "python -m tf_config.launch --workers=2 -- python train.py\n")
+            sys.exit(2)
+        if shutil.which(command[0]) is None:
+            sys.stderr.write(f"error: command {command[0]!r} not found (after --)\n")
             sys.exit(2)
         maybe_isolate([sys.executable, "-m", "tf_config.launch"] + sys.argv[1:], isolate.value)
         sys.exit(run(LaunchOptions(num_workers=workers.value, num_ps=ps.value, chief=chief.value,

@@ -45,6 +45,9 @@ class Decision:
 class RestartPolicy:
     max_restarts: int = 3
     cluster_restarts: bool = False  # whole-cluster restarts (the command resumes from checkpoints)
+    # How the user turns whole-cluster restarts on, for the failure message.
+    cluster_restart_hint: str = "--restart_cluster turns on whole-cluster restarts for a command " \
+                                "that resumes from its checkpoints"
     restarted: collections.Counter = dataclasses.field(default_factory=collections.Counter)
 
     @property
@@ -69,8 +72,7 @@ class RestartPolicy:
         lost = f"{task_name} {'preempted' if kind == 'preempted' else 'lost'} {when} " \
                f"({words.removeprefix('was ')})"
         if not alone and not self.cluster_restarts:
-            hint = "" if kind == "preempted" else (
-                "; --checkpoint_dir turns on whole-cluster restarts from the last checkpoint")
+            hint = "" if kind == "preempted" else f"; {self.cluster_restart_hint}"
             return Decision(FAIL, f"task {task_name} {words}{hint}")
         if self.spent >= self.max_restarts:
             so_far = ", ".join(f"{name} x{n}" for name, n in sorted(self.restarted.items()))
@@ -88,10 +90,13 @@ class Journal:
     """The launcher's record of injected faults and restarts, rewritten (atomically) at every
     change into the file the chief copies into its record (tf_config.events)."""
 
+    _CLUSTER = None  # the pending key of a whole-cluster restart; a task restart's is its name
+
     def __init__(self, path):
         self.path = path
         self.faults, self.restarts = [], []
-        self._pending = None  # (entry, monotonic time of the loss): waiting for recovery
+        # Waiting for recovery: key -> (entry, monotonic time of the loss, attempt it happened in)
+        self._pending = {}
         self._lock = threading.Lock()
         self._write()
 
@@ -103,7 +108,8 @@ class Journal:
             self.faults.append({"task": task, "at_step": at_step, "mode": mode})
             self._write()
 
-    def restart(self, task, at_step, reason, action):
+    def restart(self, task, at_step, reason, action, attempt=0):
+        """A restart of `task` alone (RESTART_TASK) or of the cluster, decided in `attempt`."""
         with self._lock:
             entry = {"task": task, "at_step": at_step, "reason": reason,
                      "action": "task" if action == RESTART_TASK else "cluster",
@@ -111,27 +117,35 @@ class Journal:
                      "steps_lost": 0 if action == RESTART_TASK else None,
                      "resumed_from_step": None, "recovery_s": None}
             self.restarts.append(entry)
-            self._pending = (entry, time.monotonic())
+            key = task if action == RESTART_TASK else self._CLUSTER
+            self._pending[key] = (entry, time.monotonic(), attempt)
             self._write()
 
-    def resumed(self, step):
+    def _cluster_pending(self, attempt):
+        """The pending cluster restart, if `attempt` is a later cluster than the one it left
+        (a late marker of the stopped cluster's chief must not resolve it)."""
+        pending = self._pending.get(self._CLUSTER)
+        return pending if pending and attempt > pending[2] else None
+
+    def resumed(self, step, attempt):
         """The restarted cluster's chief restored a checkpoint with `step` steps done."""
         with self._lock:
-            if self._pending and self._pending[0]["action"] == "cluster":
-                entry = self._pending[0]
+            pending = self._cluster_pending(attempt)
+            if pending:
+                entry = pending[0]
                 entry["resumed_from_step"] = step
                 entry["steps_lost"] = max(0, entry["at_step"] - step)
 
-    def recovered(self, task=None):
-        """Training goes on: the restarted cluster's first step, or (task) the restarted PSS
-        worker serving again. Returns the console line, or None when nothing was pending."""
+    def recovered(self, task=None, attempt=0):
+        """Training goes on: (task None) the restarted cluster's first step, in `attempt`, or
+        (task) that restarted PSS worker serving again. Returns the console line, or None when
+        nothing of that kind was pending."""
         with self._lock:
-            if self._pending is None or (task is not None and self._pending[0]["task"] != task):
+            pending = self._cluster_pending(attempt) if task is None else \
+                self._pending.get(task)
+            if pending is None:
                 return None
-            entry, lost_at = self._pending
-            if (entry["action"] == "cluster") != (task is None):  # each recovers its own way
-                return None
-            self._pending = None
+            entry, lost_at, _ = self._pending.pop(task if task is not None else self._CLUSTER)
             entry["recovery_s"] = round(time.monotonic() - lost_at, 2)
             if entry["steps_lost"] is None:  # no checkpoint restored: from the start
                 entry["resumed_from_step"], entry["steps_lost"] = 0, entry["at_step"]

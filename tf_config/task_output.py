@@ -33,6 +33,8 @@ _DIED_OF_PEER = re.compile(r"(UnavailableError|CancelledError|Collective ops is 
                            r"|Connection reset by peer|Socket closed|failed to connect to all"
                            r"|was probably restarted)")
 _EXCEPTION = re.compile(r"^[\w.]+(Error|Exception)\b")
+# Lines a live task prints: a held traceback was caught and logged, not the task's end.
+_ALIVE = re.compile(r"^(Epoch \d+/\d+|\d+/\d+ - )")
 # The lines gRPC appends to such a message.
 _CONTINUATION = re.compile(r"^(Additional GRPC error information|:UNKNOWN:|This could happen if"
                            r"|\s*\{grpc_|\s*$|Instructions for updating:|/job:\w+/"
@@ -45,17 +47,22 @@ def is_startup_noise(line):
 
 
 def died_of_lost_peer(lines):
-    """True when a task's last lines show it failed because a peer was lost or restarted (a
-    PSS chief reading a value from a restarted worker: AbortedError '... was probably
-    restarted'; an MWMS all-reduce whose peer died: UnavailableError)."""
-    return any(_DIED_OF_PEER.search(line) for line in lines)
+    """True when the exception that ended a task (its last exception line and the message after
+    it) says a peer was lost or restarted: a PSS chief reading a value from a restarted worker
+    (AbortedError '... was probably restarted'), an MWMS all-reduce whose peer died
+    (UnavailableError). Earlier lines do not count: a task's own error may follow a peer's
+    warning."""
+    lines = list(lines)
+    last = max((i for i, line in enumerate(lines) if _EXCEPTION.match(line)), default=None)
+    return last is not None and any(_DIED_OF_PEER.search(line) for line in lines[last:])
 
 
 class ConsoleFilter:
     """Decides what of one task's output the console shows: `feed` each line, `end` at the end of
     its output; both return the lines to show now. A hidden gRPC error hides its continuation
     lines; a traceback is held until the task's output ends (an uncaught exception ends the
-    process), then shown whole, or as one line when the task died of a lost peer."""
+    process), then shown whole, or as one line when the task died of a lost peer; a progress
+    or marker line after it (the exception was caught) releases it as it was."""
 
     def __init__(self, verbose=False):
         self.verbose = verbose
@@ -64,13 +71,20 @@ class ConsoleFilter:
         self._traceback = []
 
     def feed(self, line):
+        released = []
+        if self._traceback and (line.startswith(_MARKS) or _ALIVE.match(line)):
+            # The task lives on (a caught, logged exception): show what was held, as it was.
+            released, self._traceback = self._traceback, []
         if line.startswith(_MARKS):
-            return []
+            return released
         if self.verbose:
             return [line]
         if self._traceback or line.startswith("Traceback (most recent call last)"):
             self._traceback.append(line)
-            return []
+            return released
+        return released + self._plain(line)
+
+    def _plain(self, line):
         if self._hiding and (_CONTINUATION.match(line) or self._after_instructions):
             # A deprecation's "Instructions for updating:" is followed by one line of advice.
             self._after_instructions = line.startswith("Instructions for updating:")
@@ -82,7 +96,7 @@ class ConsoleFilter:
 
     def end(self):
         held, self._traceback = self._traceback, []
-        if not died_of_lost_peer(held):
+        if not held or not died_of_lost_peer(held):
             return held
         error = next((line for line in held if _EXCEPTION.match(line)), "an error")
         return [f"stopped: its peer was lost ({error.split(':')[0].rsplit('.', 1)[-1]}; "

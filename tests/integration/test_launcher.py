@@ -32,6 +32,20 @@ if mode == "ok":
     sys.exit(0)
 if mode == "lost" and kind == "worker" and index == 1:
     time.sleep(1); os.kill(os.getpid(), 9)  # a lost machine, every time it starts
+if mode == "lost_after_done":  # the chief finishes, then worker:1 is lost before it exits
+    time.sleep(1)
+    if index == 0:
+        sys.exit(0)
+    time.sleep(0.05); os.kill(os.getpid(), 9)
+if mode == "own_error":  # worker:1's bug; worker:0 dies of it a moment later, as MWMS peers do
+    time.sleep(1)
+    if index == 1:
+        print("Traceback (most recent call last):\nValueError: a bug of its own", flush=True)
+        sys.exit(1)
+    time.sleep(0.02)
+    print("Traceback (most recent call last):\ntensorflow.python.framework.errors_impl."
+          "UnavailableError: Collective ops is aborted by: Socket closed", flush=True)
+    sys.exit(1)
 time.sleep(300)
 """
 
@@ -75,11 +89,31 @@ def test_lost_task_restarts_the_cluster_until_the_budget_is_spent(tmp_path):
     assert not processes_mentioning(marker)
 
 
+def test_a_task_lost_after_the_chief_finished_does_not_fail_the_run(tmp_path):
+    proc, _, marker = _launch(tmp_path, "lost_after_done", "--restart_cluster")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "launch: worker:1 was killed by signal 9 after the chief finished; nothing to redo" \
+        in proc.stdout
+    assert "restarting" not in proc.stdout
+    assert not processes_mentioning(marker)
+
+
+def test_the_task_with_its_own_error_is_named_not_the_peer_that_died_of_it(tmp_path):
+    proc, elapsed, marker = _launch(tmp_path, "own_error", "--restart_cluster")
+    assert proc.returncode == 1
+    assert "launch: FAILED: task worker:1 exited with code 1; its last lines:" in proc.stdout
+    assert "restarting" not in proc.stdout  # an error of its own is not a loss
+    assert "[worker:1] ValueError: a bug of its own" in proc.stdout
+    assert "[worker:0] stopped: its peer was lost (UnavailableError" in proc.stdout
+    assert elapsed < 20
+    assert not processes_mentioning(marker)
+
+
 def test_without_whole_cluster_restarts_a_lost_task_fails_fast(tmp_path):
     proc, elapsed, marker = _launch(tmp_path, "lost")
     assert proc.returncode == 1
-    assert "launch: FAILED: task worker:1 was killed by signal 9; --checkpoint_dir turns on" \
-        in proc.stdout
+    assert "launch: FAILED: task worker:1 was killed by signal 9; --restart_cluster turns on " \
+           "whole-cluster restarts" in proc.stdout
     assert elapsed < 20, f"took {elapsed:.1f}s to fail"
     assert not processes_mentioning(marker)
 

@@ -43,8 +43,9 @@ def test_two_worker_target_prints_the_emulated_check(tmp_path):
                                     speedup=10, num_ps=1)
     # MWMS here moves 2M through the shaper where the target moves M per link: B_e = 2B/X.
     assert "--bandwidths=2,0" in text
-    # PSS: target 2M/B x max(1, 2/1) per step; here 2M/B_e: B_e = B / X / 2.
-    assert "--bandwidths=0.5,0" in text
+    # PSS: target 2M/B x max(1, 2/1) per worker step; here both workers' 2M share the shaper:
+    # 2 x 2M/B_e per round = X x 2 x 2M/B: B_e = B/X.
+    assert "--bandwidths=1,0" in text
 
 
 def test_recommend_without_the_runs_exits_2(tmp_path):

@@ -98,3 +98,15 @@ def test_a_finished_peer_reported_unhealthy_at_shutdown_is_hidden():
              "/job:worker/replica:0/task:1",
              "The tasks have crashed. Check the task logs for an earlier error, or scheduler events"]
     assert _shown(lines) == lines[:1]
+
+
+def test_a_traceback_the_task_survives_is_released_by_its_next_progress_line():
+    lines = ["Epoch 1/2", "Traceback (most recent call last):", '  File "x.py", line 1',
+             "UnavailableError: a peer was slow (caught, retried)", "Epoch 2/2"]
+    assert _shown(lines) == lines
+
+
+def test_only_the_final_exception_decides_whether_a_peer_was_lost():
+    lines = ["W1123 ... Connection reset by peer (a warning earlier on)",
+             "Traceback (most recent call last):", "ValueError: a bug of its own"]
+    assert not died_of_lost_peer(lines)

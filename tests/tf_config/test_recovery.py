@@ -25,7 +25,8 @@ def test_an_error_caused_by_a_lost_peer_counts_as_lost():
     assert d.reason.startswith("chief:0 lost at step 1 (exited with code 1 after losing a peer)")
     without = recovery.RestartPolicy(max_restarts=3, cluster_restarts=False)
     d = _decide(without, name="chief:0", code=1, pss=True, peer_lost=True)
-    assert d.action == recovery.FAIL and "after losing a peer; --checkpoint_dir" in d.reason
+    assert d.action == recovery.FAIL and "after losing a peer; --restart_cluster turns on" in \
+        d.reason
 
 
 def test_a_lost_pss_worker_is_restarted_alone_even_without_checkpoints():
@@ -37,10 +38,11 @@ def test_a_lost_pss_worker_is_restarted_alone_even_without_checkpoints():
 
 
 def test_other_losses_restart_the_cluster_only_with_checkpoints():
-    without = recovery.RestartPolicy(max_restarts=3, cluster_restarts=False)
+    without = recovery.RestartPolicy(max_restarts=3, cluster_restarts=False,
+                                     cluster_restart_hint="--checkpoint_dir turns them on")
     for name, pss in (("worker:1", False), ("ps:0", True), ("chief:0", True)):
         d = _decide(without, name=name, pss=pss)
-        assert d.action == recovery.FAIL and "--checkpoint_dir turns on" in d.reason
+        assert d.action == recovery.FAIL and d.reason.endswith("; --checkpoint_dir turns them on")
     with_ckpt = recovery.RestartPolicy(max_restarts=3, cluster_restarts=True)
     d = _decide(with_ckpt, name="ps:0", pss=True, at_step=212)
     assert d.action == recovery.RESTART_CLUSTER
@@ -73,22 +75,27 @@ def test_journal_records_steps_lost_and_recovery(tmp_path):
     path = str(tmp_path / "events.json")
     journal = recovery.Journal(path)
     journal.fault("kill", "worker:1", 12)
-    journal.restart("worker:1", 14, "why", recovery.RESTART_CLUSTER)
+    journal.restart("worker:1", 14, "why", recovery.RESTART_CLUSTER, attempt=0)
     assert journal.recovered("worker:1") is None  # a cluster restart recovers at its first step
-    journal.resumed(10)
-    message = journal.recovered()
+    journal.resumed(12, attempt=0)  # a late marker of the stopped cluster's chief: ignored
+    assert journal.recovered(attempt=0) is None
+    journal.resumed(10, attempt=1)
+    message = journal.recovered(attempt=1)
     assert message.startswith("recovered in ") and "resumed from step 10, 4 step(s) lost" in message
-    journal.restart("worker:0", 30, "why", recovery.RESTART_TASK)
-    assert journal.recovered("worker:1") is None  # not the task that was restarted
-    assert journal.recovered() is None  # the chief's next step: the worker is not back yet
+    journal.restart("worker:0", 30, "why", recovery.RESTART_TASK, attempt=1)
+    journal.restart("worker:2", 31, "why", recovery.RESTART_TASK, attempt=1)  # two at once
+    assert journal.recovered("worker:1") is None  # not a task that was restarted
+    assert journal.recovered(attempt=1) is None  # the chief's next step: not back yet
+    assert journal.recovered("worker:2").startswith("worker:2 back after ")
     assert journal.recovered("worker:0").startswith("worker:0 back after ")
-    journal.restart("chief:0", 3, "why", recovery.RESTART_CLUSTER)
-    journal.recovered()  # no checkpoint restored: everything since the start is lost
+    journal.restart("chief:0", 3, "why", recovery.RESTART_CLUSTER, attempt=1)
+    journal.recovered(attempt=2)  # no checkpoint restored: everything since the start is lost
     with open(path) as f:
         saved = json.load(f)
     assert saved["faults"] == [{"task": "worker:1", "at_step": 12, "mode": "kill"}]
     assert [(r["task"], r["action"], r["steps_lost"], r["resumed_from_step"])
             for r in saved["restarts"]] == [("worker:1", "cluster", 4, 10),
                                               ("worker:0", "task", 0, None),
+                                              ("worker:2", "task", 0, None),
                                               ("chief:0", "cluster", 3, 0)]
     assert all(r["recovery_s"] >= 0 for r in saved["restarts"])
