@@ -31,8 +31,8 @@ import collections
 import psutil
 
 from tf_config import events, netns, recovery
-from tf_config.events import (ATTEMPT_ENV, EVENTS_ENV, FAULT_MARK, FAULT_SIGNALS,  # noqa: F401
-                              LAUNCH_T0_ENV, PREEMPTED_EXIT_CODE, RESUMED_MARK, RUN_TAG_ENV,
+from tf_config.events import (ATTEMPT_ENV, BAD_INPUT_EXIT_CODE, EVENTS_ENV,  # noqa: F401
+                              FAULT_MARK, FAULT_SIGNALS, LAUNCH_T0_ENV, PREEMPTED_EXIT_CODE, RESUMED_MARK, RUN_TAG_ENV,
                               STEP_MARK)
 from tf_config.spec import local_cluster, tf_config_json
 from tf_config.task_output import ConsoleFilter, TaskLog, is_startup_noise  # noqa: F401
@@ -238,6 +238,14 @@ class Cluster:
         lines = "\n".join(f"    {line}" for line in list(task.tail)[-10:])
         return f"{reason or self._how(task)}; its last lines:\n{lines}"
 
+    def _bad_input(self, task, reason):
+        """The task's own one-line "error: ..." (bad input), naming the task."""
+        task.reader.join(timeout=2)  # its last lines may still be on their way
+        said = [line for line in task.tail if line.startswith("error: ")]
+        if not said:
+            return self._failure(task, reason)
+        return f"{said[-1][len('error: '):]} ({task.name})"
+
     @staticmethod
     def _how(task):
         return f"task {task.name} {recovery.how_it_ended(task.proc.returncode)[1]}"
@@ -294,6 +302,8 @@ class Cluster:
                         f"{decision.reason}: every worker saved a checkpoint at the same step and "
                         f"exited with code {PREEMPTED_EXIT_CODE}; rerun the same command to "
                         "resume"))
+                if bad.proc.returncode == BAD_INPUT_EXIT_CODE:
+                    return Outcome(BAD_INPUT_EXIT_CODE, self._bad_input(bad, decision.reason))
                 return Outcome(1, self._failure(bad, decision.reason))
             for task in [t for t in back if t.answers()]:
                 back.remove(task)
@@ -348,6 +358,7 @@ def run(opts, out=_print):
         raise KeyboardInterrupt
 
     log_dir = opts.log_dir or tempfile.mkdtemp(prefix="tfdist-launch-")
+    created = _missing_dirs(log_dir)  # removed again after bad input: nothing written
     os.makedirs(log_dir, exist_ok=True)
     state = _LaunchState(recovery.RestartPolicy(opts.max_restarts, opts.cluster_restarts),
                          recovery.Journal(os.path.join(log_dir, "launch-events.json")), log_dir)
@@ -373,7 +384,10 @@ def run(opts, out=_print):
                 attempt += 1
                 continue
             code = outcome.code
-            if code:
+            if code == BAD_INPUT_EXIT_CODE:  # one line, as the task's own bad input would be
+                sys.stderr.write(f"error: {outcome.message}\n")
+                sys.stderr.flush()
+            elif code:
                 out(f"launch: FAILED: {outcome.message}")
             return code
     except KeyboardInterrupt:
@@ -388,8 +402,27 @@ def run(opts, out=_print):
             log.close()
         if code == 0 and not opts.log_dir:
             shutil.rmtree(log_dir, ignore_errors=True)
+        elif code == BAD_INPUT_EXIT_CODE:
+            shutil.rmtree(log_dir, ignore_errors=True)
+            for path in reversed(created[:-1]):  # the log dir's new parents, if left empty
+                try:
+                    os.rmdir(path)
+                except OSError:
+                    break
         elif code:
             out(f"launch: every task's full output is in {log_dir}")
+
+
+def _missing_dirs(path):
+    """`path` and its ancestors that do not exist yet, outermost first."""
+    missing, probe = [], os.path.abspath(path)
+    while not os.path.exists(probe):
+        missing.insert(0, probe)
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            break
+        probe = parent
+    return missing
 
 
 def maybe_isolate(module_argv, isolate):

@@ -75,7 +75,7 @@ def test_16_bit_gradient_sync_halves_the_bytes_and_still_trains(tmp_path):
     (["--profile_steps=9,3"], "1 <= FIRST <= LAST"),
     (["--steps_per_execution=0"], "--steps_per_execution"),
     (["--strategy=bogus"], "one_device, mirrored, multi_worker_mirrored, parameter_server"),
-    (["--model=resnet"], "mlp"),
+    (["--model=vgg"], "mlp"),
     (["--dataset=imagenet"], "synthetic"),
     (["--epochs=0"], "--epochs"),
     (["--epochs=two"], "epochs"),
