@@ -9,7 +9,7 @@ import re
 
 from experiments import npz_data, user_code
 from experiments.datasets import DATASETS, is_user_dataset
-from models import MODELS
+from models import MODELS, TOKEN_MODELS
 from strategies import COLLECTIVES, MULTI_WORKER, STRATEGIES, replicas_in_sync
 
 OPTIMIZERS = ("sgd", "momentum", "adam")
@@ -226,6 +226,16 @@ def validate(cfg):
     if info and info.eval_size and cfg.eval_examples > info.eval_size:
         raise ConfigError(f"--eval_examples={cfg.eval_examples} exceeds the {info.eval_size} "
                           f"eval examples of {cfg.dataset}")
+    tokens = DATASETS.get(cfg.dataset) is not None and DATASETS[cfg.dataset].vocab_size > 0
+    if cfg.model in TOKEN_MODELS and cfg.dataset in DATASETS and not tokens:
+        token_sets = [name for name, i in DATASETS.items() if i.vocab_size]
+        raise ConfigError(f"--model={cfg.model} reads token ids: use --dataset="
+                          f"{' or '.join(token_sets)} (or your own integer features), not "
+                          f"--dataset={cfg.dataset}")
+    if tokens and cfg.model in MODELS and cfg.model not in TOKEN_MODELS:
+        raise ConfigError(f"--dataset={cfg.dataset} is token ids: use --model="
+                          f"{' or '.join(TOKEN_MODELS)} (or your own model), not --model="
+                          f"{cfg.model}")
     if cfg.warmup_epochs > cfg.epochs:
         raise ConfigError(f"--warmup_epochs={cfg.warmup_epochs} exceeds --epochs={cfg.epochs}")
     if cfg.sync_batchnorm and cfg.model not in ("cnn", "resnet"):

@@ -162,7 +162,8 @@ def run_task(cfg, role, extra_config=None):
         profiler.close()
     # After training, on every task that trains (the all-reduce probe is collective under MWMS).
     probe = comm_probe.measure(strategy, [v.value for v in trainer.model.trainable_variables],
-                               coordinator, dtype=cfg.gradient_sync_dtype) \
+                               coordinator, dtype=cfg.gradient_sync_dtype,
+                               gradients=trainer.gradients) \
         if cfg.comm_probe else None
     # Every synchronous replica must end with the same weights; printed by each task so a
     # cluster's output can be checked (tests do), and recorded by the chief.

@@ -14,7 +14,7 @@ import time
 import keras
 import tensorflow as tf
 
-from experiments import pipeline, user_data, user_model
+from experiments import comm_probe, pipeline, user_data, user_model
 from experiments.datasets import FUNCTION
 from tf_config import events
 
@@ -173,6 +173,7 @@ class Trainer:
         self.global_step = 0
         self.steps_by_worker = {}  # PSS: which worker ran how many steps (stragglers run fewer)
         self.first_step_done_at = None  # wall clock (epoch s) when this process's first step ended
+        self.gradients = None  # comm_probe.describe of the step's gradients, once traced
         self._train_steps = tf.function(self._steps)
         self._evaluate = make_evaluate(self.model)
         self._eval_data = (pipeline.eval_dataset(info, cfg.eval_examples, 512, cfg.seed,
@@ -246,6 +247,9 @@ class Trainer:
                 # them back to the variable's dtype in the update: casting here halves the
                 # bytes every step synchronizes (gradient compression, opt-in).
                 grads = [None if g is None else tf.cast(g, self._sync_dtype) for g in grads]
+            # What the strategy is handed (dense or IndexedSlices, and how many rows), noted
+            # while tracing: the communication probe synchronizes the same kinds and sizes.
+            self.gradients = comm_probe.describe(grads)
             self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables))
             predicted = tf.argmax(logits, axis=-1, output_type=tf.int32)
             sums = (tf.reduce_sum(per_example),
