@@ -8,6 +8,8 @@ model, data, per-replica batch and epochs; then the report (summary.csv, report.
     python -m experiments.compare --experiments=straggler --models=mlp --straggler_delays=0,20,50
     python -m experiments.compare --preset=zoo --results_dir=runs/zoo   # ~10 min on 2 vCPUs
     python -m experiments.compare --preset=zoo --dry_run                 # the runs it would make
+    python -m experiments.compare --models=examples.two_branch:build_model \
+        --dataset=examples.two_branch:make_dataset --train_examples=4096   # your model and data
 
 The zoo preset compares the strategies at N=2 on three models that pull the answer different
 ways: resnet (ResNet-20 on synthetic_cifar: compute-bound), wide_mlp (40 MB of gradients per
@@ -29,6 +31,7 @@ from absl import app, flags
 
 from experiments import network_flags
 from experiments.cli import bad_input, parse_flags
+from experiments.config import ConfigError, check_dataset, check_model
 
 from models import MODELS
 from results.records import load_records
@@ -46,7 +49,7 @@ PRESETS = {
                 epochs=3, floors=False),
 }
 # The zoo's examples per epoch: a few seconds per steady epoch of each model on 2 vCPUs.
-ZOO_SIZES = {"resnet": 2048, "wide_mlp": 3072, "embedding": 8192}
+ZOO_SIZES = {"resnet": 1536, "wide_mlp": 3072, "embedding": 8192}
 # The dataset each model runs on unless --dataset says otherwise.
 MODEL_DATASETS = {"resnet": "synthetic_cifar", "embedding": "synthetic_tokens"}
 
@@ -241,10 +244,13 @@ def main(argv):
     preset = PRESETS[_PRESET.value]
     try:
         models = _MODELS.value or preset["models"].split(",")
-        bad = [m for m in models if m not in MODELS]
-        if bad:
-            raise ValueError(f"--models={','.join(models)}: {bad[0]!r} is not valid; choose "
-                             f"from {', '.join(MODELS)}")
+        for model in models:  # built-in names, or your MODULE:FUNCTION / PATH.keras
+            if model not in MODELS and not (":" in model or model.endswith(".keras")):
+                raise ValueError(f"--models={','.join(models)}: {model!r} is not valid; choose "
+                                 f"from {', '.join(MODELS)}, or MODULE:FUNCTION, or PATH.keras")
+            check_model(model)
+        if _DATASET.present:
+            check_dataset(_DATASET.value)
         strategies = _STRATEGIES.value
         bad = [s for s in strategies if s not in STRATEGIES[1:]]
         if bad:
@@ -263,7 +269,7 @@ def main(argv):
             sizes = _ints("train_examples", _SIZES.value or preset["train_examples"].split(","))
         else:  # the zoo: each model its own examples per epoch
             sizes = {m: [ZOO_SIZES.get(m, 4096)] for m in models}
-    except ValueError as e:
+    except (ValueError, ConfigError) as e:
         bad_input(e)
     datasets = {m: _DATASET.value if _DATASET.present else MODEL_DATASETS.get(m, _DATASET.value)
                 for m in models}
@@ -271,7 +277,8 @@ def main(argv):
     epochs = _EPOCHS.value or preset["epochs"]
     results_dir = _RESULTS_DIR.value if _RESULTS_DIR.present or _PRESET.value != "zoo" else \
         "runs/zoo"
-    if _PRESET.value == "default" and not _SIZES.value and _BUDGET.value and len(models) == 1:
+    if _PRESET.value == "default" and not _SIZES.value and _BUDGET.value and len(models) == 1 \
+            and not _DRY_RUN.value:  # a dry run prints the preset's sizes, uncalibrated
         count = len(plan(models, workers, sizes, strategies, _NUM_PS.value, repeats,
                          _EXPERIMENTS.value, delays, _STRAGGLER_WORKERS.value))
         sizes = [_calibrate(models[0], epochs, count, _BUDGET.value * 60, max(sizes),

@@ -115,7 +115,7 @@ def check_writable_dir(flag, path):
                           f"directory)")
 
 
-def _check_model(model):
+def check_model(model):
     """A built-in name, or the user's MODULE:FUNCTION / PATH.keras, checked without running it."""
     try:
         if model.endswith(".keras"):
@@ -129,7 +129,7 @@ def _check_model(model):
         raise ConfigError(str(e)) from None
 
 
-def _check_dataset(dataset):
+def check_dataset(dataset):
     """A built-in name, or the user's PATH.npz (read and checked) / MODULE:FUNCTION (found)."""
     try:
         if not is_user_dataset(dataset):
@@ -147,8 +147,8 @@ def _check_dataset(dataset):
 def validate(cfg):
     """Raises ConfigError for the first bad value, naming it and what is allowed."""
     _choice("strategy", cfg.strategy, STRATEGIES)
-    _check_model(cfg.model)
-    _check_dataset(cfg.dataset)
+    check_model(cfg.model)
+    check_dataset(cfg.dataset)
     _choice("model_weights", cfg.model_weights, MODEL_WEIGHTS)
     if cfg.model_weights == "saved" and not cfg.model.endswith(".keras"):
         raise ConfigError(f"--model_weights=saved needs --model=PATH.keras (got --model="
