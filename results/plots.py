@@ -278,5 +278,9 @@ def zoo(zoo_rows, path):
     ax.set_ylabel("throughput / one process on every core")
     ax.set_title("Which strategy wins, per model (bars: examples/s relative to one process)")
     ax.set_ylim(top=ax.get_ylim()[1] * 1.15)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    handles, labels = ax.get_legend_handles_labels()  # strategies first, in their fixed order
+    order = sorted(range(len(labels)), key=lambda i: (labels[i][0] == labels[i][0].lower(),
+                                                      labels[i]))
+    ax.legend([handles[i] for i in order], [labels[i] for i in order], fontsize=8,
+              loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return _save(fig, path)
