@@ -10,10 +10,23 @@ STAMP := $(VENV)/.installed
 
 venv: $(STAMP)
 
+# A venv without pip (python3-venv was missing when it was made) is made again. pip shows each
+# download: TensorFlow's wheel alone is several hundred MB and the installed venv about 2.7 GB.
 $(STAMP): setup.py
-	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	@if ! $(BIN)/python -m pip --version >/dev/null 2>&1; then \
+	    $(PY) -c 'import sys; sys.exit(not (3, 10) <= sys.version_info[:2] <= (3, 12))' || { \
+	        echo "make: '$(PY)' is missing or not Python 3.10-3.12 (TensorFlow 2.21 needs one):" \
+	             "try make PY=python3.11 $(MAKECMDGOALS)" >&2; exit 1; }; \
+	    echo "make: creating $(VENV) with $$($(PY) --version)"; \
+	    $(PY) -m venv --clear $(VENV) || { echo "make: '$(PY) -m venv' failed; on" \
+	        "Debian/Ubuntu install python3-venv (or python3.X-venv) and rerun" >&2; exit 1; }; \
+	fi
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	@echo "make: installing the project and its pinned packages into $(VENV) (TensorFlow 2.21," \
+	     "Keras, TFDS, matplotlib, the Vertex SDK, pytest): several hundred MB to download," \
+	     "about 2.7 GB on disk; minutes on a slow connection"
+	$(BIN)/python -m pip install --progress-bar on -e '.[test]'
+	@echo "make: $(VENV) is ready (activate it for bare python -m commands: . $(BIN)/activate)"
 	touch $(STAMP)
 
 compare: $(STAMP)

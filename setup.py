@@ -34,5 +34,8 @@ setup(
         "vertex": VERTEX,
         # Checking TFJob manifests with the Kubeflow training SDK (experiments.vertex --format=tfjob).
         "tfjob": TFJOB,
+        # TensorBoard's Profile tab for --profile_steps traces (pip resolved it against
+        # tensorboard 2.21 without changing any pinned package, 2026-11-23).
+        "profile": ["tensorboard-plugin-profile==2.24.2"],
     },
 )

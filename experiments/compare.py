@@ -6,6 +6,7 @@ model, data, per-replica batch and epochs; then the report (summary.csv, report.
     python -m experiments.compare --workers=1,2 --models=mlp,cnn --train_examples=4096,16384 \
         --repeats=3 --resume --results_dir=runs/compare
     python -m experiments.compare --experiments=straggler --models=mlp --straggler_delays=0,20,50
+    python -m experiments.compare --experiments=network --models=cnn --bandwidths=0.02,0.1,0.5,0
     python -m experiments.compare --preset=zoo --results_dir=runs/zoo   # ~10 min on 2 vCPUs
     python -m experiments.compare --preset=zoo --dry_run                 # the runs it would make
     python -m experiments.compare --models=examples.two_branch:build_model \
@@ -39,8 +40,8 @@ from strategies import STRATEGIES
 from tf_config.task_output import is_startup_noise
 
 PRESETS = {
-    # ~3-5 min on 2 vCPUs: 8 runs of the CNN, 4 epochs of 16384 examples (3 steady epochs).
-    # 10 runs of the CNN, 4 epochs (3 steady); examples per epoch sized to --time_budget_min.
+    # ~3-5 min on 2 vCPUs: 10 runs of the CNN, 4 epochs (3 steady); examples per epoch (at most
+    # 16384) sized to --time_budget_min.
     "default": dict(models="cnn", workers="1,2", train_examples="16384", repeats=1, epochs=4),
     "full": dict(models="mlp,cnn", workers="1,2,4,8", train_examples="5000,10000,20000,40000",
                  repeats=3, epochs=5),
@@ -75,7 +76,12 @@ _RESUME = flags.DEFINE_bool("resume", True, "Skip configurations already recorde
 _TARGET = flags.DEFINE_float("target_accuracy", 0.9, "Eval accuracy for time-to-accuracy.")
 _EXPERIMENTS = flags.DEFINE_list("experiments", "scaling",
                                  "scaling: baseline, reference and every strategy per N; "
-                                 "straggler: MWMS and PSS with one worker slowed by each delay.")
+                                 "straggler: MWMS and PSS with one worker slowed by each delay; "
+                                 "network: MWMS and PSS at N=2 under each --bandwidths.")
+_EXPERIMENT_NAMES = ("scaling", "straggler", "network")
+_BANDWIDTHS = flags.DEFINE_list("bandwidths", "0.02,0.1,0.5,0", "Network experiment: emulated "
+                                "bandwidths (Gbit/s, shared by the cluster's links; 0: the real "
+                                "loopback, which the model is fitted to).")
 _DELAYS = flags.DEFINE_list("straggler_delays", "0,25,50,100",
                             "Straggler experiment: per-step delays (ms) of the last worker.")
 _STRAGGLER_WORKERS = flags.DEFINE_integer("straggler_workers", 2,
@@ -127,7 +133,7 @@ def _pinned(run_flags, cores, available):
 
 def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scaling",),
          delays=(), straggler_workers=2, threads=1, pin_cores=False, available_cores=None,
-         floors=True, datasets=None):
+         bandwidths=(), floors=True, datasets=None):
     """[(run_name, [module, flags...])] in execution order. `threads`: intra-op threads of every
     worker (and of the baseline); pin_cores: each cell pinned to the cores its workers get.
     sizes: a list for every model, or {model: list}; floors: the engine-floor cells;
@@ -157,6 +163,17 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
                         cells.append((f"straggler-{s}-n{n}-d{d}", run,
                                       _strategy_flags(s, n, num_ps, threads) + slow,
                                       n * threads))
+            if "network" in experiments:
+                # N=1 and the real loopback (b=0) give the model its t_comp and t_sync; the
+                # shaped N=2 runs are what it must predict (results/network.py).
+                for s in (s for s in strategies if s != "mirrored"):
+                    cells.append((f"network-{s}-n1", run, _strategy_flags(s, 1, num_ps, threads),
+                                  threads))
+                    for b in bandwidths:
+                        shaped = [f"--emulate_bandwidth_gbps={b:g}"] if b else []
+                        cells.append((f"network-{s}-n2-b{b:g}", run,
+                                      _strategy_flags(s, 2, num_ps, threads) + shaped,
+                                      2 * threads))
             for repeat in range(repeats):
                 for cell, module, extra, cores in cells:
                     name = f"{cell}/{model}/{size}/r{repeat}"
@@ -222,6 +239,29 @@ def _run(command, timeout, verbose):
     return code
 
 
+def _bandwidths(values):
+    out = []
+    for v in values:
+        try:
+            b = float(v)
+        except ValueError:
+            b = -1.0
+        if not 0 <= b <= 1000:
+            raise ValueError(f"--bandwidths: {v!r} is not a bandwidth in Gbit/s (0..1000; 0: the "
+                             "real loopback)")
+        out.append(b)
+    if out and 0.0 not in out:
+        raise ValueError("--bandwidths needs 0 (the real loopback): the model is fitted to it")
+    return out
+
+
+def size_started(records, model):
+    """The examples per epoch the comparison in `records` started with for `model` (the latest
+    record's), or None."""
+    sizes = [r["config"]["train_examples"] for r in records if r["model"] == model]
+    return sizes[-1] if sizes else None
+
+
 def same_run(record, name, run_flags):
     """A cell counts as done only if recorded under its name with every flag it would be run
     with (threads, pinning, epochs, batch, ...), not just the same name."""
@@ -256,13 +296,15 @@ def main(argv):
         if bad:
             raise ValueError(f"--strategies: {bad[0]!r} is not valid; choose from "
                              f"{', '.join(STRATEGIES[1:])}")
-        bad = [e for e in _EXPERIMENTS.value if e not in ("scaling", "straggler")]
+        bad = [e for e in _EXPERIMENTS.value if e not in _EXPERIMENT_NAMES]
         if bad or not _EXPERIMENTS.value:
             raise ValueError(f"--experiments={','.join(_EXPERIMENTS.value)}: choose from "
-                             f"scaling, straggler")
-        if "straggler" in _EXPERIMENTS.value and set(strategies) <= {"mirrored"}:
-            raise ValueError("--experiments=straggler needs multi_worker_mirrored or "
-                             "parameter_server in --strategies")
+                             f"{', '.join(_EXPERIMENT_NAMES)}")
+        for experiment in ("straggler", "network"):
+            if experiment in _EXPERIMENTS.value and set(strategies) <= {"mirrored"}:
+                raise ValueError(f"--experiments={experiment} needs multi_worker_mirrored or "
+                                 "parameter_server in --strategies")
+        bandwidths = _bandwidths(_BANDWIDTHS.value)
         delays = _ints("straggler_delays", _DELAYS.value, minimum=0)
         workers = _ints("workers", _WORKERS.value or preset["workers"].split(","))
         if _SIZES.value or preset["train_examples"]:
@@ -277,15 +319,25 @@ def main(argv):
     epochs = _EPOCHS.value or preset["epochs"]
     results_dir = _RESULTS_DIR.value if _RESULTS_DIR.present or _PRESET.value != "zoo" else \
         "runs/zoo"
+    recorded = load_records(results_dir)[0] if _RESUME.value and not _DRY_RUN.value else []
     if _PRESET.value == "default" and not _SIZES.value and _BUDGET.value and len(models) == 1 \
             and not _DRY_RUN.value:  # a dry run prints the preset's sizes, uncalibrated
-        count = len(plan(models, workers, sizes, strategies, _NUM_PS.value, repeats,
-                         _EXPERIMENTS.value, delays, _STRAGGLER_WORKERS.value))
-        sizes = [_calibrate(models[0], epochs, count, _BUDGET.value * 60, max(sizes),
-                            _THREADS.value)]
+        # Resuming keeps the size the comparison started with: a new calibration could pick
+        # another, and then no cell would match and the report would mix two settings.
+        started = size_started(recorded, models[0])
+        if started:
+            sizes = [started]
+            print(f"compare: resuming with the recorded size {sizes[0]} (no calibration; "
+                  f"remove {results_dir} to start afresh)", flush=True)
+        else:
+            count = len(plan(models, workers, sizes, strategies, _NUM_PS.value, repeats,
+                             _EXPERIMENTS.value, delays, _STRAGGLER_WORKERS.value,
+                             bandwidths=bandwidths))
+            sizes = [_calibrate(models[0], epochs, count, _BUDGET.value * 60, max(sizes),
+                                _THREADS.value)]
     runs = plan(models, workers, sizes, strategies, _NUM_PS.value, repeats, _EXPERIMENTS.value,
                 delays, _STRAGGLER_WORKERS.value, _THREADS.value, _PIN.value,
-                floors=preset.get("floors", True), datasets=datasets)
+                bandwidths=bandwidths, floors=preset.get("floors", True), datasets=datasets)
     common = [f"--epochs={epochs}", f"--batch_size_per_replica={_BATCH.value}",
               f"--steps_per_execution={_STEPS_PER_EXECUTION.value}"]
     runs = [(name, [*argv, *common]) for name, argv in runs]
@@ -294,7 +346,6 @@ def main(argv):
             print(f"{name}: python -m {' '.join(argv)} --results_dir={results_dir}")
         print(f"compare: {len(runs)} runs planned (--dry_run: none made)")
         return
-    recorded = load_records(results_dir)[0] if _RESUME.value else []
     todo = [(name, argv) for name, argv in runs
             if not any(same_run(r, name, argv[1:]) for r in recorded)]
     print(f"compare: {len(runs)} runs planned, {len(runs) - len(todo)} already recorded, "

@@ -18,6 +18,7 @@ command plays only its own task. Bad input exits 2 with one line, before anythin
 """
 import dataclasses
 import datetime
+import json
 import os
 import sys
 
@@ -33,7 +34,7 @@ from experiments.datasets import DATASETS  # noqa: E402
 from models import MODELS  # noqa: E402
 from strategies import COLLECTIVES, MULTI_WORKER, STRATEGIES  # noqa: E402
 from tf_config import TFConfigError, check_strategy_fits, role_from_env  # noqa: E402
-from tf_config import launch  # noqa: E402
+from tf_config import launch, netshape  # noqa: E402
 
 _D = RunConfig()
 _STRATEGY = flags.DEFINE_string("strategy", _D.strategy, f"One of: {', '.join(STRATEGIES)}.")
@@ -126,6 +127,14 @@ _REQUIRE_GPUS = flags.DEFINE_integer("require_gpus", _D.require_gpus, "Exit 2 un
 _VERBOSE = flags.DEFINE_bool("verbose", False, "Show every line of every task of a local cluster: "
                              "TensorFlow's start-up messages (CUDA probing, oneDNN, absl) and "
                              "gRPC errors about lost peers (always in the task logs).")
+_EMULATE_GBPS = flags.DEFINE_float("emulate_bandwidth_gbps", 0.0, "Local cluster: shape its "
+                                   "private loopback to this many Gbit/s, shared by all links "
+                                   "(tc tbf; 0: the real loopback). See tf_config/netshape.py.")
+_EMULATE_LATENCY = flags.DEFINE_float("emulate_latency_ms", 0.0, "Local cluster: delay every "
+                                      "packet by this much (needs the kernel's netem qdisc).")
+_EMULATE_MODE = flags.DEFINE_string("emulate_network", "strict", "strict: exit 2 when the network "
+                                    "cannot be emulated here; best_effort: warn and run on the "
+                                    "real one (the record says so).")
 _MAX_RESTARTS = flags.DEFINE_integer("max_restarts", 3, "Local cluster: restarts of lost tasks "
                                      "before the run fails. A lost PSS worker is restarted alone; "
                                      "with --checkpoint_dir, any other lost task restarts the "
@@ -160,11 +169,51 @@ def pin_cores(count):
         os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:count])
 
 
+_EMULATE_MODES = ("strict", "best_effort")
+
+
+def _emulation(cfg, role):
+    """(gbps, latency_ms, best_effort) when an emulated network is asked for, else None; raises
+    ConfigError for bad values or a run without a local cluster. When the machine cannot shape
+    (no namespace, no tc, no netem), strict mode refuses and best effort runs unshaped."""
+    gbps, latency, mode = _EMULATE_GBPS.value, _EMULATE_LATENCY.value, _EMULATE_MODE.value
+    if mode not in _EMULATE_MODES:
+        raise ConfigError(f"--emulate_network={mode!r}; choose from {', '.join(_EMULATE_MODES)}")
+    if not gbps and not latency:
+        return None
+    if os.environ.get(netshape.APPLIED_ENV):  # a task, or the launcher inside its namespace
+        return None
+    if not 0 <= gbps <= 1000:
+        raise ConfigError(f"--emulate_bandwidth_gbps={gbps:g} must be in (0, 1000] (0: off)")
+    if not 0 <= latency <= 10000:
+        raise ConfigError(f"--emulate_latency_ms={latency:g} must be in (0, 10000] (0: off)")
+    local = role is None and cfg.strategy in MULTI_WORKER and (
+        cfg.strategy == "parameter_server" or cfg.num_workers > 1)
+    if not local:
+        raise ConfigError("--emulate_bandwidth_gbps/--emulate_latency_ms shape a local cluster's "
+                          "private network: use multi_worker_mirrored with --num_workers > 1 or "
+                          f"parameter_server, without TF_CONFIG (got --strategy={cfg.strategy})")
+    best_effort = mode == "best_effort"
+    try:
+        if not _ISOLATE.value:
+            raise netshape.ShapingUnavailable("--noisolate_network: the shaper lives in the "
+                                              "cluster's private network namespace")
+        netshape.check_available(gbps, latency)
+    except netshape.ShapingUnavailable as e:
+        if not best_effort:
+            raise ConfigError(f"cannot emulate the network here: {e}; pass "
+                              "--emulate_network=best_effort to run on the real one")
+        sys.stderr.write(f"WARNING: cannot emulate the network ({e}); running unshaped\n")
+        os.environ[netshape.APPLIED_ENV] = json.dumps(netshape.unshaped(str(e)))
+        return None
+    return gbps, latency, best_effort
+
+
 def task_log_dir(cfg):
     """Where a local cluster's task logs go: beside the records when they are local."""
     if "://" in cfg.results_dir:
         return ""  # the launcher's temporary directory
-    stamp = datetime.datetime.now().strftime("%Y%m%dT%H%M%S")
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S")  # as run ids
     return os.path.join(cfg.results_dir, "logs", f"{stamp}-{cfg.strategy}-{os.getpid()}")
 
 
@@ -196,6 +245,7 @@ def main(argv):
             raise ConfigError("--threads_per_worker must be >= 0 and --cluster_timeout > 0")
         if _MAX_RESTARTS.value < 0:
             raise ConfigError(f"--max_restarts={_MAX_RESTARTS.value} must be >= 0")
+        shaping = _emulation(cfg, role)
     except (ConfigError, TFConfigError) as e:
         bad_input(e)
     # No cluster given: launch one locally. A one-worker MWMS needs no cluster (it runs like a
@@ -205,6 +255,8 @@ def main(argv):
     if role is None and cfg.strategy in MULTI_WORKER and needs_cluster and \
             not os.environ.get("TF_CONFIG"):
         this_command = [sys.executable, "-m", "experiments.run"] + sys.argv[1:]
+        if shaping is not None:  # applied by tf_config.netns inside the private namespace
+            os.environ.update(netshape.request_env(*shaping))
         launch.maybe_isolate(this_command, _ISOLATE.value)
         pss = cfg.strategy == "parameter_server"
         sys.exit(launch.run(launch.LaunchOptions(

@@ -23,7 +23,7 @@ from experiments.training import Trainer, input_context
 from experiments.user_code import UserCodeError
 from results import metrics, records
 from strategies.factory import MissingGPUs, check_gpus, get_strategy
-from tf_config import events
+from tf_config import events, netshape
 from tf_config.events import LAUNCH_T0_ENV
 
 
@@ -193,7 +193,7 @@ def write(cfg, record):
 
 
 def build_record(cfg, role, trainer, strategy, run_id, epochs, checksum, extra_config):
-    """The run's record (README, "Record schema"). `trainer`: the Trainer, or anything with its
+    """The run's record (docs/records.md). `trainer`: the Trainer, or anything with its
     attributes (the engine floor's plain loop)."""
     return {
         "schema_version": records.SCHEMA_VERSION,
@@ -223,6 +223,7 @@ def build_record(cfg, role, trainer, strategy, run_id, epochs, checksum, extra_c
         "peak_memory_bytes": _peak_memory(),
         "startup": _startup(trainer),
         **_launch_events(),
+        "network": netshape.recorded(),  # an emulated network (tf_config/netshape.py), or None
         "straggler": ({"task": cfg.straggler_task, "delay_ms": cfg.straggler_delay_ms}
                       if cfg.straggler_task else None),
         "steps_by_worker": dict(sorted(trainer.steps_by_worker.items())) or None,

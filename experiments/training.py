@@ -225,7 +225,7 @@ class Trainer:
         if local_replicas(self.strategy) == 1:
             # One replica per process: feed strategy.run from this worker's plain tf.data
             # iterator. Iterating a strategy's distributed dataset ran the same step at half
-            # speed on some CPUs (see README, "Engine overhead"); with one local replica there
+            # speed on some CPUs (docs/strategies.md, "Engine overhead"); with one local replica there
             # is nothing for it to split, so the plain iterator gives the replica the same batch.
             ctx = input_context(self.strategy)
             return self._worker_dataset(ctx.num_input_pipelines, ctx.input_pipeline_id)
@@ -338,7 +338,7 @@ class Trainer:
             if self.is_chief:  # a local launcher's measure of progress (lost steps, recovery)
                 events.report_step(self.global_step)
             # Checkpoints and the profiler are not training: their time is measured and taken
-            # out of the epoch's time_s (README: time_s covers the training steps only).
+            # out of the epoch's time_s (docs/records.md: time_s covers the training steps only).
             if profiler is not None:
                 hooks_s += profiler.after_steps(before + 1, self.global_step)
             if checkpoints is not None:

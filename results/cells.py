@@ -101,6 +101,17 @@ def is_straggler_run(record):
             or bool((record.get("config") or {}).get("straggler_task")))
 
 
+def bandwidth_of(record):
+    """The emulated bandwidth a run's cluster had, Gbit/s (0: the real loopback)."""
+    return float((record.get("network") or {}).get("emulated_gbps") or 0.0)
+
+
+def is_network_run(record):
+    """A run on an emulated network (or one that asked for it): network.py's, not the
+    summary's nor the scaling fit's (their network is the machine's own)."""
+    return bool(record.get("network"))
+
+
 def role_of(record):
     """`engine_floor`, `baseline`, `hardware_reference` or `strategy`, from the comparison cell
     in run_name. An unnamed one_device run at 1 thread (outside a comparison) is what the

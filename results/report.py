@@ -7,6 +7,7 @@ import csv
 import io
 import os
 
+from results import network as network_experiment
 from results import plots, scaling_model, straggler, zoo
 from results.cells import label, setting_details, setting_title
 from results.findings import findings, overhead_sentence
@@ -74,7 +75,7 @@ def _straggler_table(rows):
 
 
 def markdown(rows, problems, plot_files, target_accuracy, straggler_rows=(), model_section="",
-             zoo_section=""):
+             network_section="", zoo_section=""):
     parts = ["# Strategy comparison", "",
              "Rebuilt from the records by `python -m experiments.report`. Epoch time is the "
              "median over steady-state epochs (first epoch of every run excluded: tracing) and "
@@ -103,6 +104,8 @@ def markdown(rows, problems, plot_files, target_accuracy, straggler_rows=(), mod
                   "", *straggler.findings(straggler_rows), ""]
     if model_section:
         parts += [model_section, ""]
+    if network_section:
+        parts += [network_section, ""]
     parts += ["## Findings", "", findings(rows), "", "## Plots", ""]
     parts += [f"![{os.path.basename(p)}]({os.path.basename(p)})" for p in plot_files]
     if problems:
@@ -143,7 +146,15 @@ def build(results_dir, target_accuracy=None, network=scaling_model.Network()):
     if slow:
         files.append(plots.straggler(slow, j("straggler.png")))
         paths.append(write_text_atomic(j("straggler.csv"), _csv(slow, straggler.COLUMNS)))
+    fitted = network_experiment.models(records)
+    shaped = network_experiment.rows(records)
+    network_section = ""
+    if shaped:
+        files.append(plots.network(shaped, fitted, j("network.png")))
+        paths.append(write_text_atomic(j("network.csv"), _csv(shaped,
+                                                              network_experiment.COLUMNS)))
+        network_section = network_experiment.markdown(shaped, fitted)
     paths.append(write_text_atomic(j("report.md"), markdown(
-        rows, problems, files, target_accuracy, slow, section,
+        rows, problems, files, target_accuracy, slow, section, network_section,
         zoo.markdown(across) if across else "")))
     return paths + files, problems, scaling_model.validation_lines(fits)

@@ -32,8 +32,8 @@ import collections
 import dataclasses
 
 from results import metrics
-from results.cells import (BASELINE_RUN, SETTING_KEYS, is_straggler_run, role_of, setting_of,
-                           sort_key, workers_of)
+from results.cells import (BASELINE_RUN, SETTING_KEYS, is_network_run, is_straggler_run, role_of,
+                           setting_of, sort_key, workers_of)
 
 PROJECT_NS = (1, 2, 4, 8, 16, 32, 64)
 COST_MODEL = {"multi_worker_mirrored": "ring all-reduce", "parameter_server": "K parameter servers"}
@@ -68,13 +68,13 @@ def parameter_server_s(gradient_bytes, n, num_ps, net):
         2 * net.latency_s
 
 
-def _step_time(record):
+def step_time_of(record):
     return metrics.per_worker_step_time(
         metrics.steady_state(record["epochs"])["epoch_time_s"]["median"],
         record["steps_per_epoch"], record["strategy"], record["num_workers"])
 
 
-def _probe(record):
+def probe_of(record):
     return ((record.get("communication") or {}).get("probe_s") or {}).get("median")
 
 
@@ -125,7 +125,7 @@ class Fit:
 
 def _compute_step(record):
     """A 1-worker run's step without the synchronization its probe measured (0 if unprobed)."""
-    return max(0.0, _step_time(record) - (_probe(record) or 0.0))
+    return max(0.0, step_time_of(record) - (probe_of(record) or 0.0))
 
 
 def _t_comp(own, baseline, strategy, worker_threads):
@@ -143,7 +143,7 @@ def _t_comp(own, baseline, strategy, worker_threads):
             notes.append(f"its N=1 run had {'/'.join(map(str, sorted(threads, key=str)))} "
                          f"thread(s) per task, the N>=2 workers "
                          f"{'/'.join(map(str, sorted(worker_threads, key=str)))}")
-        if not all(_probe(r) is not None for r in own):
+        if not all(probe_of(r) is not None for r in own):
             notes.append("its N=1 run has no probe: its synchronization stays in t_comp")
         return t_comp, notes
     if baseline:
@@ -152,7 +152,7 @@ def _t_comp(own, baseline, strategy, worker_threads):
     return None, []
 
 
-def _cpu_cap(own_n1, runs_n2):
+def cpu_cap(own_n1, runs_n2):
     """(examples/s, cores, examples per CPU-second): what the machine's cores can deliver at the
     N=1 run's CPU cost per example; None without CPU figures. The 2-worker runs of a local
     cluster share this machine's cores, so a cluster whose every task (PSS: ps and chief too)
@@ -177,11 +177,11 @@ def fit(records):
     runs = collections.defaultdict(lambda: collections.defaultdict(list))
     for r in records:
         setting = setting_of(r)
-        if is_straggler_run(r) or not r.get("steps_per_epoch") or \
+        if is_straggler_run(r) or is_network_run(r) or not r.get("steps_per_epoch") or \
                 setting[SETTING_KEYS.index("global_batch_size")]:
             continue
         if role_of(r) == BASELINE_RUN and r.get("threads_per_task") == 1:
-            baselines[setting].append(_step_time(r))
+            baselines[setting].append(step_time_of(r))
         elif r["strategy"] in COST_MODEL and workers_of(r) == 1:
             own_n1[(setting, r["strategy"])].append(r)
         elif r["strategy"] in COST_MODEL and r.get("communication") and workers_of(r) >= 2:
@@ -196,8 +196,8 @@ def fit(records):
             continue
         measured = {}
         for n, rs in sorted(by_n.items()):
-            step = metrics.spread([_step_time(r) for r in rs])["median"]
-            probe = metrics.spread([_probe(r) for r in rs])["median"]
+            step = metrics.spread([step_time_of(r) for r in rs])["median"]
+            probe = metrics.spread([probe_of(r) for r in rs])["median"]
             rate = metrics.spread([metrics.steady_state(r["epochs"])["examples_per_sec"]["median"]
                                    for r in rs])["median"]
             measured[n] = (step, probe, rate)
@@ -213,7 +213,7 @@ def fit(records):
         if 2 in measured:
             step, probe, rate = measured[2]
             predicted = 2 * f.batch / (t_comp + probe)
-            cap = _cpu_cap(own_n1.get((setting, strategy)), by_n[2])
+            cap = cpu_cap(own_n1.get((setting, strategy)), by_n[2])
             if cap is not None and cap[0] < predicted:
                 predicted = cap[0]
                 notes.append(f"N=2 prediction capped by this machine's CPU: {cap[1]} cores x the "

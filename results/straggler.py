@@ -10,7 +10,8 @@ straggler simply runs fewer of them (`steps_by_worker` in the record).
 import collections
 
 from results import metrics
-from results.cells import SETTING_KEYS, delay_of, setting_of, sort_key, workers_of
+from results.cells import (SETTING_KEYS, delay_of, is_network_run, setting_of, sort_key,
+                           workers_of)
 
 COLUMNS = (*SETTING_KEYS, "strategy", "n", "straggler_task", "delay_ms", "runs",
            "examples_per_sec", "relative_throughput", "straggler_step_share")
@@ -35,7 +36,8 @@ def rows(records):
     least one straggler run; delay 0 rows are the same setting without a straggler."""
     cells = collections.defaultdict(list)
     for r in records:
-        if r["strategy"] in ("multi_worker_mirrored", "parameter_server"):
+        if r["strategy"] in ("multi_worker_mirrored", "parameter_server") and \
+                not is_network_run(r):
             setting = (*setting_of(r), r["strategy"], workers_of(r))
             cells[setting, delay_of(r)].append(r)
     slowed = {setting for setting, delay in cells if delay > 0}

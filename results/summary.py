@@ -3,7 +3,7 @@ flags), a role, a strategy, its N and the threads per task. Repeats of exactly t
 one row's medians; anything else that differs (epochs, batch, optimizer, ...) is another row.
 
 N is the number of workers for multi-worker strategies, local replicas for `mirrored`, 1 for a
-single device. Comparisons within a setting (see README, "Summary columns"):
+single device. Comparisons within a setting (docs/records.md, "summary.csv columns"):
   T1      the baseline: `one_device` with 1 thread per task, one worker's share of this machine.
   T_ref   the fastest single process measured (any of engine floor, baseline, all-cores
           reference, one_device, mirrored at any N, MWMS at N=1): the machine's ceiling without
@@ -17,7 +17,7 @@ import collections
 
 from results import metrics
 from results.cells import (BASELINE_RUN, ENGINE_FLOOR, REFERENCE_RUN, SETTING_KEYS,  # noqa: F401
-                           is_straggler_run, label, role_of, setting_of,
+                           is_network_run, is_straggler_run, label, role_of, setting_of,
                            setting_of_row, single_process, sort_key, workers_of)
 
 COLUMNS = (
@@ -136,10 +136,11 @@ def _compare(group):
 
 def summarize(records, target_accuracy=None):
     """Returns a list of row dicts with COLUMNS, ordered by setting, role (engine floor first),
-    strategy, N. Straggler-experiment runs (even at delay 0) are left out: straggler.py."""
+    strategy, N. Straggler-experiment runs (even at delay 0) are left out: straggler.py; so are
+    runs on an emulated network: network.py."""
     cells = collections.defaultdict(list)
     for r in records:
-        if not is_straggler_run(r):
+        if not is_straggler_run(r) and not is_network_run(r):
             cells[(role_of(r), r["strategy"], workers_of(r), setting_of(r),
                    r.get("threads_per_task"))].append(r)
     rows = [_row(*key, runs, target_accuracy) for key, runs in cells.items()]

@@ -35,7 +35,8 @@ from tf_config.events import (ATTEMPT_ENV, BAD_INPUT_EXIT_CODE, EVENTS_ENV,  # n
                               FAULT_MARK, FAULT_SIGNALS, LAUNCH_T0_ENV, PREEMPTED_EXIT_CODE, RESUMED_MARK, RUN_TAG_ENV,
                               STEP_MARK)
 from tf_config.spec import local_cluster, tf_config_json
-from tf_config.task_output import ConsoleFilter, TaskLog, is_startup_noise  # noqa: F401
+from tf_config.task_output import (ConsoleFilter, TaskLog, died_of_lost_peer,  # noqa: F401
+                                   is_startup_noise)
 
 _PORT_CLASH = ("Address already in use", "Could not start gRPC server", "Failed to add port")
 _STOP_GRACE_S = 5.0
@@ -277,8 +278,10 @@ class Cluster:
         while True:
             bad = self._ended_badly()
             if bad is not None:
+                bad.reader.join(timeout=2)  # its last lines tell whether a lost peer killed it
                 decision = self.policy.decide(bad.name, bad.task_type, bad.proc.returncode,
-                                              self.pss, self.last_step)
+                                              self.pss, self.last_step,
+                                              peer_lost=died_of_lost_peer(bad.tail))
                 preempted = bad.proc.returncode == PREEMPTED_EXIT_CODE
                 if preempted:  # the others are saving the same step: let them finish
                     problem = self._all_saved(bad)

@@ -2,16 +2,20 @@
 
 TF's gRPC servers listen on every interface without authentication (tensorflow#11689); inside a
 fresh namespace "every interface" is just loopback, so a local cluster is unreachable from outside.
+Asked to (tf_config/netshape.py), it also puts a traffic shaper on that loopback first.
 
     python -m tf_config.netns -- CMD ARGS...      # what `unshare --net` re-executes
 """
 import fcntl
+import json
 import os
 import shutil
 import socket
 import struct
 import subprocess
 import sys
+
+from tf_config import netshape
 
 ENV_MARK = "TFDIST_NETNS"  # set inside the namespace, so nothing re-isolates twice
 _SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
@@ -40,13 +44,18 @@ def isolation_available():
     return probe.returncode == 0
 
 
-def isolated_command(argv):
-    """`argv` wrapped so it runs in a new network namespace with loopback up. `unshare` execs
-    (no fork), so the wrapped command keeps the launcher's PID and receives its signals."""
+def unshare_prefix():
+    """The command prefix that runs what follows in a new network namespace."""
     unshare = [shutil.which("unshare"), "--net"]
     if os.geteuid() != 0:
         unshare.append("--map-root-user")
-    return unshare + ["--", sys.executable, "-m", "tf_config.netns", "--"] + list(argv)
+    return unshare + ["--"]
+
+
+def isolated_command(argv):
+    """`argv` wrapped so it runs in a new network namespace with loopback up. `unshare` execs
+    (no fork), so the wrapped command keeps the launcher's PID and receives its signals."""
+    return unshare_prefix() + [sys.executable, "-m", "tf_config.netns", "--"] + list(argv)
 
 
 def main():
@@ -58,6 +67,19 @@ def main():
         sys.exit(2)
     bring_loopback_up()
     os.environ[ENV_MARK] = "1"
+    asked = netshape.requested()
+    if asked is not None:  # an emulated network: shape this namespace's loopback before any task
+        gbps, latency_ms, best_effort = asked
+        try:
+            applied = netshape.apply(gbps, latency_ms)
+        except netshape.ShapingUnavailable as e:
+            if not best_effort:
+                sys.stderr.write(f"error: cannot emulate the network: {e}; pass "
+                                 "--emulate_network=best_effort to run on the real one\n")
+                sys.exit(2)
+            sys.stderr.write(f"WARNING: cannot emulate the network ({e}); running unshaped\n")
+            applied = netshape.unshaped(str(e))
+        os.environ[netshape.APPLIED_ENV] = json.dumps(applied)
     os.execvp(argv[0], argv)
 
 

@@ -2,7 +2,9 @@
 cluster forming, training, or finishing after the chief).
 
 - A task that **exits with an error code** failed in its own program: restarting would repeat it.
-  The run fails, naming the task and its last lines.
+  The run fails, naming the task and its last lines. Unless its last lines show it failed
+  because a peer was lost or restarted (a PSS chief reading a result from a worker restarted
+  under it): then it is lost like the peer, and handled as below.
 - A task that is **lost** (killed by a signal: a lost machine, an OOM kill, a preemption without
   a handler) or **preempted** (an MWMS worker that saved and exited with PREEMPTED_EXIT_CODE):
   - a PSS worker is restarted alone: the coordinator reschedules its steps, nothing is lost;
@@ -49,11 +51,15 @@ class RestartPolicy:
     def spent(self):
         return sum(self.restarted.values())
 
-    def decide(self, task_name, task_type, returncode, pss, at_step, chief_done=False):
+    def decide(self, task_name, task_type, returncode, pss, at_step, chief_done=False,
+               peer_lost=False):
         """What to do about `task_name` ending with `returncode` when the chief had reached
         `at_step`. pss: the cluster has a chief and parameter servers (its coordinator
-        reschedules a lost worker's steps)."""
+        reschedules a lost worker's steps). peer_lost: its error was a lost or restarted peer's
+        (tf_config.task_output.died_of_lost_peer), not its own: it counts as lost."""
         kind, words = how_it_ended(returncode)
+        if kind == "error" and peer_lost:
+            kind, words = "lost", f"{words} after losing a peer"
         if kind == "error":
             return Decision(FAIL, f"task {task_name} {words}")
         if chief_done:
@@ -123,7 +129,7 @@ class Journal:
             if self._pending is None or (task is not None and self._pending[0]["task"] != task):
                 return None
             entry, lost_at = self._pending
-            if entry["action"] == "cluster" and task is not None:
+            if (entry["action"] == "cluster") != (task is None):  # each recovers its own way
                 return None
             self._pending = None
             entry["recovery_s"] = round(time.monotonic() - lost_at, 2)

@@ -26,20 +26,29 @@ _LOG_LINE = re.compile(r"^[EWIF]\d{4} [\d:. ]+\d+ \S+:\d+\]")
 _PEER_LOST = re.compile(
     r"UnavailableError|Connection reset by peer|Failed to connect to remote host|Socket closed"
     r"|Failed to (register|remove) function remotely|failed to connect to all addresses"
-    r"|Connection refused|Broken pipe")
+    r"|Connection refused|Broken pipe|tasks are unhealthy")
 _TF_INTERNAL = re.compile(r"deprecation\.py:\d+\] From .*/tensorflow/|MultiDeviceSaver")
 # A traceback with one of these died of a lost peer, not of a fault of its own.
 _DIED_OF_PEER = re.compile(r"(UnavailableError|CancelledError|Collective ops is aborted by"
-                           r"|Connection reset by peer|Socket closed|failed to connect to all)")
+                           r"|Connection reset by peer|Socket closed|failed to connect to all"
+                           r"|was probably restarted)")
 _EXCEPTION = re.compile(r"^[\w.]+(Error|Exception)\b")
 # The lines gRPC appends to such a message.
 _CONTINUATION = re.compile(r"^(Additional GRPC error information|:UNKNOWN:|This could happen if"
-                           r"|\s*\{grpc_|\s*$|Instructions for updating:)")
+                           r"|\s*\{grpc_|\s*$|Instructions for updating:|/job:\w+/"
+                           r"|The tasks have crashed)")
 _MARKS = (events.FAULT_MARK, events.STEP_MARK, events.RESUMED_MARK)
 
 
 def is_startup_noise(line):
     return bool(_STARTUP_NOISE.match(line))
+
+
+def died_of_lost_peer(lines):
+    """True when a task's last lines show it failed because a peer was lost or restarted (a
+    PSS chief reading a value from a restarted worker: AbortedError '... was probably
+    restarted'; an MWMS all-reduce whose peer died: UnavailableError)."""
+    return any(_DIED_OF_PEER.search(line) for line in lines)
 
 
 class ConsoleFilter:
@@ -73,7 +82,7 @@ class ConsoleFilter:
 
     def end(self):
         held, self._traceback = self._traceback, []
-        if not any(_DIED_OF_PEER.search(line) for line in held):
+        if not died_of_lost_peer(held):
             return held
         error = next((line for line in held if _EXCEPTION.match(line)), "an error")
         return [f"stopped: its peer was lost ({error.split(':')[0].rsplit('.', 1)[-1]}; "

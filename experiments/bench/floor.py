@@ -7,7 +7,7 @@
 Takes the flags of `experiments.run` (a one_device run's) and writes an ordinary record with
 strategy `engine_floor`, so `experiments.compare` puts it beside the baseline and the report
 states the toolkit's overhead against it: what TensorFlow itself does with this step on this
-machine, measured in the same comparison (README, "Engine overhead").
+machine, measured in the same comparison (docs/strategies.md, "Engine overhead").
 """
 import dataclasses
 import os

@@ -118,3 +118,26 @@ def test_compare_takes_your_model_and_refuses_a_missing_one(tmp_path):
                      timeout=60)
     assert bad.returncode == 2
     assert bad.stderr.strip().startswith("error: --model=no_such_module:build: module")
+
+
+def test_resuming_keeps_the_size_the_comparison_started_with():
+    from experiments.compare import size_started
+
+    records = [{"model": "cnn", "config": {"train_examples": 8192}},
+               {"model": "mlp", "config": {"train_examples": 5000}},
+               {"model": "cnn", "config": {"train_examples": 12288}}]
+    assert size_started(records, "cnn") == 12288  # records come sorted by time: the latest
+    assert size_started(records, "resnet") is None
+    assert size_started([], "cnn") is None
+
+
+def test_network_plan_fits_on_the_real_loopback_and_shapes_the_two_worker_runs():
+    runs = plan(["cnn"], [1, 2], [4096], ["mirrored", "multi_worker_mirrored"], 1, 1,
+                experiments=("network",), bandwidths=[0.1, 0.0])
+    by_name = {name.split("/")[0]: argv for name, argv in runs}
+    assert sorted(by_name) == ["network-multi_worker_mirrored-n1",
+                               "network-multi_worker_mirrored-n2-b0",
+                               "network-multi_worker_mirrored-n2-b0.1"]  # no mirrored: no network
+    assert "--emulate_bandwidth_gbps=0.1" in by_name["network-multi_worker_mirrored-n2-b0.1"]
+    assert not any(a.startswith("--emulate") for a in by_name["network-multi_worker_mirrored-n2-b0"])
+    assert "--num_workers=2" in by_name["network-multi_worker_mirrored-n2-b0.1"]

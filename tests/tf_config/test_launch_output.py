@@ -1,7 +1,7 @@
 """What the launcher shows of a task's output (tf_config.task_output)."""
 import pytest
 
-from tf_config.task_output import ConsoleFilter, is_startup_noise
+from tf_config.task_output import ConsoleFilter, died_of_lost_peer, is_startup_noise
 
 
 @pytest.mark.parametrize("line", [
@@ -68,6 +68,17 @@ def test_a_traceback_is_shown_whole_unless_its_task_died_of_a_lost_peer():
     assert _shown(peer) == ["stopped: its peer was lost (UnavailableError; traceback in its log)"]
 
 
+def test_a_chief_that_read_from_a_restarted_worker_died_of_a_lost_peer():
+    # The PSS chief's first fetch after worker:1 was restarted under it (2026-11-23, TF 2.21).
+    lines = ["Traceback (most recent call last):", "    remote[0].fetch()",
+             "tensorflow.python.framework.errors_impl.AbortedError: {{function_node "
+             "__wrapped__Identity}} RecvTensor expects a different device incarnation: 827 vs. "
+             '933. Your worker job ("/job:worker/replica:0/task:1") was probably restarted.']
+    assert died_of_lost_peer(lines)
+    assert _shown(lines) == ["stopped: its peer was lost (AbortedError; traceback in its log)"]
+    assert not died_of_lost_peer(["ZeroDivisionError: division by zero"])
+
+
 def test_tensorflow_deprecation_inside_its_own_code_is_hidden():
     lines = ["W1123 08:10:24.933952 140417421249408 deprecation.py:50] From /venv/lib/python3.11/"
              "site-packages/tensorflow/python/distribute/failure_handling/failure_handling.py:1066:"
@@ -76,3 +87,14 @@ def test_tensorflow_deprecation_inside_its_own_code_is_hidden():
              "Track steps using a tf.Variable saved in checkpoint instead.",
              "preempted: checkpoint saved after step 12"]
     assert _shown(lines) == ["preempted: checkpoint saved after step 12"]
+
+
+def test_a_finished_peer_reported_unhealthy_at_shutdown_is_hidden():
+    # worker:0 of a finished MWMS run when worker:1 exited first (2026-11-23, TF 2.21).
+    lines = ["steady state: 4.747 s/epoch, 215.7 examples/s; final eval accuracy 0.8906",
+             "E0000 00:00:1795422529.872257    1260 base_collective_executor.cc:252] "
+             "BaseCollectiveExecutor::StartAbort UNAVAILABLE: Error reported from /job:worker/"
+             "task:1: The following tasks are unhealthy (stopped sending heartbeats):",
+             "/job:worker/replica:0/task:1",
+             "The tasks have crashed. Check the task logs for an earlier error, or scheduler events"]
+    assert _shown(lines) == lines[:1]

@@ -4,8 +4,10 @@ import json
 from tf_config import recovery
 
 
-def _decide(policy, name="worker:1", code=-9, pss=False, at_step=12, chief_done=False):
-    return policy.decide(name, name.split(":")[0], code, pss, at_step, chief_done=chief_done)
+def _decide(policy, name="worker:1", code=-9, pss=False, at_step=12, chief_done=False,
+            peer_lost=False):
+    return policy.decide(name, name.split(":")[0], code, pss, at_step, chief_done=chief_done,
+                         peer_lost=peer_lost)
 
 
 def test_an_error_exit_fails_whatever_the_budget():
@@ -13,6 +15,17 @@ def test_an_error_exit_fails_whatever_the_budget():
     d = _decide(policy, code=1)
     assert d.action == recovery.FAIL and d.reason == "task worker:1 exited with code 1"
     assert policy.spent == 0
+
+
+def test_an_error_caused_by_a_lost_peer_counts_as_lost():
+    # A PSS chief whose fetch hit a restarted worker ("... was probably restarted"), exit 1.
+    with_ckpt = recovery.RestartPolicy(max_restarts=3, cluster_restarts=True)
+    d = _decide(with_ckpt, name="chief:0", code=1, pss=True, at_step=1, peer_lost=True)
+    assert d.action == recovery.RESTART_CLUSTER
+    assert d.reason.startswith("chief:0 lost at step 1 (exited with code 1 after losing a peer)")
+    without = recovery.RestartPolicy(max_restarts=3, cluster_restarts=False)
+    d = _decide(without, name="chief:0", code=1, pss=True, peer_lost=True)
+    assert d.action == recovery.FAIL and "after losing a peer; --checkpoint_dir" in d.reason
 
 
 def test_a_lost_pss_worker_is_restarted_alone_even_without_checkpoints():
@@ -67,6 +80,7 @@ def test_journal_records_steps_lost_and_recovery(tmp_path):
     assert message.startswith("recovered in ") and "resumed from step 10, 4 step(s) lost" in message
     journal.restart("worker:0", 30, "why", recovery.RESTART_TASK)
     assert journal.recovered("worker:1") is None  # not the task that was restarted
+    assert journal.recovered() is None  # the chief's next step: the worker is not back yet
     assert journal.recovered("worker:0").startswith("worker:0 back after ")
     journal.restart("chief:0", 3, "why", recovery.RESTART_CLUSTER)
     journal.recovered()  # no checkpoint restored: everything since the start is lost

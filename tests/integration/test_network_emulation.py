@@ -1,0 +1,84 @@
+"""An emulated network (tf_config/netshape.py): a tc tbf shaper on a local cluster's private
+loopback. Applied inside the namespace, gone with it, measurably slower, bad values refused."""
+import subprocess
+
+import pytest
+
+from tests.helpers import TINY, processes_mentioning, records_in, run_module
+from tf_config import netns, netshape
+
+pytestmark = pytest.mark.integration
+
+_MWMS = ["--strategy=multi_worker_mirrored", "--num_workers=2", "--model=mlp", *TINY,
+         "--notensorboard"]
+
+
+def _host_qdisc():
+    return subprocess.run(["tc", "qdisc", "show", "dev", "lo"], capture_output=True,
+                          text=True).stdout
+
+
+def _can_shape():
+    try:
+        netshape.check_available(0.1, 0)
+        return True
+    except netshape.ShapingUnavailable:
+        return False
+
+
+@pytest.mark.skipif(not _can_shape(), reason="no private namespace or tc tbf here")
+def test_a_shaped_cluster_is_slower_and_leaves_the_host_untouched(tmp_path):
+    before = _host_qdisc()
+    real = run_module("experiments.run", *_MWMS, f"--results_dir={tmp_path / 'real'}")
+    assert real.returncode == 0, real.stdout[-2000:] + real.stderr[-2000:]
+    # 20 Mbit/s for every link together: the MLP's ~0.4 MB all-reduce takes tens of ms.
+    slow = run_module("experiments.run", *_MWMS, "--emulate_bandwidth_gbps=0.02",
+                      f"--results_dir={tmp_path / 'slow'}")
+    assert slow.returncode == 0, slow.stdout[-2000:] + slow.stderr[-2000:]
+    (fast_record,) = records_in(tmp_path / "real")
+    (slow_record,) = records_in(tmp_path / "slow")
+    assert fast_record["network"] is None
+    network = slow_record["network"]
+    assert network["emulated_gbps"] == 0.02 and network["method"] == netshape.METHOD_TBF
+    assert "tbf" in network["qdisc"] and "rate 20Mbit" in network["qdisc"]
+    # Every worker sends ~(N-1)/N x 2 x gradient bytes per ring all-reduce, both at once through
+    # the one shaped loopback: the probe's floor is 2 x bytes x 8 / rate.
+    floor_s = 2 * slow_record["communication"]["gradient_bytes"] * 8 / 0.02e9
+    probe = slow_record["communication"]["probe_s"]["median"]
+    assert probe >= 0.8 * floor_s
+    assert probe > 3 * fast_record["communication"]["probe_s"]["median"]
+    assert slow_record["steady_state"]["examples_per_sec"]["median"] < \
+        fast_record["steady_state"]["examples_per_sec"]["median"]
+    assert _host_qdisc() == before  # the shaper lived and died with the namespace
+    assert not processes_mentioning(str(tmp_path))
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["--emulate_bandwidth_gbps=-1"], "--emulate_bandwidth_gbps=-1 must be in (0, 1000]"),
+    (["--emulate_bandwidth_gbps=5000"], "--emulate_bandwidth_gbps=5000 must be in (0, 1000]"),
+    (["--emulate_latency_ms=-3"], "--emulate_latency_ms=-3 must be in"),
+    (["--emulate_bandwidth_gbps=1", "--emulate_network=maybe"],
+     "--emulate_network='maybe'; choose from strict, best_effort"),
+    (["--emulate_bandwidth_gbps=1", "--num_workers=1"], "shape a local cluster's private"),
+    (["--emulate_bandwidth_gbps=1", "--noisolate_network"], "--emulate_network=best_effort"),
+])
+def test_bad_emulation_values_exit_2_and_write_nothing(tmp_path, args, fragment):
+    proc = run_module("experiments.run", *_MWMS, *args, f"--results_dir={tmp_path / 'o'}",
+                      timeout=120)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert fragment in proc.stderr.strip().splitlines()[-1]
+    assert not (tmp_path / "o").exists()
+
+
+def test_latency_without_netem_is_refused_in_one_line(tmp_path):
+    try:
+        netshape.check_available(0, 5)
+        pytest.skip("this kernel has netem")
+    except netshape.ShapingUnavailable:
+        pass
+    proc = run_module("experiments.run", *_MWMS, "--emulate_latency_ms=5",
+                      f"--results_dir={tmp_path / 'o'}", timeout=120)
+    assert proc.returncode == 2
+    assert "netem" in proc.stderr.strip().splitlines()[-1]
+    assert not (tmp_path / "o").exists()
+    assert netns.isolation_available()  # the refusal is about netem, not the namespace

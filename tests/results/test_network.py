@@ -1,0 +1,86 @@
+"""The network experiment's model (results/network.py) by hand and from fixture records: the
+shared-shaper cost model, the fit to unshaped runs, errors, the crossover, the report's section."""
+import csv
+
+import matplotlib.image as mpimg
+import pytest
+
+from results import network, records
+from results.report import build
+from tests.results.test_scaling_model import _record
+
+M = 1_000_000  # gradient bytes of the fixture records
+
+
+def test_shared_shaper_cost_model_by_hand():
+    mwms = network.Model("multi_worker_mirrored", 64, M, t_comp=0.1, t_sync=0.01)
+    # Both workers send M through one 0.08 Gbit/s (1e7 bytes/s) shaper: 2 M / 1e7 = 0.2 s.
+    assert mwms.comm_s(2, 0.08) == pytest.approx(0.2)
+    assert mwms.rate(2, 0.08) == pytest.approx(2 * 64 / (0.1 + 0.01 + 0.2))
+    pss = network.Model("parameter_server", 64, M, t_comp=0.1, t_sync=0.0)
+    # A worker step pushes and pulls M (0.2 s); two workers share the shaper: at most
+    # 1e7 / 2e6 = 5 steps/s for the whole cluster, i.e. 320 examples/s.
+    assert pss.rate(2, 0.08) == pytest.approx(min(2 * 64 / 0.3, 320))
+    assert pss.rate(2, 0.08) == pytest.approx(320)
+    capped = network.Model("parameter_server", 64, M, 0.1, 0.0, cap=100.0)
+    assert capped.rate(2, 80) == 100.0  # the machine's cores, whatever the network
+
+
+def _network_records(tmp_path, measured_slow_rate):
+    def rec(run_id, strategy, n, epoch_time, steps, probe, gbps=None):
+        r = _record(run_id, strategy, n, epoch_time, steps, probe=probe)
+        if gbps:
+            r["network"] = {"emulated_gbps": gbps, "latency_ms": None, "method": "tc tbf"}
+        return r
+
+    # MWMS N=1: 0.1 s/step, no probe cost. N=2 on the real loopback: 0.13 s/step with a 0.02 s
+    # probe -> t_sync 0.01. Shaped to 0.08 Gbit/s the model says 0.1 + 0.01 + 0.2 = 0.31 s/step.
+    slow_epoch = 10 * 2 * 64 / measured_slow_rate
+    for r in [rec("m1", "multi_worker_mirrored", 1, 2.0, 20, 0.0),
+              rec("m2", "multi_worker_mirrored", 2, 1.3, 10, 0.02),
+              rec("m3", "multi_worker_mirrored", 2, slow_epoch, 10, 0.2, gbps=0.08)]:
+        records.write_record(str(tmp_path), r)
+
+
+def test_rows_fit_to_the_real_loopback_and_check_the_shaped_runs(tmp_path):
+    predicted = 2 * 64 / 0.31
+    _network_records(tmp_path, measured_slow_rate=predicted / 1.1)  # model 10% too optimistic
+    recs, _ = records.load_records(str(tmp_path))
+    fitted = network.models(recs)
+    (model,) = fitted.values()
+    assert (model.t_comp, model.t_sync) == (pytest.approx(0.1), pytest.approx(0.01))
+    rows = {r["bandwidth_gbps"]: r for r in network.rows(recs)}
+    assert rows[0.08]["predicted_examples_per_sec"] == pytest.approx(predicted)
+    assert rows[0.08]["error"] == pytest.approx(0.1)
+    assert rows[0.08]["delivered_gbps"] == pytest.approx(2 * M * 8 / 0.2 / 1e9)
+    assert rows[0.0]["note"] == "fit point (real loopback)"
+    assert rows[0.0]["error"] == pytest.approx(0.0)
+    paths, _, _ = build(str(tmp_path))
+    report = (tmp_path / "report.md").read_text()
+    assert "## Network experiment" in report and "+10.0%" in report
+    assert "1/1 within ±20%" in report
+    png = str(tmp_path / "network.png")
+    assert png in paths and mpimg.imread(png).shape[0] > 100
+    assert (tmp_path / "network.csv").read_text().startswith("model,")
+
+
+def test_shaped_runs_stay_out_of_the_summary_and_the_scaling_fit(tmp_path):
+    _network_records(tmp_path, measured_slow_rate=300)
+    build(str(tmp_path))
+    with open(tmp_path / "summary.csv") as f:
+        rows = list(csv.DictReader(f))
+    # m2 (real loopback) is an ordinary MWMS N=2 run; m3 (shaped) is not in the summary.
+    assert [(r["strategy"], r["n"], r["runs"]) for r in rows] == [
+        ("multi_worker_mirrored", "1", "1"), ("multi_worker_mirrored", "2", "1")]
+
+
+def test_crossover_where_pss_overtakes_mwms():
+    # On a slow network MWMS wins: its ring puts 2M through the shaper per step of both workers
+    # (2 batches), PSS 2M per batch. On a fast one this PSS wins: MWMS pays 0.1 s of t_sync.
+    mwms = network.Model("multi_worker_mirrored", 64, M, t_comp=0.1, t_sync=0.1)
+    pss = network.Model("parameter_server", 64, M, t_comp=0.1, t_sync=0.0)
+    fitted = {("s", "multi_worker_mirrored"): mwms, ("s", "parameter_server"): pss}
+    b = network.crossover(fitted, "s")
+    assert b is not None
+    assert mwms.rate(2, b) == pytest.approx(pss.rate(2, b), rel=0.01)
+    assert pss.rate(2, b * 2) > mwms.rate(2, b * 2) and mwms.rate(2, b / 2) > pss.rate(2, b / 2)
