@@ -32,7 +32,7 @@ setup(
         "gpu": ["tensorflow[and-cuda]==2.21.0"],
         # Submitting Vertex jobs (experiments.vertex --nodry_run); training images do not need it.
         "vertex": VERTEX,
-        # Checking TFJob manifests with the Kubeflow training SDK (experiments.vertex --format=tfjob).
+        # Checking TFJob manifests (experiments.vertex --format=tfjob) with the Kubeflow SDK.
         "tfjob": TFJOB,
         # TensorBoard's Profile tab for --profile_steps traces (pip resolved it against
         # tensorboard 2.21 without changing any pinned package, 2026-11-23).

@@ -1,14 +1,16 @@
 """Arrays as a dataset: `--dataset=path/to/data.npz`.
 
-    python -c "import numpy as np; np.savez('data.npz', x_train=xtr, y_train=ytr, x_test=xte, y_test=yte)"
-    python -m experiments.run --dataset=data.npz --model=mlp --train_examples=1000 --eval_examples=200
+    np.savez("data.npz", x_train=x_train, y_train=y_train, x_test=x_test, y_test=y_test)
+    python -m experiments.run --dataset=data.npz --model=mlp --train_examples=1000 \
+        --eval_examples=200
 
 The file holds four arrays: x_train (N, ...features), y_train (N,), x_test (M, ...), y_test (M,).
 Features are numbers: float, bool and uint8 (images) become float32, as given (no rescaling);
-other integer types become int32 (token ids for an embedding); labels are integer class ids 0..num_classes-1, and num_classes is the largest label
-+ 1 (or an optional scalar `num_classes` array in the file). --train_examples / --eval_examples
-may not exceed N / M. Everything is checked here with NumPy, before TensorFlow starts, and a bad
-file stops the run with one line (exit 2). Every task of a cluster reads the file itself: the
+other integer types become int32 (token ids for an embedding). Labels are integer class ids
+0..num_classes-1, and num_classes is the largest label + 1 (or an optional scalar `num_classes`
+array in the file). --train_examples / --eval_examples may not exceed N / M. Everything is
+checked here with NumPy, before TensorFlow starts, and a bad file stops the run with one line
+(exit 2). Every task of a cluster reads the file itself: the
 same path must work in each (same working directory locally; in the image for Vertex / TFJob).
 The arrays become a tf.data pipeline in experiments/pipeline.py, embedded in the graph: keep the
 file well below 2 GB (a larger one needs a MODULE:FUNCTION dataset reading files).

@@ -6,8 +6,9 @@ A row per model (its setting: the model with its dataset, examples and batch). I
 rows (every N measured) are ranked by throughput; the winner is the fastest, "by how much" its
 throughput over the runner-up's, and "vs 1 process" its throughput over the fastest one-device
 run of the model (in the zoo preset: one device using every core). Mirrored is a strategy here,
-so it is ranked, not used as the reference (results/summary.py's reference may be it). Gradient bytes come from the records' communication probe: what one replica
-sends per step (an embedding's IndexedSlices: its rows) next to the same gradients dense.
+so it is ranked, not used as the reference (results/summary.py's reference may be it).
+Gradient bytes come from the records' communication probe: what one replica sends per step (an
+embedding's IndexedSlices: its rows) next to the same gradients dense.
 """
 import collections
 

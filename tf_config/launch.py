@@ -32,8 +32,8 @@ import psutil
 
 from tf_config import events, netns, recovery
 from tf_config.events import (ATTEMPT_ENV, BAD_INPUT_EXIT_CODE, EVENTS_ENV,  # noqa: F401
-                              FAULT_MARK, FAULT_SIGNALS, LAUNCH_T0_ENV, PREEMPTED_EXIT_CODE, RESUMED_MARK, RUN_TAG_ENV,
-                              STEP_MARK)
+                              FAULT_MARK, FAULT_SIGNALS, LAUNCH_T0_ENV, PREEMPTED_EXIT_CODE,
+                              RESUMED_MARK, RUN_TAG_ENV, STEP_MARK)
 from tf_config.spec import local_cluster, tf_config_json
 from tf_config.task_output import (ConsoleFilter, TaskLog, died_of_lost_peer,  # noqa: F401
                                    is_startup_noise)
@@ -239,13 +239,13 @@ class Cluster:
         lines = "\n".join(f"    {line}" for line in list(task.tail)[-10:])
         return f"{reason or self._how(task)}; its last lines:\n{lines}"
 
-    def _bad_input(self, task, reason):
-        """The task's own one-line "error: ..." (bad input), naming the task."""
+    @staticmethod
+    def _bad_input(task):
+        """The task's own one-line "error: ..." (bad input), naming the task; None when it
+        exited 2 without one (then it is an ordinary failure, logs kept)."""
         task.reader.join(timeout=2)  # its last lines may still be on their way
         said = [line for line in task.tail if line.startswith("error: ")]
-        if not said:
-            return self._failure(task, reason)
-        return f"{said[-1][len('error: '):]} ({task.name})"
+        return f"{said[-1][len('error: '):]} ({task.name})" if said else None
 
     @staticmethod
     def _how(task):
@@ -305,8 +305,8 @@ class Cluster:
                         f"{decision.reason}: every worker saved a checkpoint at the same step and "
                         f"exited with code {PREEMPTED_EXIT_CODE}; rerun the same command to "
                         "resume"))
-                if bad.proc.returncode == BAD_INPUT_EXIT_CODE:
-                    return Outcome(BAD_INPUT_EXIT_CODE, self._bad_input(bad, decision.reason))
+                if bad.proc.returncode == BAD_INPUT_EXIT_CODE and self._bad_input(bad):
+                    return Outcome(BAD_INPUT_EXIT_CODE, self._bad_input(bad))
                 return Outcome(1, self._failure(bad, decision.reason))
             for task in [t for t in back if t.answers()]:
                 back.remove(task)
