@@ -19,6 +19,9 @@ COPY models models
 COPY strategies strategies
 COPY tf_config tf_config
 COPY results results
+# The example of your own model and data (examples/README.md); copy your own module the same way
+# (COPY my_pkg my_pkg): every pool of a job imports it from the working directory, /app.
+COPY examples examples
 RUN case "$VARIANT" in \
         cpu) target="." ;; \
         gpu) target=".[gpu]" ;; \

@@ -2,6 +2,8 @@
 from setuptools import find_packages, setup
 
 VERTEX = ["google-cloud-aiplatform==2.7.0"]
+# The Kubeflow training SDK: its KubeflowOrgV1TFJob validates the printed TFJob (tests).
+TFJOB = ["kubeflow-training==1.9.4"]
 
 setup(
     name="tfdist-compare",
@@ -23,12 +25,15 @@ setup(
         "tensorboard==2.21.0",
     ],
     extras_require={
-        # The Vertex tests build the SDK's own CustomJob (offline), so the tests need the SDK.
-        "test": ["pytest==9.0.3", *VERTEX],
+        # The Vertex tests build the SDK's own CustomJob (offline) and the TFJob tests load the
+        # manifest with the Kubeflow training SDK, so the tests need both.
+        "test": ["pytest==9.0.3", *VERTEX, *TFJOB],
         # NVIDIA's CUDA/cuDNN wheels for TensorFlow: the GPU image (Dockerfile, VARIANT=gpu).
         "gpu": ["tensorflow[and-cuda]==2.21.0"],
         # Submitting Vertex jobs (experiments.vertex --nodry_run); training images do not need it.
         "vertex": VERTEX,
+        # Checking TFJob manifests (experiments.vertex --format=tfjob) with the Kubeflow SDK.
+        "tfjob": TFJOB,
         # TensorBoard's Profile tab for --profile_steps traces (pip resolved it against
         # tensorboard 2.21 without changing any pinned package, 2026-11-23).
         "profile": ["tensorboard-plugin-profile==2.24.2"],

@@ -7,6 +7,17 @@ model, data, per-replica batch and epochs; then the report (summary.csv, report.
         --repeats=3 --resume --results_dir=runs/compare
     python -m experiments.compare --experiments=straggler --models=mlp --straggler_delays=0,20,50
     python -m experiments.compare --experiments=network --models=cnn --bandwidths=0.02,0.1,0.5,0
+    python -m experiments.compare --preset=zoo --results_dir=runs/zoo   # ~10 min on 2 vCPUs
+    python -m experiments.compare --preset=zoo --dry_run                 # the runs it would make
+    python -m experiments.compare --models=examples.two_branch:build_model \
+        --dataset=examples.two_branch:make_dataset --train_examples=4096   # your model and data
+
+The zoo preset compares the strategies at N=2 on three models that pull the answer different
+ways: resnet (ResNet-20 on synthetic_cifar: compute-bound), wide_mlp (40 MB of gradients per
+step on synthetic: communication-bound) and embedding (a 100,000-row table on synthetic_tokens:
+sparse gradients), each against one process on 1 thread (the baseline) and on every core (the
+reference). Its report adds a per-model table and plot (zoo.png): which strategy wins and by how
+much, gradient bytes sent per step and the communication share of each strategy.
 
 Every run is an ordinary `python -m experiments.run` record tagged with its cell (`--run_name`), so
 an interrupted comparison continues with `--resume` (cells already recorded are skipped).
@@ -21,6 +32,7 @@ from absl import app, flags
 
 from experiments import network_flags
 from experiments.cli import bad_input, parse_flags
+from experiments.config import ConfigError, check_dataset, check_model
 
 from models import MODELS
 from results.records import load_records
@@ -33,10 +45,17 @@ PRESETS = {
     "default": dict(models="cnn", workers="1,2", train_examples="16384", repeats=1, epochs=4),
     "full": dict(models="mlp,cnn", workers="1,2,4,8", train_examples="5000,10000,20000,40000",
                  repeats=3, epochs=5),
+    # ~10 min on 2 vCPUs: 15 runs (5 per model), 3 epochs (2 steady) sized per model below.
+    "zoo": dict(models="resnet,wide_mlp,embedding", workers="2", train_examples="", repeats=1,
+                epochs=3, floors=False),
 }
+# The zoo's examples per epoch: a few seconds per steady epoch of each model on 2 vCPUs.
+ZOO_SIZES = {"resnet": 1536, "wide_mlp": 3072, "embedding": 8192}
+# The dataset each model runs on unless --dataset says otherwise.
+MODEL_DATASETS = {"resnet": "synthetic_cifar", "embedding": "synthetic_tokens"}
 
 _PRESET = flags.DEFINE_enum("preset", "default", list(PRESETS), "Sweep size; lists below override.")
-_MODELS = flags.DEFINE_list("models", None, "Models to compare (mlp, cnn).")
+_MODELS = flags.DEFINE_list("models", None, f"Models to compare ({', '.join(MODELS)}).")
 _WORKERS = flags.DEFINE_list("workers", None, "Worker / replica counts N, e.g. 1,2,4.")
 _SIZES = flags.DEFINE_list("train_examples", None, "Training examples per epoch (size sweep).")
 _REPEATS = flags.DEFINE_integer("repeats", None, "Runs per configuration.", lower_bound=1)
@@ -47,8 +66,12 @@ _STRATEGIES = flags.DEFINE_list("strategies", "mirrored,multi_worker_mirrored,pa
 _NUM_PS = flags.DEFINE_integer("num_ps", 1, "Parameter servers for parameter_server.",
                                lower_bound=1)
 _BATCH = flags.DEFINE_integer("batch_size_per_replica", 64, "Per-replica batch.", lower_bound=1)
-_DATASET = flags.DEFINE_string("dataset", "synthetic", "Dataset name (see experiments.run).")
-_RESULTS_DIR = flags.DEFINE_string("results_dir", "runs/compare", "Records, report and plots.")
+_DATASET = flags.DEFINE_string("dataset", "synthetic", "Dataset name (see experiments.run); "
+                               "when not given, resnet runs on synthetic_cifar and embedding on "
+                               "synthetic_tokens.")
+_DRY_RUN = flags.DEFINE_bool("dry_run", False, "Print the runs the comparison would make and exit.")
+_RESULTS_DIR = flags.DEFINE_string("results_dir", "runs/compare", "Records, report and plots "
+                                   "(--preset=zoo: runs/zoo unless given).")
 _RESUME = flags.DEFINE_bool("resume", True, "Skip configurations already recorded.")
 _TARGET = flags.DEFINE_float("target_accuracy", 0.9, "Eval accuracy for time-to-accuracy.")
 _EXPERIMENTS = flags.DEFINE_list("experiments", "scaling",
@@ -110,19 +133,23 @@ def _pinned(run_flags, cores, available):
 
 def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scaling",),
          delays=(), straggler_workers=2, threads=1, pin_cores=False, available_cores=None,
-         bandwidths=()):
+         bandwidths=(), floors=True, datasets=None):
     """[(run_name, [module, flags...])] in execution order. `threads`: intra-op threads of every
-    worker (and of the baseline); pin_cores: each cell pinned to the cores its workers get."""
+    worker (and of the baseline); pin_cores: each cell pinned to the cores its workers get.
+    sizes: a list for every model, or {model: list}; floors: the engine-floor cells;
+    datasets: {model: dataset} (each run gets --dataset=...; None: the runs' common flags say)."""
     available = available_cores or len(os.sched_getaffinity(0))
     run, floor = "experiments.run", "experiments.bench.floor"
     runs = []
     for model in models:
-        for size in sizes:
+        data = [f"--dataset={datasets[model]}"] if datasets else []
+        for size in (sizes[model] if isinstance(sizes, dict) else sizes):
             cells = []  # (name, module, flags, cores the cell should use: 0 = all)
             if "scaling" in experiments:
-                cells += [("engine_floor", floor, [f"--threads={threads}"], threads),
-                          ("engine_floor_all", floor, ["--threads=0"], 0),
-                          ("baseline", run, ["--strategy=one_device", f"--threads={threads}"],
+                if floors:
+                    cells += [("engine_floor", floor, [f"--threads={threads}"], threads),
+                              ("engine_floor_all", floor, ["--threads=0"], 0)]
+                cells += [("baseline", run, ["--strategy=one_device", f"--threads={threads}"],
                            threads),
                           ("hardware_reference", run, ["--strategy=one_device", "--threads=0"], 0)]
                 cells += [(f"{s}-n{n}", run, _strategy_flags(s, n, num_ps, threads), n * threads)
@@ -152,7 +179,7 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
                     name = f"{cell}/{model}/{size}/r{repeat}"
                     extra = _pinned(extra, cores, available) if pin_cores else extra
                     runs.append((name, [module, f"--model={model}", f"--train_examples={size}",
-                                        *extra]))
+                                        *data, *extra]))
     return runs
 
 
@@ -257,10 +284,13 @@ def main(argv):
     preset = PRESETS[_PRESET.value]
     try:
         models = _MODELS.value or preset["models"].split(",")
-        bad = [m for m in models if m not in MODELS]
-        if bad:
-            raise ValueError(f"--models={','.join(models)}: {bad[0]!r} is not valid; choose "
-                             f"from {', '.join(MODELS)}")
+        for model in models:  # built-in names, or your MODULE:FUNCTION / PATH.keras
+            if model not in MODELS and not (":" in model or model.endswith(".keras")):
+                raise ValueError(f"--models={','.join(models)}: {model!r} is not valid; choose "
+                                 f"from {', '.join(MODELS)}, or MODULE:FUNCTION, or PATH.keras")
+            check_model(model)
+        if _DATASET.present:
+            check_dataset(_DATASET.value)
         strategies = _STRATEGIES.value
         bad = [s for s in strategies if s not in STRATEGIES[1:]]
         if bad:
@@ -277,14 +307,21 @@ def main(argv):
         bandwidths = _bandwidths(_BANDWIDTHS.value)
         delays = _ints("straggler_delays", _DELAYS.value, minimum=0)
         workers = _ints("workers", _WORKERS.value or preset["workers"].split(","))
-        sizes = _ints("train_examples", _SIZES.value or preset["train_examples"].split(","))
-    except ValueError as e:
+        if _SIZES.value or preset["train_examples"]:
+            sizes = _ints("train_examples", _SIZES.value or preset["train_examples"].split(","))
+        else:  # the zoo: each model its own examples per epoch
+            sizes = {m: [ZOO_SIZES.get(m, 4096)] for m in models}
+    except (ValueError, ConfigError) as e:
         bad_input(e)
+    datasets = {m: _DATASET.value if _DATASET.present else MODEL_DATASETS.get(m, _DATASET.value)
+                for m in models}
     repeats = _REPEATS.value or preset["repeats"]
     epochs = _EPOCHS.value or preset["epochs"]
-    results_dir = _RESULTS_DIR.value
-    recorded = load_records(results_dir)[0] if _RESUME.value else []
-    if _PRESET.value == "default" and not _SIZES.value and _BUDGET.value and len(models) == 1:
+    results_dir = _RESULTS_DIR.value if _RESULTS_DIR.present or _PRESET.value != "zoo" else \
+        "runs/zoo"
+    recorded = load_records(results_dir)[0] if _RESUME.value and not _DRY_RUN.value else []
+    if _PRESET.value == "default" and not _SIZES.value and _BUDGET.value and len(models) == 1 \
+            and not _DRY_RUN.value:  # a dry run prints the preset's sizes, uncalibrated
         # Resuming keeps the size the comparison started with: a new calibration could pick
         # another, and then no cell would match and the report would mix two settings.
         started = size_started(recorded, models[0])
@@ -300,11 +337,15 @@ def main(argv):
                                 _THREADS.value)]
     runs = plan(models, workers, sizes, strategies, _NUM_PS.value, repeats, _EXPERIMENTS.value,
                 delays, _STRAGGLER_WORKERS.value, _THREADS.value, _PIN.value,
-                bandwidths=bandwidths)
+                bandwidths=bandwidths, floors=preset.get("floors", True), datasets=datasets)
     common = [f"--epochs={epochs}", f"--batch_size_per_replica={_BATCH.value}",
-              f"--steps_per_execution={_STEPS_PER_EXECUTION.value}",
-              f"--dataset={_DATASET.value}"]
+              f"--steps_per_execution={_STEPS_PER_EXECUTION.value}"]
     runs = [(name, [*argv, *common]) for name, argv in runs]
+    if _DRY_RUN.value:
+        for name, argv in runs:
+            print(f"{name}: python -m {' '.join(argv)} --results_dir={results_dir}")
+        print(f"compare: {len(runs)} runs planned (--dry_run: none made)")
+        return
     todo = [(name, argv) for name, argv in runs
             if not any(same_run(r, name, argv[1:]) for r in recorded)]
     print(f"compare: {len(runs)} runs planned, {len(runs) - len(todo)} already recorded, "

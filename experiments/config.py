@@ -7,14 +7,16 @@ import dataclasses
 import os
 import re
 
-from experiments.datasets import DATASETS
-from models import MODELS
+from experiments import npz_data, user_code
+from experiments.datasets import DATASETS, is_user_dataset
+from models import MODELS, TOKEN_MODELS
 from strategies import COLLECTIVES, MULTI_WORKER, STRATEGIES, replicas_in_sync
 
 OPTIMIZERS = ("sgd", "momentum", "adam")
 FAIL_MODES = ("kill", "preempt")
 SYNC_DTYPES = ("float32", "float16", "bfloat16")
 LR_SCALING = ("none", "linear", "sqrt")
+MODEL_WEIGHTS = ("fresh", "saved")  # --model=PATH.keras: re-initialized from --seed, or as saved
 
 
 class ConfigError(ValueError):
@@ -24,8 +26,9 @@ class ConfigError(ValueError):
 @dataclasses.dataclass
 class RunConfig:
     strategy: str = "one_device"
-    model: str = "cnn"
-    dataset: str = "synthetic"
+    model: str = "cnn"  # a built-in name, MODULE:FUNCTION or PATH.keras
+    model_weights: str = "fresh"  # PATH.keras: "fresh" (from --seed) or "saved" weights
+    dataset: str = "synthetic"  # a built-in name, PATH.npz or MODULE:FUNCTION
     data_dir: str = ""
     epochs: int = 3
     train_examples: int = 8192
@@ -112,11 +115,44 @@ def check_writable_dir(flag, path):
                           f"directory)")
 
 
+def check_model(model):
+    """A built-in name, or the user's MODULE:FUNCTION / PATH.keras, checked without running it."""
+    try:
+        if model.endswith(".keras"):
+            user_code.check_keras_file("model", model)
+        elif ":" in model:
+            user_code.check_reference("model", model)
+        elif model not in MODELS:
+            raise ConfigError(f"--model={model!r} is not valid; choose one of: "
+                              f"{', '.join(MODELS)}, or MODULE:FUNCTION, or PATH.keras")
+    except user_code.UserCodeError as e:
+        raise ConfigError(str(e)) from None
+
+
+def check_dataset(dataset):
+    """A built-in name, or the user's PATH.npz (read and checked) / MODULE:FUNCTION (found)."""
+    try:
+        if not is_user_dataset(dataset):
+            if dataset not in DATASETS:
+                raise ConfigError(f"--dataset={dataset!r} is not valid; choose one of: "
+                                  f"{', '.join(DATASETS)}, or PATH.npz, or MODULE:FUNCTION")
+        elif dataset.endswith(".npz"):
+            npz_data.read(dataset)
+        else:
+            user_code.check_reference("dataset", dataset)
+    except user_code.UserCodeError as e:
+        raise ConfigError(str(e)) from None
+
+
 def validate(cfg):
     """Raises ConfigError for the first bad value, naming it and what is allowed."""
     _choice("strategy", cfg.strategy, STRATEGIES)
-    _choice("model", cfg.model, MODELS)
-    _choice("dataset", cfg.dataset, tuple(DATASETS))
+    check_model(cfg.model)
+    check_dataset(cfg.dataset)
+    _choice("model_weights", cfg.model_weights, MODEL_WEIGHTS)
+    if cfg.model_weights == "saved" and not cfg.model.endswith(".keras"):
+        raise ConfigError(f"--model_weights=saved needs --model=PATH.keras (got --model="
+                          f"{cfg.model})")
     _choice("optimizer", cfg.optimizer, OPTIMIZERS)
     _choice("lr_scaling", cfg.lr_scaling, LR_SCALING)
     _choice("collective", cfg.collective, COLLECTIVES)
@@ -178,20 +214,33 @@ def validate(cfg):
     if cfg.global_batch_size and cfg.global_batch_size % replicas:
         raise ConfigError(f"--global_batch_size={cfg.global_batch_size} is not divisible by the "
                           f"{replicas} replicas in sync")
-    info = DATASETS[cfg.dataset]
+    # MODULE:FUNCTION datasets say their sizes when called (checked in the task).
+    info = npz_data.info(cfg.dataset) if cfg.dataset.endswith(".npz") else \
+        DATASETS.get(cfg.dataset)
     if cfg.steps_per_epoch() < 1:
         raise ConfigError(f"--train_examples={cfg.train_examples} is smaller than one global batch "
                           f"({cfg.resolved_global_batch()})")
-    if info.train_size and cfg.train_examples > info.train_size:
+    if info and info.train_size and cfg.train_examples > info.train_size:
         raise ConfigError(f"--train_examples={cfg.train_examples} exceeds the {info.train_size} "
                           f"training examples of {cfg.dataset}")
-    if info.eval_size and cfg.eval_examples > info.eval_size:
+    if info and info.eval_size and cfg.eval_examples > info.eval_size:
         raise ConfigError(f"--eval_examples={cfg.eval_examples} exceeds the {info.eval_size} "
                           f"eval examples of {cfg.dataset}")
+    tokens = DATASETS.get(cfg.dataset) is not None and DATASETS[cfg.dataset].vocab_size > 0
+    if cfg.model in TOKEN_MODELS and cfg.dataset in DATASETS and not tokens:
+        token_sets = [name for name, i in DATASETS.items() if i.vocab_size]
+        raise ConfigError(f"--model={cfg.model} reads token ids: use --dataset="
+                          f"{' or '.join(token_sets)} (or your own integer features), not "
+                          f"--dataset={cfg.dataset}")
+    if tokens and cfg.model in MODELS and cfg.model not in TOKEN_MODELS:
+        raise ConfigError(f"--dataset={cfg.dataset} is token ids: use --model="
+                          f"{' or '.join(TOKEN_MODELS)} (or your own model), not --model="
+                          f"{cfg.model}")
     if cfg.warmup_epochs > cfg.epochs:
         raise ConfigError(f"--warmup_epochs={cfg.warmup_epochs} exceeds --epochs={cfg.epochs}")
-    if cfg.sync_batchnorm and cfg.model != "cnn":
-        raise ConfigError(f"--sync_batchnorm needs --model=cnn (got --model={cfg.model})")
+    if cfg.sync_batchnorm and cfg.model not in ("cnn", "resnet"):
+        raise ConfigError(f"--sync_batchnorm needs --model=cnn or resnet (got --model="
+                          f"{cfg.model})")
     check_writable_dir("results_dir", cfg.results_dir)
     if cfg.profile_steps:
         if not re.fullmatch(r"\d+,\d+", cfg.profile_steps):

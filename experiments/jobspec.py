@@ -3,7 +3,15 @@
 Vertex AI CustomJob (worker pool 0 = chief, 1 = workers, 2 = parameter servers; unused pools are
 `{}` so positions hold; Vertex sets TF_CONFIG only for multi-replica jobs) and a Kubeflow TFJob
 (training-operator `kubeflow.org/v1`). No Google or Kubernetes library is needed to build them;
-`build_custom_job` hands the Vertex dict to the SDK (`pip install -e '.[vertex]'`).
+`build_custom_job` hands the Vertex dict to the SDK (`pip install -e '.[vertex]'`), and
+`tfjob_yaml` prints the TFJob as plain YAML (no `&id001` anchors or `*id001` aliases, which are
+legal but unreadable in a review or a `kubectl diff`); the Kubeflow training SDK
+(`pip install -e '.[tfjob]'`, package kubeflow-training) loads it as a KubeflowOrgV1TFJob in the
+tests, which is why the manifest always has a runPolicy (the SDK refuses a TFJob without one).
+
+Your own model or data (--model=MODULE:FUNCTION, --dataset=MODULE:FUNCTION, PATH.keras,
+PATH.npz after `--`): every container runs the same command, so the module or file must be in
+the image (copied next to the toolkit, or on the image's PYTHONPATH), or the file on gs://.
 
 Accelerators: every container of a pool that gets GPUs runs with `--require_gpus=N` (N = GPUs per
 replica), so a task that TensorFlow shows fewer GPUs (a CPU-only image, a node without drivers)
@@ -14,6 +22,8 @@ Outputs: Vertex sets AIP_MODEL_DIR / AIP_CHECKPOINT_DIR / AIP_TENSORBOARD_LOG_DI
 variables in its containers' env (the same layout), and experiments.run reads them either way.
 """
 import dataclasses
+
+import yaml
 
 # The image the flags default to: a job with it cannot start (no such registry project).
 PLACEHOLDER_PROJECT = "PROJECT"
@@ -120,9 +130,25 @@ def tfjob(spec, name="tfdist-compare", namespace="default"):
             container["env"] = [{"name": k, "value": v}
                                 for k, v in output_dirs(spec.base_output_dir).items()]
         if gpus:
-            container["resources"] = {"limits": {"nvidia.com/gpu": gpus}}
+            # a Kubernetes quantity is a string (the SDK's model types it so)
+            container["resources"] = {"limits": {"nvidia.com/gpu": str(gpus)}}
         specs[role] = {"replicas": count, "restartPolicy": "OnFailure",
                        "template": {"spec": {"containers": [container]}}}
     return {"apiVersion": "kubeflow.org/v1", "kind": "TFJob",
             "metadata": {"name": name, "namespace": namespace},
-            "spec": {"tfReplicaSpecs": specs}}
+            # cleanPodPolicy Running: when the job ends, delete the pods still running. PSS
+            # workers and parameter servers serve until stopped; without it they would stay up
+            # (and billed) after the chief finished.
+            "spec": {"runPolicy": {"cleanPodPolicy": "Running"}, "tfReplicaSpecs": specs}}
+
+
+class _PlainDumper(yaml.SafeDumper):
+    """Writes every repeated object in full: no anchors (&id001) and aliases (*id001)."""
+
+    def ignore_aliases(self, data):
+        return True
+
+
+def tfjob_yaml(manifest):
+    """The manifest as plain YAML, keys in the order built (apiVersion, kind, metadata, spec)."""
+    return yaml.dump(manifest, Dumper=_PlainDumper, sort_keys=False)

@@ -1,10 +1,16 @@
-"""tf.data pipelines for the datasets named in `experiments/datasets.py` (synthetic and TFDS).
+"""tf.data pipelines for the datasets of `experiments/datasets.py`: synthetic images and tokens,
+TFDS, and your own (.npz arrays, MODULE:FUNCTION); every one is sharded, cached, shuffled,
+repeated, batched and prefetched the same way (train_dataset).
 
-The synthetic set is defined by TF ops (stateless random, keyed on the seed and the example index),
-not by a NumPy array baked into the graph, so every task of a cluster, including parameter-server
-workers that receive the pipeline as a serialized graph, builds the same examples cheaply.
+The synthetic sets are defined by TF ops (stateless random, keyed on the seed and the example
+index), not by a NumPy array baked into the graph, so every task of a cluster, including
+parameter-server workers that receive the pipeline as a serialized graph, builds the same
+examples cheaply.
 """
 import tensorflow as tf
+
+from experiments import npz_data, user_data
+from experiments.datasets import FUNCTION, NPZ, TFDS, TOKENS, get_info, is_user_dataset
 # TF's own dataset-testing transformation (public only as tf.raw_ops.SleepDataset): a sleep
 # inside the graph, so it also slows a parameter-server worker that runs the pipeline remotely.
 from tensorflow.python.data.experimental.ops.testing import sleep as _sleep_dataset
@@ -40,6 +46,37 @@ def _synthetic_examples(info, seed, split_id, count):
                                             deterministic=True)
 
 
+# Synthetic tokens: each class has its own topic words, scattered over the vocabulary; half of a
+# sequence's tokens are its class's topic words, the rest uniform over the whole vocabulary (so
+# a batch touches thousands of distinct rows of a large embedding: sparse gradients).
+_TOPIC_WORDS = 64
+_TOPIC_SHARE = 0.5
+_SCATTER = 7919  # a prime: topic word k of class c is (c * _TOPIC_WORDS + k) * 7919 mod vocab
+
+
+def _token_examples(info, seed, split_id, count):
+    (length,), vocab = info.feature_shape, info.vocab_size
+
+    def make(i):
+        key = tf.stack([tf.cast(seed, tf.int64), split_id * (1 << 40) + i])
+        label = tf.random.stateless_uniform([], key, 0, info.num_classes, dtype=tf.int32)
+        word = tf.random.stateless_uniform([length], key + 1, 0, _TOPIC_WORDS, dtype=tf.int64)
+        topic = (tf.cast(label, tf.int64) * _TOPIC_WORDS + word) * _SCATTER % vocab
+        background = tf.random.stateless_uniform([length], key + 2, 0, vocab, dtype=tf.int64)
+        use_topic = tf.random.stateless_uniform([length], key + 3) < _TOPIC_SHARE
+        return tf.cast(tf.where(use_topic, topic, background), tf.int32), label
+
+    return tf.data.Dataset.range(count).map(make, num_parallel_calls=tf.data.AUTOTUNE,
+                                            deterministic=True)
+
+
+def _npz_examples(info, split, count):
+    arrays = npz_data.read(info.source)
+    x, y = (arrays["x_train"], arrays["y_train"]) if split == "train" else \
+        (arrays["x_test"], arrays["y_test"])
+    return tf.data.Dataset.from_tensor_slices((x[:count], y[:count]))
+
+
 def _tfds_examples(info, split, count, data_dir):
     import tensorflow_datasets as tfds  # imported here: slow, and synthetic runs never need it
 
@@ -49,12 +86,32 @@ def _tfds_examples(info, split, count, data_dir):
                   num_parallel_calls=tf.data.AUTOTUNE)
 
 
-def examples(info, split, count, seed, data_dir=None):
-    """Unbatched (image float32, label int32) pairs of one split ('train' or 'eval')."""
-    if info.tfds_name:
+def dataset_info(name, input_context=None):
+    """The DatasetInfo of a built-in name, an .npz path or MODULE:FUNCTION (called once, with
+    `input_context`). UserCodeError (one line) for bad user data."""
+    if not is_user_dataset(name):
+        return get_info(name)
+    if name.endswith(".npz"):
+        return npz_data.info(name)
+    return user_data.info(name, input_context or tf.distribute.InputContext())
+
+
+def examples(info, split, count, seed, data_dir=None, input_context=None):
+    """Unbatched (features, label int32) pairs of one split ('train' or 'eval'): images float32,
+    tokens int32, your data as user_data / npz_data say. input_context: given to a
+    MODULE:FUNCTION dataset (default: one pipeline)."""
+    split_id = 1 if split == "train" else 2
+    if info.kind == TFDS:
         tfds_split = info.train_split if split == "train" else info.eval_split
         return _tfds_examples(info, tfds_split, count, data_dir)
-    return _synthetic_examples(info, seed, 1 if split == "train" else 2, count)
+    if info.kind == TOKENS:
+        return _token_examples(info, seed, split_id, count)
+    if info.kind == NPZ:
+        return _npz_examples(info, split, count)
+    if info.kind == FUNCTION:
+        return user_data.examples(info, split, count,
+                                  input_context or tf.distribute.InputContext())
+    return _synthetic_examples(info, seed, split_id, count)
 
 
 def _with_explicit_sharding_policy(ds, policy):
@@ -64,7 +121,7 @@ def _with_explicit_sharding_policy(ds, policy):
 
 
 def train_dataset(info, count, batch_size, seed, data_dir=None, num_shards=1, shard_index=0,
-                  shuffle_seed=None, delay_us=None):
+                  shuffle_seed=None, delay_us=None, replicas_in_sync=1):
     """Endless shuffled batches of this input pipeline's shard of the training split.
 
     Sharding is done here, by example, and tf.data auto-sharding is switched OFF explicitly: with
@@ -73,12 +130,16 @@ def train_dataset(info, count, batch_size, seed, data_dir=None, num_shards=1, sh
     runs exactly the number of steps the loop asks for (MWMS hangs if workers disagree).
 
     shard_index and shuffle_seed may be scalar tensors (a PSS worker computes its own).
+    replicas_in_sync: for the InputContext a MODULE:FUNCTION dataset is given.
     delay_us (straggler injection): microseconds every batch waits, applied *after* prefetch so
     the consumer's step itself is delayed rather than hidden by the prefetch buffer. An int or a
     scalar tensor (a parameter-server worker computes its own from its worker index).
     """
-    ds = examples(info, "train", count, seed, data_dir)
-    if num_shards > 1:
+    # A MODULE:FUNCTION dataset learns which pipeline it feeds; unless it shards by itself, the
+    # shard is taken here like any other dataset's.
+    context = tf.distribute.InputContext(num_shards, shard_index, replicas_in_sync)
+    ds = examples(info, "train", count, seed, data_dir, input_context=context)
+    if num_shards > 1 and not (info.kind == FUNCTION and info.sharded):
         ds = ds.shard(num_shards, shard_index)
     # The largest shard's size: shard_index may be a tensor (a PSS worker's own index).
     shard_size = -(-count // num_shards)

@@ -4,6 +4,13 @@
     python -m experiments.run --strategy=mirrored --num_replicas=2 --model=cnn --epochs=2
     python -m experiments.run --strategy=multi_worker_mirrored --num_workers=2 --model=mlp
     python -m experiments.run --strategy=parameter_server --num_workers=2 --num_ps=1 --model=mlp
+    python -m experiments.run --model=examples.two_branch:build_model \
+        --dataset=examples.two_branch:make_dataset --train_examples=1024 --eval_examples=256
+    python -m experiments.run --model=my_model.keras --model_weights=saved --dataset=data.npz
+
+Your own model and data (experiments/user_model.py, experiments/user_data.py,
+experiments/npz_data.py): --model=MODULE:FUNCTION or PATH.keras, --dataset=MODULE:FUNCTION or
+PATH.npz. MODULE is imported from the current directory and PYTHONPATH, in every task.
 
 Multi-worker strategies without TF_CONFIG start a local cluster of this same command (one process
 per task, each with its own TF_CONFIG); with TF_CONFIG set (Vertex AI, a TFJob, by hand) the
@@ -21,8 +28,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 from absl import app, flags, logging  # noqa: E402
 
 from experiments.cli import bad_input, parse_flags  # noqa: E402
-from experiments.config import (FAIL_MODES, LR_SCALING, OPTIMIZERS, SYNC_DTYPES,  # noqa: E402
-                                ConfigError, RunConfig, validate)
+from experiments.config import (FAIL_MODES, LR_SCALING, MODEL_WEIGHTS, OPTIMIZERS,  # noqa: E402
+                                SYNC_DTYPES, ConfigError, RunConfig, validate)
 from experiments.datasets import DATASETS  # noqa: E402
 from models import MODELS  # noqa: E402
 from strategies import COLLECTIVES, MULTI_WORKER, STRATEGIES  # noqa: E402
@@ -31,8 +38,17 @@ from tf_config import launch, netshape  # noqa: E402
 
 _D = RunConfig()
 _STRATEGY = flags.DEFINE_string("strategy", _D.strategy, f"One of: {', '.join(STRATEGIES)}.")
-_MODEL = flags.DEFINE_string("model", _D.model, f"One of: {', '.join(MODELS)}.")
-_DATASET = flags.DEFINE_string("dataset", _D.dataset, f"One of: {', '.join(DATASETS)}.")
+_MODEL = flags.DEFINE_string("model", _D.model, f"One of: {', '.join(MODELS)}; or your own: "
+                             f"MODULE:FUNCTION (FUNCTION(input_shape, num_classes) -> uncompiled "
+                             f"keras.Model giving logits) or PATH.keras (see --model_weights).")
+_MODEL_WEIGHTS = flags.DEFINE_string("model_weights", _D.model_weights,
+                                     f"--model=PATH.keras: {' or '.join(MODEL_WEIGHTS)} (fresh: "
+                                     f"the saved architecture re-initialized from --seed; saved: "
+                                     f"start from the saved weights).")
+_DATASET = flags.DEFINE_string("dataset", _D.dataset, f"One of: {', '.join(DATASETS)}; or your "
+                               f"own: PATH.npz (x_train, y_train, x_test, y_test) or "
+                               f"MODULE:FUNCTION (FUNCTION(split, input_context) -> "
+                               f"{{'dataset': unbatched (features, label), 'num_classes': N}}).")
 _DATA_DIR = flags.DEFINE_string("data_dir", _D.data_dir, "TFDS data directory.")
 _EPOCHS = flags.DEFINE_integer("epochs", _D.epochs, "Training epochs.")
 _TRAIN_EXAMPLES = flags.DEFINE_integer("train_examples", _D.train_examples,
@@ -127,7 +143,8 @@ _MAX_RESTARTS = flags.DEFINE_integer("max_restarts", 3, "Local cluster: restarts
 
 def _config():
     return RunConfig(
-        strategy=_STRATEGY.value, model=_MODEL.value, dataset=_DATASET.value,
+        strategy=_STRATEGY.value, model=_MODEL.value, model_weights=_MODEL_WEIGHTS.value,
+        dataset=_DATASET.value,
         data_dir=_DATA_DIR.value, epochs=_EPOCHS.value, train_examples=_TRAIN_EXAMPLES.value,
         eval_examples=_EVAL_EXAMPLES.value, batch_size_per_replica=_BATCH.value,
         global_batch_size=_GLOBAL_BATCH.value, num_replicas=_NUM_REPLICAS.value,

@@ -7,6 +7,7 @@
 import dataclasses
 import datetime
 import os
+import re
 import resource
 import sys
 import uuid
@@ -16,9 +17,10 @@ import tensorflow as tf
 
 from experiments import comm_probe, cpu_usage, environment
 from experiments.checkpoints import Checkpoints
-from experiments.datasets import get_info
+from experiments.pipeline import dataset_info
 from experiments.profiling import StepProfiler
-from experiments.training import Trainer
+from experiments.training import Trainer, input_context
+from experiments.user_code import UserCodeError
 from results import metrics, records
 from strategies.factory import MissingGPUs, check_gpus, get_strategy
 from tf_config import events, netshape
@@ -83,8 +85,12 @@ def _launch_events():
 
 
 def new_run_id(cfg):
+    """A file name: your model's MODULE:FUNCTION or PATH.keras becomes FUNCTION or the file's
+    base name (no ':' or '/' in a record's or a TensorBoard directory's name)."""
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S")
-    return f"{stamp}-{cfg.strategy}-{cfg.model}-{uuid.uuid4().hex[:6]}"
+    model = os.path.basename(cfg.model).split(":")[-1]
+    model = re.sub(r"[^\w.-]", "_", model)
+    return f"{stamp}-{cfg.strategy}-{model}-{uuid.uuid4().hex[:6]}"
 
 
 def run_task(cfg, role, extra_config=None):
@@ -109,9 +115,15 @@ def run_task(cfg, role, extra_config=None):
     if cfg.strategy == "parameter_server":
         coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
     is_chief = role is None or role.is_chief
-    info = get_info(cfg.dataset)
     cpu = cpu_usage.CpuMeter(in_cluster=role is not None) if is_chief else None
-    trainer = Trainer(cfg, info, strategy, coordinator=coordinator, is_chief=is_chief, cpu=cpu)
+    try:  # the user's model and data: what needs TensorFlow to check (config.py did the rest)
+        info = dataset_info(cfg.dataset, input_context(strategy))
+        trainer = Trainer(cfg, info, strategy, coordinator=coordinator, is_chief=is_chief,
+                          cpu=cpu)
+    except UserCodeError as e:  # before any step and any file: bad input, exit 2
+        sys.stderr.write(f"error: {e}\n")
+        sys.stderr.flush()
+        return 2
     run_id = new_run_id(cfg)
     writer = profiler = None
     logdir = os.path.join(cfg.tensorboard_dir or os.path.join(cfg.results_dir, "tensorboard"),
@@ -150,7 +162,8 @@ def run_task(cfg, role, extra_config=None):
         profiler.close()
     # After training, on every task that trains (the all-reduce probe is collective under MWMS).
     probe = comm_probe.measure(strategy, [v.value for v in trainer.model.trainable_variables],
-                               coordinator, dtype=cfg.gradient_sync_dtype) \
+                               coordinator, dtype=cfg.gradient_sync_dtype,
+                               gradients=trainer.gradients) \
         if cfg.comm_probe else None
     # Every synchronous replica must end with the same weights; printed by each task so a
     # cluster's output can be checked (tests do), and recorded by the chief.

@@ -14,8 +14,8 @@ import time
 import keras
 import tensorflow as tf
 
-from experiments import pipeline
-from models.registry import build
+from experiments import comm_probe, pipeline, user_data, user_model
+from experiments.datasets import FUNCTION
 from tf_config import events
 
 
@@ -154,8 +154,10 @@ class Trainer:
         warmup_steps = int(round(cfg.warmup_epochs * self.steps_per_epoch))
         keras.utils.set_random_seed(cfg.seed)  # --seed covers initialization too: reruns compare
         with strategy.scope():
-            self.model = build(cfg.model, info.image_shape, info.num_classes,
-                               batchnorm=cfg.batchnorm, sync_batchnorm=cfg.sync_batchnorm)
+            self.model = user_model.build(cfg.model, info.feature_shape, info.num_classes,
+                                          batchnorm=cfg.batchnorm,
+                                          sync_batchnorm=cfg.sync_batchnorm,
+                                          weights=cfg.model_weights)
             self.optimizer = make_optimizer(cfg.optimizer,
                                             WarmupScaledLR(self.learning_rate, warmup_steps))
             # Create slot variables now, in scope: lazily created Adam slots break under
@@ -164,16 +166,31 @@ class Trainer:
             if coordinator is None:
                 self.loss_sum, self.correct, self.seen = (_sum_on_read(), _sum_on_read(),
                                                           _sum_on_read())
+        self._check_input(is_chief)
         self._sync_dtype = tf.as_dtype(cfg.gradient_sync_dtype)
         self._loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
         self._iterator = iter(self._train_input())
         self.global_step = 0
         self.steps_by_worker = {}  # PSS: which worker ran how many steps (stragglers run fewer)
         self.first_step_done_at = None  # wall clock (epoch s) when this process's first step ended
+        self.gradients = None  # comm_probe.describe of the step's gradients, once traced
         self._train_steps = tf.function(self._steps)
         self._evaluate = make_evaluate(self.model)
         self._eval_data = (pipeline.eval_dataset(info, cfg.eval_examples, 512, cfg.seed,
                                                  cfg.data_dir or None) if is_chief else None)
+
+    def _check_input(self, is_chief):
+        """Before any step: the model maps two examples to (2, num_classes) logits (every task
+        that built it), and a MODULE:FUNCTION dataset's labels are class ids (the chief, over
+        the examples the run uses). UserCodeError: one line, exit 2 (experiments.task)."""
+        cfg, info = self.cfg, self.info
+        sample = pipeline.examples(info, "train", 2, cfg.seed, cfg.data_dir or None).batch(2)
+        features, _ = next(iter(sample))
+        user_model.check_logits(self.model, cfg.model, features, info.num_classes)
+        if is_chief and info.kind == FUNCTION:
+            for split, count in (("train", cfg.train_examples), ("eval", cfg.eval_examples)):
+                user_data.check_labels(pipeline.examples(info, split, count, cfg.seed),
+                                       info.source, split, info.num_classes)
 
     def _straggler_delay_us(self, worker_index):
         """Per-step delay of the input pipeline of worker `worker_index` (an int, or a tensor on
@@ -193,7 +210,8 @@ class Trainer:
         return pipeline.train_dataset(
             self.info, cfg.train_examples, self.per_replica_batch, cfg.seed, cfg.data_dir or None,
             num_shards=num_pipelines, shard_index=pipeline_id,
-            shuffle_seed=cfg.seed + pipeline_id, delay_us=self._straggler_delay_us(pipeline_id))
+            shuffle_seed=cfg.seed + pipeline_id, delay_us=self._straggler_delay_us(pipeline_id),
+            replicas_in_sync=self.replicas)
 
     def _pss_dataset(self, worker_index):
         return self._worker_dataset(max(1, self.cfg.num_workers),
@@ -229,6 +247,9 @@ class Trainer:
                 # them back to the variable's dtype in the update: casting here halves the
                 # bytes every step synchronizes (gradient compression, opt-in).
                 grads = [None if g is None else tf.cast(g, self._sync_dtype) for g in grads]
+            # What the strategy is handed (dense or IndexedSlices, and how many rows), noted
+            # while tracing: the communication probe synchronizes the same kinds and sizes.
+            self.gradients = comm_probe.describe(grads)
             self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables))
             predicted = tf.argmax(logits, axis=-1, output_type=tf.int32)
             sums = (tf.reduce_sum(per_example),

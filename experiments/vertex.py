@@ -9,7 +9,13 @@
     python -m experiments.vertex ... --image_uri=IMAGE --base_output_dir=gs://B/run1 \
         --nodry_run --project=P --region=us-central1   # submits (pip install -e '.[vertex]')
 
-Flags after `--` go to experiments.run unchanged, e.g. `-- --model=cnn --epochs=5`.
+Flags after `--` go to experiments.run unchanged, e.g. `-- --model=cnn --epochs=5`. Your own
+model or data (`-- --model=my_pkg.nets:build --dataset=my_pkg.data:load`) must be in the image:
+every pool runs the same command in it.
+
+`--format=tfjob` prints plain YAML (no anchors or aliases) with `runPolicy.cleanPodPolicy:
+Running`, so PSS servers are deleted when the job ends; the Kubeflow training SDK
+(`pip install -e '.[tfjob]'`) accepts it as a KubeflowOrgV1TFJob.
 
 Submission needs a staging bucket (the SDK's CustomJob refuses to exist without one):
 `--staging_bucket`, else `--base_output_dir`. A TFJob (printed to be applied) and a submission
@@ -24,7 +30,7 @@ from absl import app, flags
 from experiments.cli import bad_input, parse_flags
 
 from experiments.jobspec import (PLACEHOLDER_IMAGE, JobSpec, build_custom_job,
-                                 is_placeholder_image, tfjob, vertex_custom_job)
+                                 is_placeholder_image, tfjob, tfjob_yaml, vertex_custom_job)
 from strategies import STRATEGIES
 
 _STRATEGY = flags.DEFINE_enum("strategy", "multi_worker_mirrored", list(STRATEGIES), "Strategy.")
@@ -100,8 +106,6 @@ def main(argv):
                    accelerator_type=_ACCEL.value, accelerator_count=_ACCEL_N.value,
                    display_name=_NAME.value, base_output_dir=_OUTPUT.value)
     if _FORMAT.value == "tfjob":
-        import yaml
-
         try:
             manifest = tfjob(spec, name=_NAME.value)
         except ValueError as e:
@@ -110,7 +114,7 @@ def main(argv):
         if not _OUTPUT.value and not any(a.split("=")[0] == "--results_dir" for a in run_args):
             bad_input("a TFJob's pods keep no files: give --base_output_dir=gs://... (or "
                       "-- --results_dir=gs://...) so the records outlive them")
-        print(yaml.safe_dump(manifest, sort_keys=False))
+        print(tfjob_yaml(manifest))
         return
     job = vertex_custom_job(spec)
     if _DRY_RUN.value:

@@ -1,3 +1,11 @@
 """Keras 3 model builders. Names live here (no Keras import); build with
-`models.registry.build(name, input_shape, num_classes)` inside `strategy.scope()`."""
-MODELS = ("mlp", "cnn")
+`models.registry.build(name, input_shape, num_classes)` inside `strategy.scope()`.
+
+    mlp, cnn     the small pair of the default comparison
+    resnet       ResNet-20, BatchNorm, 32x32x3: compute-heavy
+    wide_mlp     3 x 2048 units: tens of MB of gradients per step, communication-bound
+    embedding    100,000-word embedding on token ids (--dataset=synthetic_tokens): sparse
+"""
+MODELS = ("mlp", "cnn", "resnet", "wide_mlp", "embedding")
+# Models whose input is token ids rather than images, and the datasets that provide them.
+TOKEN_MODELS = ("embedding",)

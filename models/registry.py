@@ -5,7 +5,10 @@
 """
 from models import MODELS
 from models.cnn import build_cnn
+from models.embedding import build_embedding
 from models.mlp import build_mlp
+from models.resnet import build_resnet
+from models.wide_mlp import build_wide_mlp
 
 
 def build(name, input_shape, num_classes, batchnorm=False, sync_batchnorm=False):
@@ -15,4 +18,10 @@ def build(name, input_shape, num_classes, batchnorm=False, sync_batchnorm=False)
     if name == "cnn":
         return build_cnn(input_shape, num_classes, batchnorm=batchnorm or sync_batchnorm,
                          sync_batchnorm=sync_batchnorm)
+    if name == "resnet":
+        return build_resnet(input_shape, num_classes, sync_batchnorm=sync_batchnorm)
+    if name == "wide_mlp":
+        return build_wide_mlp(input_shape, num_classes)
+    if name == "embedding":
+        return build_embedding(input_shape, num_classes)
     raise ValueError(f"unknown model {name!r}; valid models: {', '.join(MODELS)}")

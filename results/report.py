@@ -1,4 +1,5 @@
-"""Builds a comparison's outputs from its records alone: summary.csv, report.md, PNG plots.
+"""Builds a comparison's outputs from its records alone: summary.csv, report.md, PNG plots (and,
+with two or more models, zoo.csv and zoo.png: which strategy wins per model, results/zoo.py).
 
     python -m experiments.report --results_dir=runs/compare
 """
@@ -7,7 +8,7 @@ import io
 import os
 
 from results import network as network_experiment
-from results import plots, scaling_model, straggler
+from results import plots, scaling_model, straggler, zoo
 from results.cells import label, setting_details, setting_title
 from results.findings import findings, overhead_sentence
 from results.records import load_records, write_text_atomic
@@ -74,7 +75,7 @@ def _straggler_table(rows):
 
 
 def markdown(rows, problems, plot_files, target_accuracy, straggler_rows=(), model_section="",
-             network_section=""):
+             network_section="", zoo_section=""):
     parts = ["# Strategy comparison", "",
              "Rebuilt from the records by `python -m experiments.report`. Epoch time is the "
              "median over steady-state epochs (first epoch of every run excluded: tracing) and "
@@ -87,6 +88,8 @@ def markdown(rows, problems, plot_files, target_accuracy, straggler_rows=(), mod
              "per example trained (epochs are rounded to whole global batches)."
              + (f" Time to {target_accuracy:.0%} eval accuracy is the median over the runs "
                 "that reached it, with how many did." if target_accuracy else ""), ""]
+    if zoo_section:  # several models: the answer per model first
+        parts += [zoo_section, ""]
     for setting, group in groups(rows).items():
         ref = reference_of(group)
         notes = [f"Fastest single process (the reference): {label(ref)}." if ref else
@@ -135,6 +138,10 @@ def build(results_dir, target_accuracy=None, network=scaling_model.Network()):
         paths.append(write_text_atomic(j("projection.csv"),
                                        _csv(projected, scaling_model.COLUMNS)))
         section = scaling_model.markdown(fits, projected, network)
+    across = zoo.rows(rows, records)
+    if across:
+        files.append(plots.zoo(across, j("zoo.png")))
+        paths.append(write_text_atomic(j("zoo.csv"), _csv(zoo.csv_rows(across), zoo.COLUMNS)))
     slow = straggler.rows(records)
     if slow:
         files.append(plots.straggler(slow, j("straggler.png")))
@@ -147,7 +154,7 @@ def build(results_dir, target_accuracy=None, network=scaling_model.Network()):
         paths.append(write_text_atomic(j("network.csv"), _csv(shaped,
                                                               network_experiment.COLUMNS)))
         network_section = network_experiment.markdown(shaped, fitted)
-    paths.append(write_text_atomic(j("report.md"), markdown(rows, problems, files,
-                                                            target_accuracy, slow, section,
-                                                            network_section)))
+    paths.append(write_text_atomic(j("report.md"), markdown(
+        rows, problems, files, target_accuracy, slow, section, network_section,
+        zoo.markdown(across) if across else "")))
     return paths + files, problems, scaling_model.validation_lines(fits)

@@ -20,6 +20,9 @@ RESUMED_MARK = "tfdist-resumed: "
 FAULT_SIGNALS = {"kill": signal.SIGKILL, "preempt": signal.SIGTERM}
 # A preempted MWMS worker exits with this after its checkpoint (EX_TEMPFAIL: try again later).
 PREEMPTED_EXIT_CODE = 75
+# A task that found bad input (a flag, the user's model or data) printed one "error: ..." line and
+# exited with this; the launcher exits with it too, after that line, and writes nothing.
+BAD_INPUT_EXIT_CODE = 2
 RUN_TAG_ENV = "TFDIST_LAUNCH_TAG"  # every task carries it, so tests can find leftovers
 # Wall-clock start (epoch seconds) of the launching command: tasks measure launch-to-first-step.
 LAUNCH_T0_ENV = "TFDIST_LAUNCH_T0"

@@ -31,9 +31,9 @@ import collections
 import psutil
 
 from tf_config import events, netns, recovery
-from tf_config.events import (ATTEMPT_ENV, EVENTS_ENV, FAULT_MARK, FAULT_SIGNALS,  # noqa: F401
-                              LAUNCH_T0_ENV, PREEMPTED_EXIT_CODE, RESUMED_MARK, RUN_TAG_ENV,
-                              STEP_MARK)
+from tf_config.events import (ATTEMPT_ENV, BAD_INPUT_EXIT_CODE, EVENTS_ENV,  # noqa: F401
+                              FAULT_MARK, FAULT_SIGNALS, LAUNCH_T0_ENV, PREEMPTED_EXIT_CODE,
+                              RESUMED_MARK, RUN_TAG_ENV, STEP_MARK)
 from tf_config.spec import local_cluster, tf_config_json
 from tf_config.task_output import (ConsoleFilter, TaskLog, died_of_lost_peer,  # noqa: F401
                                    is_startup_noise)
@@ -261,6 +261,14 @@ class Cluster:
         return f"{reason or self._how(task)}; its last lines:\n{lines}"
 
     @staticmethod
+    def _bad_input(task):
+        """The task's own one-line "error: ..." (bad input), naming the task; None when it
+        exited 2 without one (then it is an ordinary failure, logs kept)."""
+        task.reader.join(timeout=2)  # its last lines may still be on their way
+        said = [line for line in task.tail if line.startswith("error: ")]
+        return f"{said[-1][len('error: '):]} ({task.name})" if said else None
+
+    @staticmethod
     def _how(task):
         return f"task {task.name} {recovery.how_it_ended(task.proc.returncode)[1]}"
 
@@ -318,6 +326,8 @@ class Cluster:
                         f"{decision.reason}: every worker saved a checkpoint at the same step and "
                         f"exited with code {PREEMPTED_EXIT_CODE}; rerun the same command to "
                         "resume"))
+                if bad.proc.returncode == BAD_INPUT_EXIT_CODE and self._bad_input(bad):
+                    return Outcome(BAD_INPUT_EXIT_CODE, self._bad_input(bad))
                 return Outcome(1, self._failure(bad, decision.reason))
             for task, task_deadline in list(back.items()):
                 if task.answers():
@@ -375,6 +385,7 @@ def run(opts, out=_print):
         raise KeyboardInterrupt
 
     log_dir = opts.log_dir or tempfile.mkdtemp(prefix="tfdist-launch-")
+    created = _missing_dirs(log_dir)  # removed again after bad input: nothing written
     os.makedirs(log_dir, exist_ok=True)
     state = _LaunchState(recovery.RestartPolicy(opts.max_restarts, opts.cluster_restarts,
                                                 opts.cluster_restart_hint),
@@ -401,7 +412,10 @@ def run(opts, out=_print):
                 attempt += 1
                 continue
             code = outcome.code
-            if code:
+            if code == BAD_INPUT_EXIT_CODE:  # one line, as the task's own bad input would be
+                sys.stderr.write(f"error: {outcome.message}\n")
+                sys.stderr.flush()
+            elif code:
                 out(f"launch: FAILED: {outcome.message}")
             return code
     except KeyboardInterrupt:
@@ -416,8 +430,27 @@ def run(opts, out=_print):
             log.close()
         if code == 0 and not opts.log_dir:
             shutil.rmtree(log_dir, ignore_errors=True)
+        elif code == BAD_INPUT_EXIT_CODE:
+            shutil.rmtree(log_dir, ignore_errors=True)
+            for path in reversed(created[:-1]):  # the log dir's new parents, if left empty
+                try:
+                    os.rmdir(path)
+                except OSError:
+                    break
         elif code:
             out(f"launch: every task's full output is in {log_dir}")
+
+
+def _missing_dirs(path):
+    """`path` and its ancestors that do not exist yet, outermost first."""
+    missing, probe = [], os.path.abspath(path)
+    while not os.path.exists(probe):
+        missing.insert(0, probe)
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            break
+        probe = parent
+    return missing
 
 
 def maybe_isolate(module_argv, isolate):

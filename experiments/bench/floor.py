@@ -33,12 +33,12 @@ class PlainLoop:
         import tensorflow as tf
 
         from experiments import cpu_usage, pipeline
-        from experiments.datasets import get_info
+        from experiments.pipeline import dataset_info
         from experiments.training import learning_rate_for, make_evaluate, make_optimizer
-        from models.registry import build
+        from experiments.user_model import build
 
         self.cfg, self.tf = cfg, tf
-        info = get_info(cfg.dataset)
+        info = dataset_info(cfg.dataset)  # built-in, or your own (checked like experiments.run)
         self.global_batch = self.per_replica_batch = cfg.resolved_global_batch()
         self.steps_per_epoch = cfg.train_examples // self.global_batch
         self.examples_per_epoch = self.steps_per_epoch * self.global_batch
@@ -46,8 +46,8 @@ class PlainLoop:
         self.steps_by_worker, self.first_step_done_at = {}, None
         self.cpu = cpu_usage.CpuMeter(in_cluster=False)
         keras.utils.set_random_seed(cfg.seed)
-        self.model = build(cfg.model, info.image_shape, info.num_classes,
-                           batchnorm=cfg.batchnorm)
+        self.model = build(cfg.model, info.feature_shape, info.num_classes,
+                           batchnorm=cfg.batchnorm, weights=cfg.model_weights)
         self.optimizer = make_optimizer(cfg.optimizer, self.learning_rate)
         self.optimizer.build(self.model.trainable_variables)
         loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
@@ -121,8 +121,13 @@ def main(argv):
     from experiments import task
     from experiments.training import weights_checksum
 
+    from experiments.user_code import UserCodeError
+
     task.set_threads(cfg.threads)
-    loop = PlainLoop(cfg)
+    try:
+        loop = PlainLoop(cfg)
+    except UserCodeError as e:  # your model or data, found bad once TensorFlow runs it
+        bad_input(e)
     epochs = [{**dataclasses.asdict(loop.train_epoch(e)), "includes_tracing": e == 1}
               for e in range(1, cfg.epochs + 1)]
     run_id = task.new_run_id(dataclasses.replace(cfg, strategy=ENGINE_FLOOR))

@@ -78,6 +78,48 @@ def test_calibrated_size_fits_the_budget_on_slow_and_fast_machines():
     assert calibrated_size(10, 10, 4, rate=1000, overhead_s=30, largest=16384) == _SIZE_QUANTUM
 
 
+def test_zoo_plan_runs_each_model_on_its_data_without_floors():
+    from experiments.compare import MODEL_DATASETS, ZOO_SIZES
+
+    models = ["resnet", "wide_mlp", "embedding"]
+    datasets = {m: MODEL_DATASETS.get(m, "synthetic") for m in models}
+    runs = dict(plan(models, [2], {m: [ZOO_SIZES[m]] for m in models},
+                     ["mirrored", "multi_worker_mirrored", "parameter_server"], 1, 1,
+                     floors=False, datasets=datasets))
+    assert len(runs) == 15 and not any(n.startswith("engine_floor") for n in runs)
+    assert _flags(runs["baseline/embedding/8192/r0"])["dataset"] == "synthetic_tokens"
+    assert _flags(runs["parameter_server-n2/resnet/1536/r0"])["dataset"] == "synthetic_cifar"
+    assert _flags(runs["hardware_reference/wide_mlp/3072/r0"])["dataset"] == "synthetic"
+
+
+def test_zoo_dry_run_prints_the_plan_and_runs_nothing(tmp_path):
+    from tests.helpers import run_module
+
+    out = tmp_path / "zoo"
+    proc = run_module("experiments.compare", "--preset=zoo", "--dry_run",
+                      f"--results_dir={out}", timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    assert lines[-1] == "compare: 15 runs planned (--dry_run: none made)"
+    assert lines[0].startswith("baseline/resnet/1536/r0: python -m experiments.run "
+                               "--model=resnet --train_examples=1536 --dataset=synthetic_cifar")
+    assert not out.exists()
+
+
+def test_compare_takes_your_model_and_refuses_a_missing_one(tmp_path):
+    from tests.helpers import run_module
+
+    ok = run_module("experiments.compare", "--models=examples.two_branch:build_model",
+                    "--dataset=examples.two_branch:make_dataset", "--workers=2",
+                    "--train_examples=2048", "--dry_run", f"--results_dir={tmp_path}", timeout=60)
+    assert ok.returncode == 0, ok.stderr
+    assert "--dataset=examples.two_branch:make_dataset" in ok.stdout.splitlines()[0]
+    bad = run_module("experiments.compare", "--models=no_such_module:build", "--dry_run",
+                     timeout=60)
+    assert bad.returncode == 2
+    assert bad.stderr.strip().startswith("error: --model=no_such_module:build: module")
+
+
 def test_resuming_keeps_the_size_the_comparison_started_with():
     from experiments.compare import size_started
 

@@ -9,7 +9,7 @@ import sys
 import pytest
 import yaml
 
-from experiments.jobspec import JobSpec, build_custom_job, tfjob, vertex_custom_job
+from experiments.jobspec import JobSpec, build_custom_job, tfjob, tfjob_yaml, vertex_custom_job
 from tests.helpers import ROOT, run_module
 
 IMAGE = "us-docker.pkg.dev/my-project/tfdist/tfdist-compare:latest"
@@ -50,12 +50,30 @@ def test_vertex_pools(strategy, kw, replicas):
     _check_against_sdk(job)
 
 
+def _check_tfjob_against_sdk(text):
+    """The Kubeflow training SDK (`.[tfjob]`, part of `.[test]`) loads the printed YAML as its
+    KubeflowOrgV1TFJob: unknown or mistyped fields, or a missing runPolicy, raise. Deserializing
+    a manifest is what its TrainingClient does with one read from the cluster."""
+    training = pytest.importorskip("kubeflow.training")
+    data = yaml.safe_load(text)
+    job = training.ApiClient()._ApiClient__deserialize(data, "KubeflowOrgV1TFJob")
+    assert isinstance(job, training.KubeflowOrgV1TFJob)
+    assert job.spec.run_policy.clean_pod_policy == "Running"
+    assert training.ApiClient().sanitize_for_serialization(job) == data  # nothing dropped
+    return job
+
+
 @pytest.mark.parametrize("strategy, kw, roles", [
     ("multi_worker_mirrored", dict(num_workers=2), {"Worker": 2}),
     ("parameter_server", dict(num_workers=2, num_ps=1), {"Chief": 1, "Worker": 2, "PS": 1}),
+    ("multi_worker_mirrored", dict(num_workers=2, accelerator_type="NVIDIA_TESLA_T4",
+                                   accelerator_count=1, base_output_dir="gs://b/r"), {"Worker": 2}),
 ])
 def test_tfjob_manifest(strategy, kw, roles):
-    manifest = yaml.safe_load(yaml.safe_dump(tfjob(_spec(strategy, **kw))))
+    text = tfjob_yaml(tfjob(_spec(strategy, **kw)))
+    _check_tfjob_against_sdk(text)
+    manifest = yaml.safe_load(text)
+    assert manifest["spec"]["runPolicy"] == {"cleanPodPolicy": "Running"}
     assert manifest["apiVersion"] == "kubeflow.org/v1" and manifest["kind"] == "TFJob"
     specs = manifest["spec"]["tfReplicaSpecs"]
     assert {k: v["replicas"] for k, v in specs.items()} == roles
@@ -78,11 +96,27 @@ def test_vertex_dry_run_cli(args, replicas):
     assert "--epochs=3" in job["worker_pool_specs"][0]["container_spec"]["args"]
 
 
+def test_tfjob_yaml_is_plain_even_when_objects_repeat():
+    """PyYAML writes an object met twice as &id001 ... *id001; the manifest repeats lists (the
+    same command in every role) and must read plainly in a review or kubectl diff."""
+    manifest = tfjob(_spec("parameter_server", num_workers=2, num_ps=1, base_output_dir="gs://b"))
+    shared = ["python", "-m", "experiments.run"]
+    for role in manifest["spec"]["tfReplicaSpecs"].values():
+        role["template"]["spec"]["containers"][0]["command"] = shared
+    assert "&id001" in yaml.safe_dump(manifest)  # what the default dumper does with it
+    text = tfjob_yaml(manifest)
+    assert "&id" not in text and "*id" not in text
+    assert yaml.safe_load(text) == manifest
+    assert text.startswith("apiVersion: kubeflow.org/v1\nkind: TFJob\n")
+
+
 def test_vertex_cli_tfjob_and_bad_input():
     proc = run_module("experiments.vertex", "--format=tfjob", "--num_workers=3",
                       f"--image_uri={IMAGE}", "--base_output_dir=gs://BUCKET/run1", timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert yaml.safe_load(proc.stdout)["spec"]["tfReplicaSpecs"]["Worker"]["replicas"] == 3
+    assert "&id" not in proc.stdout and "*id" not in proc.stdout
+    _check_tfjob_against_sdk(proc.stdout)
     bad = run_module("experiments.vertex", "--dry_run", "--", "--num_workers=4", timeout=120)
     assert bad.returncode == 2 and "--num_workers=4" in bad.stderr
 

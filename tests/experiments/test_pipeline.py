@@ -69,3 +69,18 @@ def test_delay_slows_every_batch_of_the_consumer():
     assert len(batches) == 4 and time.perf_counter() - start >= 0.4
     plain = pipeline.train_dataset(info, 64, 8, seed=3, delay_us=0)
     assert np.array_equal(next(iter(plain))[1].numpy().shape, (8,))  # 0: no delay, same batches
+
+
+def test_synthetic_tokens_are_deterministic_ids_in_the_vocabulary():
+    info = get_info("synthetic_tokens")
+    x1, y1 = _arrays(pipeline.examples(info, "train", 256, seed=1))
+    x2, y2 = _arrays(pipeline.examples(info, "train", 256, seed=1))
+    assert x1.shape == (256, 64) and x1.dtype == np.int32 and np.array_equal(x1, x2)
+    assert np.array_equal(y1, y2) and set(y1) == {0, 1, 2, 3}
+    assert 0 <= x1.min() and x1.max() < info.vocab_size
+    # A batch touches thousands of distinct rows of the table: a sparse gradient.
+    assert len(np.unique(x1[:64])) > 2000
+    # Learnable: each class's topic words (half of its tokens) recur within the class.
+    counts = [np.bincount(x1[y1 == c].ravel(), minlength=info.vocab_size) for c in range(4)]
+    top = [set(np.argsort(c)[-32:]) for c in counts]
+    assert all(len(top[a] & top[b]) == 0 for a in range(4) for b in range(a + 1, 4))

@@ -1,16 +1,46 @@
 import numpy as np
 import pytest
 
-from models import MODELS
+from experiments.datasets import DATASETS
+from models import MODELS, TOKEN_MODELS
 from models.registry import build
 
+IMAGE_MODELS = [m for m in MODELS if m not in TOKEN_MODELS]
 
-@pytest.mark.parametrize("name", MODELS)
+
+@pytest.mark.parametrize("name", IMAGE_MODELS)
 @pytest.mark.parametrize("shape", [(28, 28, 1), (32, 32, 3)])
 def test_logits_shape_follows_input_and_classes(name, shape):
     model = build(name, shape, num_classes=7)
     out = model(np.zeros((3, *shape), np.float32), training=False)
     assert tuple(out.shape) == (3, 7)
+
+
+def test_embedding_maps_token_ids_to_logits():
+    info = DATASETS["synthetic_tokens"]
+    model = build("embedding", info.feature_shape, num_classes=info.num_classes)
+    ids = np.full((3, *info.feature_shape), info.vocab_size - 1, np.int32)  # the last row exists
+    assert tuple(model(ids).shape) == (3, info.num_classes)
+    table = model.get_layer("embedding").embeddings
+    assert tuple(table.shape) == (info.vocab_size, 64)
+
+
+@pytest.mark.parametrize("name, params, gradient_mb", [
+    ("resnet", (0.25e6, 0.3e6), (1.0, 1.2)),   # ResNet-20: 0.27 M
+    ("wide_mlp", (9.9e6, 10.1e6), (39, 41)),   # tens of MB of gradients per step
+])
+def test_zoo_sizes(name, params, gradient_mb):
+    model = build(name, (28, 28, 1) if name == "wide_mlp" else (32, 32, 3), 10)
+    count = model.count_params()
+    assert params[0] < count < params[1]
+    assert gradient_mb[0] < count * 4 / 1e6 < gradient_mb[1]
+
+
+def test_resnet20_has_batchnorm_after_every_convolution():
+    model = build("resnet", (32, 32, 3), 10, sync_batchnorm=True)
+    kinds = [layer.__class__.__name__ for layer in model.layers]
+    assert kinds.count("Conv2D") == kinds.count("BatchNormalization") == 21  # 19 + 2 projections
+    assert all(l.synchronized for l in model.layers if l.__class__.__name__ == "BatchNormalization")
 
 
 def test_sync_batchnorm_layers_are_synchronized():
@@ -22,5 +52,24 @@ def test_sync_batchnorm_layers_are_synchronized():
 
 
 def test_unknown_model_lists_valid_names():
-    with pytest.raises(ValueError, match="valid models: mlp, cnn"):
-        build("resnet", (28, 28, 1), 10)
+    with pytest.raises(ValueError, match="valid models: mlp, cnn, resnet, wide_mlp, embedding"):
+        build("vgg", (28, 28, 1), 10)
+
+
+def test_row_embedding_reads_rows_not_the_table():
+    """keras.layers.Embedding reads its whole table and gathers from the copy (under PSS: the
+    table pulled from the ps every step); RowEmbedding gathers from the variable (the rows)."""
+    import keras
+    import tensorflow as tf
+
+    from models.embedding import RowEmbedding
+
+    def op_types(layer):
+        layer.build((None, 4))
+        traced = tf.function(layer).get_concrete_function(tf.TensorSpec([2, 4], tf.int32))
+        return {op.type for op in traced.graph.get_operations()}
+
+    rows = op_types(RowEmbedding(1000, 8))
+    assert "ResourceGather" in rows and "ReadVariableOp" not in rows
+    table = op_types(keras.layers.Embedding(1000, 8))
+    assert "ReadVariableOp" in table and "ResourceGather" not in table

@@ -1,0 +1,53 @@
+"""A text classifier with a large-vocabulary embedding: the sparse case, where parameter servers
+were invented to win. Token ids (batch, length) -> a 100,000 x 64 embedding (6.4 M parameters,
+25.6 MB) -> mean over the sequence -> dense head. A step touches only the rows of its tokens, so
+its embedding gradient is a tf.IndexedSlices of batch x length rows (64 x 64 ids: 1 MB), not a
+dense 25.6 MB tensor; the dense head's gradients are dense (a few KB).
+
+The lookup reads rows, not the table (RowEmbedding below): keras.layers.Embedding converts its
+whole table to a tensor before gathering (keras.ops.take), so under ParameterServerStrategy every
+step of every worker would pull the entire table from its parameter server; reading the rows from
+the variable (a ResourceGather, placed where the variable lives) pulls only the rows a batch uses.
+The gradient is IndexedSlices either way.
+"""
+import keras
+import tensorflow as tf
+
+VOCAB_SIZE = 100_000
+EMBEDDING_DIM = 64
+
+
+class RowEmbedding(keras.layers.Layer):
+    """Embedding lookup that reads only the looked-up rows of its variable (see module doc)."""
+
+    def __init__(self, input_dim, output_dim, **kwargs):
+        super().__init__(**kwargs)
+        self.input_dim, self.output_dim = input_dim, output_dim
+
+    def build(self, input_shape):
+        # Unit-scale rows (Keras's Embedding draws them from +-0.05): averaged over a sequence,
+        # +-0.05 rows give the head features too small to learn from in a short run.
+        self.embeddings = self.add_weight(
+            shape=(self.input_dim, self.output_dim), name="embeddings",
+            initializer=keras.initializers.RandomUniform(-1.0, 1.0))
+
+    def call(self, ids):
+        # .value is the backing tf.Variable (a distributed one under a strategy): gathering from
+        # it is a sparse read on its device, not a read of the whole table.
+        return tf.nn.embedding_lookup(self.embeddings.value, tf.cast(ids, tf.int32))
+
+    def compute_output_shape(self, input_shape):
+        return (*input_shape, self.output_dim)
+
+    def get_config(self):
+        return {**super().get_config(), "input_dim": self.input_dim,
+                "output_dim": self.output_dim}
+
+
+def build_embedding(input_shape, num_classes, vocab_size=VOCAB_SIZE, dim=EMBEDDING_DIM):
+    inputs = keras.Input(shape=tuple(input_shape), dtype="int32")
+    x = RowEmbedding(vocab_size, dim, name="embedding")(inputs)
+    x = keras.layers.GlobalAveragePooling1D()(x)
+    x = keras.layers.Dense(64, activation="relu")(x)
+    outputs = keras.layers.Dense(num_classes)(x)
+    return keras.Model(inputs, outputs, name="embedding")

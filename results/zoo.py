@@ -1,0 +1,130 @@
+"""Across models: per model, which strategy wins and by how much, the gradient bytes a step
+sends and each strategy's communication share (`python -m experiments.compare --preset=zoo`;
+any comparison with two or more models gets it).
+
+A row per model (its setting: the model with its dataset, examples and batch). Its strategies'
+rows (every N measured) are ranked by throughput; the winner is the fastest, "by how much" its
+throughput over the runner-up's, and "vs 1 process" its throughput over the fastest one-device
+run of the model (in the zoo preset: one device using every core). Mirrored is a strategy here,
+so it is ranked, not used as the reference (results/summary.py's reference may be it).
+Gradient bytes come from the records' communication probe: what one replica sends per step (an
+embedding's IndexedSlices: its rows) next to the same gradients dense.
+"""
+import collections
+
+from results import metrics
+from results.cells import label, setting_of
+from results.summary import groups, seconds_per_example
+
+COLUMNS = ("model", "dataset", "train_examples", "winner", "winner_examples_per_sec",
+           "margin_over_runner_up", "runner_up", "winner_vs_single_process", "reference_row",
+           "gradient_mb", "dense_gradient_mb", "strategies")
+_SHORT = {"mirrored": "mirrored", "multi_worker_mirrored": "MWMS", "parameter_server": "PSS"}
+
+
+def _gradient_mb(records):
+    """{setting: (sent MB, dense MB)}: medians over the setting's records with a probe."""
+    sent, dense = collections.defaultdict(list), collections.defaultdict(list)
+    for r in records:
+        comm = r.get("communication") or {}
+        if comm.get("gradient_bytes") is not None:
+            sent[setting_of(r)].append(comm["gradient_bytes"] / 1e6)
+            dense[setting_of(r)].append(comm.get("dense_gradient_bytes",
+                                                 comm["gradient_bytes"]) / 1e6)
+    return {k: (metrics.spread(v)["median"], metrics.spread(dense[k])["median"])
+            for k, v in sent.items()}
+
+
+def name(row):
+    return f"{_SHORT.get(row['strategy'], row['strategy'])} N={row['n']}"
+
+
+def rows(summary_rows, records):
+    """One row per setting that has strategy rows; [] with fewer than two models."""
+    settings = groups(summary_rows)
+    if len({s[0] for s in settings}) < 2:
+        return []
+    grads = _gradient_mb(records)
+    out = []
+    for setting, group in settings.items():
+        ranked = sorted((r for r in group if r["role"] == "strategy" and seconds_per_example(r)),
+                        key=seconds_per_example)
+        if not ranked:
+            continue
+        win = ranked[0]
+        ref = min((r for r in group if r["strategy"] == "one_device" and seconds_per_example(r)),
+                  key=seconds_per_example, default=None)
+        second = ranked[1] if len(ranked) > 1 else None
+        sent, dense = grads.get(setting, (None, None))
+        out.append({
+            "model": win["model"], "dataset": win["dataset"],
+            "train_examples": win["train_examples"], "winner": name(win),
+            "winner_examples_per_sec": win["examples_per_sec"],
+            "margin_over_runner_up": seconds_per_example(second) / seconds_per_example(win)
+            if second else None,
+            "runner_up": name(second) if second else None,
+            "winner_vs_single_process": seconds_per_example(ref) / seconds_per_example(win)
+            if ref else None,
+            "reference_row": label(ref) if ref else None,
+            "gradient_mb": sent, "dense_gradient_mb": dense,
+            # per strategy: (name, strategy, examples/s, throughput / reference, comm. share)
+            "strategies": [(name(r), r["strategy"], r["examples_per_sec"],
+                            seconds_per_example(ref) / seconds_per_example(r) if ref else None,
+                            r["communication_fraction"]) for r in ranked],
+        })
+    return out
+
+
+def csv_rows(zoo_rows):
+    """The rows for zoo.csv: each strategy's figures as one readable cell."""
+    return [{**r, "strategies": "; ".join(
+        f"{n}: {eps:.1f}/s, {_x(vs)} vs 1 process, communication {_pct(comm)}"
+        for n, _, eps, vs, comm in r["strategies"])} for r in zoo_rows]
+
+
+def _pct(value):
+    return "–" if value is None else f"{value * 100:.0f}%"
+
+
+def _x(value):
+    return "–" if value is None else f"{value:.2f}x"
+
+
+def markdown(zoo_rows):
+    """The report's "Across models" section: one table, then where the answer flips."""
+    head = ["model (data, examples)", "gradients sent / step (dense)", "winner", "by how much",
+            "winner vs 1 process", "each strategy: examples/s, vs 1 process, communication share"]
+    lines = ["## Across models: which strategy wins", "",
+             "Per model, strategies ranked by steady throughput. 'By how much' = the winner's "
+             "throughput over the runner-up's; 'vs 1 process' = over the fastest one-device run "
+             "of that model (in the zoo preset: every core); communication share = the "
+             "communication probe's synchronization time over the per-worker step time (an "
+             "upper bound: it does not overlap compute). Gradients sent: one replica's per "
+             "step (sparse IndexedSlices count their rows), dense size in brackets.", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in zoo_rows:
+        grads = "–" if r["gradient_mb"] is None else \
+            f"{r['gradient_mb']:.2f} MB ({r['dense_gradient_mb']:.1f} MB)"
+        each = "; ".join(f"{n}: {eps:.0f}/s, {_x(vs)}, {_pct(comm)}"
+                         for n, _, eps, vs, comm in r["strategies"])
+        lines.append("| " + " | ".join([
+            f"{r['model']} ({r['dataset']}, {r['train_examples']})", grads, r["winner"],
+            f"{_x(r['margin_over_runner_up'])} over {r['runner_up']}" if r["runner_up"] else "–",
+            _x(r["winner_vs_single_process"]), each]) + " |")
+    lines += ["", flips(zoo_rows)]
+    return "\n".join(lines)
+
+
+def flips(zoo_rows):
+    """One sentence: the winners per model, and whether the answer changes with the model."""
+    if not zoo_rows:
+        return ""
+    winners = {r["model"]: r["winner"] for r in zoo_rows}
+    said = ", ".join(f"{m}: {w}" for m, w in winners.items())
+    losing = [r["model"] for r in zoo_rows
+              if r["winner_vs_single_process"] is not None and r["winner_vs_single_process"] < 1]
+    tail = (f" No strategy beat one process on every core for {', '.join(losing)}: on this "
+            f"machine distributing it does not pay." if losing else "")
+    if len(set(winners.values())) > 1:
+        return f"The answer flips with the model: {said}.{tail}"
+    return f"The same strategy wins for every model ({said}).{tail}"
