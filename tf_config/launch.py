@@ -15,18 +15,14 @@ cluster must form (every task's port answering) within --cluster_timeout; Ctrl-C
 end of the run stop every task. Tasks also die with the launcher (PR_SET_PDEATHSIG), even if it is
 killed with -9.
 """
-import ctypes
 import dataclasses
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-import collections
 
 import psutil
 
@@ -35,17 +31,13 @@ from tf_config.events import (ATTEMPT_ENV, BAD_INPUT_EXIT_CODE, EVENTS_ENV,  # n
                               FAULT_MARK, FAULT_SIGNALS, LAUNCH_T0_ENV, PREEMPTED_EXIT_CODE,
                               RESUMED_MARK, RUN_TAG_ENV, STEP_MARK)
 from tf_config.spec import local_cluster, tf_config_json
-from tf_config.task_output import (ConsoleFilter, TaskLog, died_of_lost_peer,  # noqa: F401
-                                   is_startup_noise)
+from tf_config.task_process import Task
+from tf_config.task_output import TaskLog, died_of_lost_peer
 
 _PORT_CLASH = ("Address already in use", "Could not start gRPC server", "Failed to add port")
 _STOP_GRACE_S = 5.0
 _SETTLE_S = 1.0  # after a task ends badly, how long the others may take to end too
 _START_TIME = psutil.Process().create_time()  # this launcher process's start
-
-
-class LaunchError(RuntimeError):
-    pass
 
 
 @dataclasses.dataclass
@@ -73,66 +65,6 @@ def default_threads(num_tasks, cores=None):
     """Threads per task so the tasks together use each core once."""
     cores = cores or os.cpu_count() or 1
     return max(1, cores // max(1, num_tasks))
-
-
-def _die_with_parent():
-    """Runs in the child before exec: SIGKILL it if the launcher dies, however it dies."""
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
-
-
-class _Task:
-    def __init__(self, task_type, index, address, argv, env, out, log, on_line, verbose=False):
-        self.task_type, self.index, self.address = task_type, index, address
-        self._verbose = verbose
-        self.name = f"{task_type}:{index}"
-        self.tail = collections.deque(maxlen=20)
-        self._out, self._argv, self._env, self._log, self._on_line = out, argv, env, log, on_line
-        self.start()
-
-    def start(self):
-        """Starts (or restarts) the task's process with its original command and TF_CONFIG."""
-        self.tail.clear()  # the last process's lines must not explain the new one's end
-        self.proc = subprocess.Popen(self._argv, env=self._env, stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     start_new_session=True, preexec_fn=_die_with_parent)
-        self._log.write(f"--- launch: {self.name} started, pid {self.proc.pid}, attempt "
-                        f"{self._env[ATTEMPT_ENV]} ---")
-        self.reader = threading.Thread(target=self._pump, args=(self.proc, ConsoleFilter(
-            self._verbose)), daemon=True)
-        self.reader.start()
-
-    def _pump(self, proc, console):
-        for raw in iter(proc.stdout.readline, b""):
-            line = raw.decode(errors="replace").rstrip("\n")
-            self.tail.append(line)
-            self._log.write(line)
-            try:
-                for shown in console.feed(line):
-                    self._out(f"[{self.name}] {shown}")
-                self._on_line(self, line)
-            except Exception as e:  # noqa: BLE001 - a dead reader would fill the pipe, hang the task
-                self._log.write(f"--- launch: could not handle that line: {e!r} ---")
-        for shown in console.end():
-            self._out(f"[{self.name}] {shown}")
-
-    def answers(self):
-        host, port = self.address.rsplit(":", 1)
-        try:
-            with socket.create_connection((host, int(port)), timeout=0.5):
-                return True
-        except OSError:
-            return False
-
-    def signal(self, sig):
-        """Signals the task's whole process group, even when its leader has exited: a wrapper
-        (`bash train.sh`) may be gone while the Python under it still holds the port."""
-        try:
-            os.killpg(self.proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
 
 
 @dataclasses.dataclass
@@ -180,7 +112,7 @@ class Cluster:
                 name = f"{kind}:{index}"
                 if name not in state.logs:
                     state.logs[name] = TaskLog(state.log_dir, name)
-                self.tasks.append(_Task(kind, index, address, opts.command(kind, index, threads),
+                self.tasks.append(Task(kind, index, address, opts.command(kind, index, threads),
                                         env, out, state.logs[name],
                                         self._on_line, verbose=opts.verbose))
 
