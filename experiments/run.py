@@ -34,7 +34,7 @@ from experiments.datasets import DATASETS  # noqa: E402
 from models import MODELS  # noqa: E402
 from strategies import COLLECTIVES, MULTI_WORKER, STRATEGIES  # noqa: E402
 from tf_config import TFConfigError, check_strategy_fits, role_from_env  # noqa: E402
-from tf_config import launch, netshape  # noqa: E402
+from tf_config import launch, netns, netshape  # noqa: E402
 
 _D = RunConfig()
 _STRATEGY = flags.DEFINE_string("strategy", _D.strategy, f"One of: {', '.join(STRATEGIES)}.")
@@ -198,7 +198,7 @@ def _emulation(cfg, role):
         if not _ISOLATE.value:
             raise netshape.ShapingUnavailable("--noisolate_network: the shaper lives in the "
                                               "cluster's private network namespace")
-        netshape.check_available(gbps, latency)
+        netns.check_shaping(gbps, latency)
     except netshape.ShapingUnavailable as e:
         if not best_effort:
             raise ConfigError(f"cannot emulate the network here: {e}; pass "

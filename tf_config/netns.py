@@ -58,6 +58,22 @@ def isolated_command(argv):
     return unshare_prefix() + [sys.executable, "-m", "tf_config.netns", "--"] + list(argv)
 
 
+def check_shaping(gbps, latency_ms):
+    """On the host, before launching: tries the shaper tf_config.netshape would apply, in a
+    throw-away namespace. Raises netshape.ShapingUnavailable (one line) when the namespace,
+    `tc` or the qdisc (tbf; netem for a latency) is missing."""
+    if not isolation_available():
+        raise netshape.ShapingUnavailable("no private network namespace here (`unshare --net` "
+                                          "failed)")
+    command = netshape.netem_command(gbps, latency_ms) if latency_ms else \
+        netshape.tbf_command(gbps)
+    done = subprocess.run(unshare_prefix() + command, capture_output=True, text=True)
+    if done.returncode:
+        why = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[0]
+        kind = "netem, needed for --emulate_latency_ms" if latency_ms else "tbf"
+        raise netshape.ShapingUnavailable(f"`tc qdisc ... {command[6]}` failed: {why} ({kind})")
+
+
 def main():
     argv = sys.argv[1:]
     if argv[:1] == ["--"]:

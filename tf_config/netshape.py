@@ -91,21 +91,6 @@ def unshaped(why):
     return {"emulated_gbps": None, "latency_ms": None, "method": f"none: {why}", "qdisc": None}
 
 
-def check_available(gbps, latency_ms):
-    """On the host, before launching: tries the same shaper in a throw-away namespace. Raises
-    ShapingUnavailable (one line) when the namespace, `tc` or the qdisc is missing."""
-    from tf_config import netns  # netns imports this module
-
-    if not netns.isolation_available():
-        raise ShapingUnavailable("no private network namespace here (`unshare --net` failed)")
-    command = netem_command(gbps, latency_ms) if latency_ms else tbf_command(gbps)
-    done = subprocess.run(netns.unshare_prefix() + command, capture_output=True, text=True)
-    if done.returncode:
-        why = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[0]
-        kind = "netem, needed for --emulate_latency_ms" if latency_ms else "tbf"
-        raise ShapingUnavailable(f"`tc qdisc ... {command[6]}` failed: {why} ({kind})")
-
-
 def recorded():
     """The record's `network` entry: what was applied (None: the real network, unshaped)."""
     raw = os.environ.get(APPLIED_ENV)

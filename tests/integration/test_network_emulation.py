@@ -20,7 +20,7 @@ def _host_qdisc():
 
 def _can_shape():
     try:
-        netshape.check_available(0.1, 0)
+        netns.check_shaping(0.1, 0)
         return True
     except netshape.ShapingUnavailable:
         return False
@@ -73,7 +73,7 @@ def test_bad_emulation_values_exit_2_and_write_nothing(tmp_path, args, fragment)
 @pytest.mark.skipif(not netns.isolation_available(), reason="no private network namespace here")
 def test_latency_without_netem_is_refused_in_one_line(tmp_path):
     try:
-        netshape.check_available(0, 5)
+        netns.check_shaping(0, 5)
         pytest.skip("this kernel has netem")
     except netshape.ShapingUnavailable:
         pass
