@@ -36,7 +36,7 @@ from experiments.config import ConfigError, check_dataset, check_model
 
 from models import MODELS
 from results.records import load_records
-from strategies import STRATEGIES
+from strategies import COMPARED
 from tf_config.task_output import is_startup_noise
 
 PRESETS = {
@@ -292,10 +292,10 @@ def main(argv):
         if _DATASET.present:
             check_dataset(_DATASET.value)
         strategies = _STRATEGIES.value
-        bad = [s for s in strategies if s not in STRATEGIES[1:]]
+        bad = [s for s in strategies if s not in COMPARED]
         if bad:
             raise ValueError(f"--strategies: {bad[0]!r} is not valid; choose from "
-                             f"{', '.join(STRATEGIES[1:])}")
+                             f"{', '.join(COMPARED)}")
         bad = [e for e in _EXPERIMENTS.value if e not in _EXPERIMENT_NAMES]
         if bad or not _EXPERIMENTS.value:
             raise ValueError(f"--experiments={','.join(_EXPERIMENTS.value)}: choose from "

@@ -65,6 +65,8 @@ class RunConfig:
     tensorboard_dir: str = ""  # "": <results_dir>/tensorboard; Vertex: $AIP_TENSORBOARD_LOG_DIR
     pin_cores: int = 0  # >0: every process of the run pinned to CPUs 0..pin_cores-1
     require_gpus: int = 0  # >0: the job's machine has this many GPUs; refuse to run without them
+    tpu: str = ""  # --strategy=tpu: TPU name, grpc://HOST:PORT or "local" ("": TPU_NAME etc.)
+    tpu_timeout_s: float = 180.0  # --strategy=tpu: seconds connecting may take before exit 2
 
     def replicas_in_sync(self):
         return replicas_in_sync(self.strategy, self.num_replicas, self.num_workers)
@@ -200,6 +202,10 @@ def validate(cfg):
     if cfg.strategy != "mirrored" and cfg.num_replicas != 1:
         raise ConfigError(f"--num_replicas={cfg.num_replicas} applies to --strategy=mirrored only "
                           f"(got --strategy={cfg.strategy})")
+    _positive("tpu_timeout_s", cfg.tpu_timeout_s)
+    if cfg.tpu and cfg.strategy != "tpu":
+        raise ConfigError(f"--tpu={cfg.tpu} applies to --strategy=tpu only (got --strategy="
+                          f"{cfg.strategy})")
     if cfg.strategy not in MULTI_WORKER and cfg.num_workers != 1:
         raise ConfigError(f"--num_workers={cfg.num_workers} needs a multi-worker strategy "
                           f"({', '.join(MULTI_WORKER)}), not --strategy={cfg.strategy}")

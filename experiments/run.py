@@ -7,6 +7,7 @@
     python -m experiments.run --model=examples.two_branch:build_model \
         --dataset=examples.two_branch:make_dataset --train_examples=1024 --eval_examples=256
     python -m experiments.run --model=my_model.keras --model_weights=saved --dataset=data.npz
+    python -m experiments.run --strategy=tpu --tpu=my-tpu     # or TPU_NAME; exit 2 without a TPU
 
 Your own model and data (experiments/user_model.py, experiments/user_data.py,
 experiments/npz_data.py): --model=MODULE:FUNCTION or PATH.keras, --dataset=MODULE:FUNCTION or
@@ -124,6 +125,11 @@ _PIN_CORES = flags.DEFINE_integer("pin_cores", 0, "Pin every process of the run 
 _REQUIRE_GPUS = flags.DEFINE_integer("require_gpus", _D.require_gpus, "Exit 2 unless TensorFlow "
                                     "sees at least this many GPUs (set by experiments.vertex on "
                                     "GPU pools; 0: no check, CPU fallback allowed).")
+_TPU = flags.DEFINE_string("tpu", _D.tpu, "--strategy=tpu: the TPU (a Cloud TPU name, "
+                           "grpc://HOST:8470, or local on a TPU VM); empty: TensorFlow's lookup "
+                           "(KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS, TPU_NAME, TPU_CONFIG).")
+_TPU_TIMEOUT = flags.DEFINE_float("tpu_timeout_s", _D.tpu_timeout_s, "--strategy=tpu: seconds "
+                                  "connecting to the TPU may take before the run exits 2.")
 _VERBOSE = flags.DEFINE_bool("verbose", False, "Show every line of every task of a local cluster: "
                              "TensorFlow's start-up messages (CUDA probing, oneDNN, absl) and "
                              "gRPC errors about lost peers (always in the task logs).")
@@ -159,7 +165,7 @@ def _config():
         gradient_sync_dtype=_SYNC_DTYPE.value,
         straggler_task=_STRAGGLER_TASK.value, straggler_delay_ms=_STRAGGLER_DELAY.value,
         checkpoint_dir=_CHECKPOINT_DIR.value, pin_cores=_PIN_CORES.value,
-        require_gpus=_REQUIRE_GPUS.value)
+        require_gpus=_REQUIRE_GPUS.value, tpu=_TPU.value, tpu_timeout_s=_TPU_TIMEOUT.value)
 
 
 def pin_cores(count):

@@ -1,6 +1,12 @@
 """tf.distribute strategies by name. The names live here (no TensorFlow import, so input can be
-validated before TF starts); build one with `strategies.factory.get_strategy(name, ...)`."""
-STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "parameter_server")
+validated before TF starts); build one with `strategies.factory.get_strategy(name, ...)`.
+
+`tpu` is a name like the others but not in COMPARED: it runs only where a TPU answers (this
+toolkit's machines have none), so the comparison never plans it.
+"""
+STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "parameter_server", "tpu")
+# What experiments.compare may run against the single-device baseline.
+COMPARED = ("mirrored", "multi_worker_mirrored", "parameter_server")
 MULTI_WORKER = ("multi_worker_mirrored", "parameter_server")
 COLLECTIVES = ("auto", "ring")
 
