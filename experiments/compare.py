@@ -36,7 +36,7 @@ from experiments.config import ConfigError, check_dataset, check_model
 
 from models import MODELS
 from results.records import load_records
-from strategies import COMPARED
+from strategies import COMPARED, LOCAL_REPLICAS
 from tf_config.task_output import is_startup_noise
 
 PRESETS = {
@@ -117,7 +117,7 @@ def _ints(name, values, minimum=1):
 
 def _strategy_flags(strategy, n, num_ps, threads):
     """Every strategy at N gets `threads` per worker (N workers = N x threads cores of work)."""
-    if strategy == "mirrored":  # one process feeding N replicas: the cores of N workers
+    if strategy in LOCAL_REPLICAS:  # one process feeding N replicas: the cores of N workers
         return [f"--strategy={strategy}", f"--num_replicas={n}", f"--threads={n * threads}"]
     if strategy == "multi_worker_mirrored":
         return [f"--strategy={strategy}", f"--num_workers={n}", f"--threads={threads}",
@@ -156,7 +156,7 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
                           for n in workers for s in strategies]
             if "straggler" in experiments:
                 n = straggler_workers
-                for s in (s for s in strategies if s != "mirrored"):
+                for s in (s for s in strategies if s not in LOCAL_REPLICAS):
                     for d in delays:
                         slow = [f"--straggler_task=worker:{n - 1}",
                                 f"--straggler_delay_ms={d}"] if d else []
@@ -166,7 +166,7 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
             if "network" in experiments:
                 # N=1 and the real loopback (b=0) give the model its t_comp and t_sync; the
                 # shaped N=2 runs are what it must predict (results/network.py).
-                for s in (s for s in strategies if s != "mirrored"):
+                for s in (s for s in strategies if s not in LOCAL_REPLICAS):
                     cells.append((f"network-{s}-n1", run, _strategy_flags(s, 1, num_ps, threads),
                                   threads))
                     for b in bandwidths:
@@ -301,7 +301,7 @@ def main(argv):
             raise ValueError(f"--experiments={','.join(_EXPERIMENTS.value)}: choose from "
                              f"{', '.join(_EXPERIMENT_NAMES)}")
         for experiment in ("straggler", "network"):
-            if experiment in _EXPERIMENTS.value and set(strategies) <= {"mirrored"}:
+            if experiment in _EXPERIMENTS.value and set(strategies) <= set(LOCAL_REPLICAS):
                 raise ValueError(f"--experiments={experiment} needs multi_worker_mirrored or "
                                  "parameter_server in --strategies")
         bandwidths = _bandwidths(_BANDWIDTHS.value)

@@ -10,7 +10,7 @@ import re
 from experiments import npz_data, user_code
 from experiments.datasets import DATASETS, is_user_dataset
 from models import MODELS, TOKEN_MODELS
-from strategies import COLLECTIVES, MULTI_WORKER, STRATEGIES, replicas_in_sync
+from strategies import COLLECTIVES, LOCAL_REPLICAS, MULTI_WORKER, STRATEGIES, replicas_in_sync
 
 OPTIMIZERS = ("sgd", "momentum", "adam")
 FAIL_MODES = ("kill", "preempt")
@@ -35,7 +35,7 @@ class RunConfig:
     eval_examples: int = 2048
     batch_size_per_replica: int = 64
     global_batch_size: int = 0  # 0: per-replica x replicas in sync; >0 held fixed (strong scaling)
-    num_replicas: int = 1  # local replicas for `mirrored`
+    num_replicas: int = 1  # local replicas for `mirrored` and `central_storage`
     num_workers: int = 1
     num_ps: int = 0
     ps_shards: int = 0
@@ -199,9 +199,9 @@ def validate(cfg):
         # no `.handle`, so tf.GradientTape fails inside the train step. Refuse it up front.
         raise ConfigError(f"--ps_shards={cfg.ps_shards} is not supported with Keras 3 models "
                           f"(Keras variables cannot wrap a sharded variable); use --ps_shards=0")
-    if cfg.strategy != "mirrored" and cfg.num_replicas != 1:
-        raise ConfigError(f"--num_replicas={cfg.num_replicas} applies to --strategy=mirrored only "
-                          f"(got --strategy={cfg.strategy})")
+    if cfg.strategy not in LOCAL_REPLICAS and cfg.num_replicas != 1:
+        raise ConfigError(f"--num_replicas={cfg.num_replicas} applies to --strategy="
+                          f"{' or '.join(LOCAL_REPLICAS)} only (got --strategy={cfg.strategy})")
     _positive("tpu_timeout_s", cfg.tpu_timeout_s)
     if cfg.tpu and cfg.strategy != "tpu":
         raise ConfigError(f"--tpu={cfg.tpu} applies to --strategy=tpu only (got --strategy="

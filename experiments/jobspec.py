@@ -72,7 +72,7 @@ def run_command(spec, gpus=0):
     """The container command: the same entry point and flags as a local run. `gpus` > 0: the
     container's machine has that many GPUs, and the run refuses to start without them."""
     args = [f"--strategy={spec.strategy}"]
-    if spec.strategy == "mirrored":
+    if spec.strategy in ("mirrored", "central_storage"):
         args.append(f"--num_replicas={spec.num_replicas}")
     if gpus:
         args.append(f"--require_gpus={gpus}")
@@ -100,8 +100,9 @@ def _pool(spec, replicas, accelerators=True):
 
 def vertex_custom_job(spec):
     """A CustomJob dict (the `aiplatform.CustomJob` keyword arguments)."""
-    if spec.strategy in ("one_device", "mirrored", "tpu"):
-        # one replica, N accelerators: no TF_CONFIG; Mirrored over GPUs, TPUStrategy over cores
+    if spec.strategy in ("one_device", "mirrored", "central_storage", "tpu"):
+        # one replica, N accelerators: no TF_CONFIG; Mirrored and CentralStorage over GPUs,
+        # TPUStrategy over TPU cores
         pools = [_pool(spec, 1)]
     elif spec.strategy == "multi_worker_mirrored":
         # pool 0 is the chief = MWMS worker 0 (Vertex names it "chief"); pool 1 the others

@@ -2,6 +2,7 @@
 
     python -m experiments.run --strategy=one_device --model=cnn --epochs=2 --results_dir=runs/demo
     python -m experiments.run --strategy=mirrored --num_replicas=2 --model=cnn --epochs=2
+    python -m experiments.run --strategy=central_storage --num_replicas=2 --model=cnn --epochs=2
     python -m experiments.run --strategy=multi_worker_mirrored --num_workers=2 --model=mlp
     python -m experiments.run --strategy=parameter_server --num_workers=2 --num_ps=1 --model=mlp
     python -m experiments.run --model=examples.two_branch:build_model \
@@ -61,8 +62,8 @@ _GLOBAL_BATCH = flags.DEFINE_integer("global_batch_size", _D.global_batch_size,
                                      "If > 0, the global batch held fixed (strong scaling); "
                                      "overrides --batch_size_per_replica.")
 _NUM_REPLICAS = flags.DEFINE_integer("num_replicas", _D.num_replicas,
-                                     "Local replicas for --strategy=mirrored (GPUs, or logical "
-                                     "CPU devices on a CPU host).")
+                                     "Local replicas for --strategy=mirrored or central_storage "
+                                     "(GPUs, or logical CPU devices on a CPU host).")
 _NUM_WORKERS = flags.DEFINE_integer("num_workers", _D.num_workers,
                                     "Workers of a local cluster (ignored when TF_CONFIG is set).")
 _NUM_PS = flags.DEFINE_integer("num_ps", _D.num_ps, "Parameter servers (parameter_server).")

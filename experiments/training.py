@@ -222,14 +222,16 @@ class Trainer:
             return self.coordinator.create_per_worker_dataset(
                 lambda: self._pss_dataset(
                     tf.distribute.coordinator.experimental_get_current_worker_index()))
-        if local_replicas(self.strategy) == 1:
+        if local_replicas(self.strategy) == 1 and self.cfg.strategy != "central_storage":
             # One replica per process: feed strategy.run from this worker's plain tf.data
             # iterator. Iterating a strategy's distributed dataset ran the same step at half
             # speed on some CPUs (docs/strategies.md, "Engine overhead"); with one local replica there
             # is nothing for it to split, so the plain iterator gives the replica the same batch.
             ctx = input_context(self.strategy)
             return self._worker_dataset(ctx.num_input_pipelines, ctx.input_pipeline_id)
-        # Several local replicas (mirrored): the distributed dataset splits each batch per replica.
+        # Several local replicas (mirrored), and central_storage at any N: the distributed
+        # dataset places each replica's batch on its compute device (CentralStorageStrategy's
+        # documented input path; its variables live on another device than its replicas).
         return self.strategy.distribute_datasets_from_function(
             lambda ctx: self._worker_dataset(ctx.num_input_pipelines, ctx.input_pipeline_id))
 

@@ -38,7 +38,8 @@ from strategies import STRATEGIES
 _STRATEGY = flags.DEFINE_enum("strategy", "multi_worker_mirrored", list(STRATEGIES), "Strategy.")
 _WORKERS = flags.DEFINE_integer("num_workers", 2, "Workers.", lower_bound=1)
 _PS = flags.DEFINE_integer("num_ps", 1, "Parameter servers (parameter_server).", lower_bound=1)
-_REPLICAS = flags.DEFINE_integer("num_replicas", 1, "GPUs for mirrored.", lower_bound=1)
+_REPLICAS = flags.DEFINE_integer("num_replicas", 1, "GPUs for mirrored or central_storage.",
+                                 lower_bound=1)
 _IMAGE = flags.DEFINE_string("image_uri", PLACEHOLDER_IMAGE, "Training image (see Dockerfile; "
                              "GPUs need the image built with --build-arg VARIANT=gpu).")
 _MACHINE = flags.DEFINE_string("machine_type", "", f"Vertex machine type (empty: "
@@ -104,9 +105,10 @@ def main(argv):
     if tpu_type and strategy != "tpu":
         bad_input(f"--accelerator_type={_ACCEL.value} is a TPU: use --strategy=tpu (got "
                   f"--strategy={strategy})")
-    if strategy == "mirrored" and _ACCEL_N.value and _REPLICAS.value > _ACCEL_N.value:
+    if strategy in ("mirrored", "central_storage") and _ACCEL_N.value and \
+            _REPLICAS.value > _ACCEL_N.value:
         bad_input(f"--num_replicas={_REPLICAS.value} exceeds --accelerator_count={_ACCEL_N.value}: "
-                  f"mirrored runs one replica per GPU of its machine")
+                  f"{strategy} runs one replica per GPU of its machine")
     _check_gcs("base_output_dir", _OUTPUT.value)
     _check_gcs("staging_bucket", _STAGING.value)
     if strategy == "parameter_server":

@@ -81,7 +81,8 @@ def setting_details(setting):
 
 
 def workers_of(record):
-    if record["strategy"] == "mirrored":
+    """N: local replicas of a one-process strategy, workers of a cluster, else 1."""
+    if record["strategy"] in ("mirrored", "central_storage"):
         return record["num_replicas_in_sync"]
     if record["strategy"] in ("multi_worker_mirrored", "parameter_server"):
         return record["num_workers"]
@@ -128,9 +129,9 @@ def role_of(record):
 
 
 def single_process(strategy, n):
-    """Runs in one process: every single-device run and mirrored at any N; MWMS only at N=1
-    (PSS always has a coordinator and a parameter server besides its workers)."""
-    return strategy in ("one_device", ENGINE_FLOOR, "mirrored") or (
+    """Runs in one process: every single-device run, mirrored and central_storage at any N; MWMS
+    only at N=1 (PSS always has a coordinator and a parameter server besides its workers)."""
+    return strategy in ("one_device", ENGINE_FLOOR, "mirrored", "central_storage") or (
         strategy == "multi_worker_mirrored" and n == 1)
 
 

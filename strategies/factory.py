@@ -57,7 +57,7 @@ def _tpu_resolver(tpu, timeout_s):
                 tf.config.experimental_connect_to_cluster(resolver)
             tf.tpu.experimental.initialize_tpu_system(resolver)
             done["resolver"] = resolver
-        except Exception as e:  # noqa: BLE001 - ValueError, URLError, NotFoundError, ... all mean no TPU
+        except Exception as e:  # noqa: BLE001 - ValueError, URLError, NotFoundError: no TPU
             done["error"] = e
 
     thread = threading.Thread(target=connect, name="tpu-connect", daemon=True)
@@ -100,7 +100,8 @@ def get_strategy(name, num_replicas=1, cluster_resolver=None, collective="auto",
                  tpu="", tpu_timeout_s=180.0):
     """Returns the tf.distribute.Strategy called `name`.
 
-    num_replicas: local replicas for `mirrored` (GPUs, or logical CPU devices on a CPU host).
+    num_replicas: local replicas for `mirrored` and `central_storage` (GPUs, or logical CPU
+    devices on a CPU host).
     cluster_resolver: for the multi-worker strategies; defaults to reading TF_CONFIG.
     collective: `auto` or `ring` all-reduce for multi_worker_mirrored.
     ps_shards: split each large variable across this many parameter servers (>1 to enable).
@@ -112,6 +113,12 @@ def get_strategy(name, num_replicas=1, cluster_resolver=None, collective="auto",
         return tf.distribute.OneDeviceStrategy(device)
     if name == "mirrored":
         return tf.distribute.MirroredStrategy(devices=_local_devices(num_replicas))
+    if name == "central_storage":
+        # Variables on one device (TF's default: the CPU when there are several compute
+        # devices), each step's compute on every local replica; gradients are reduced onto the
+        # variables' device instead of all-reduced between the replicas.
+        return tf.distribute.experimental.CentralStorageStrategy(
+            compute_devices=_local_devices(num_replicas))
     if name == "multi_worker_mirrored":
         if collective not in COLLECTIVES:
             raise ValueError(f"unknown collective {collective!r}; valid: {', '.join(COLLECTIVES)}")

@@ -19,6 +19,19 @@ def test_scaling_plan_has_floors_baseline_reference_and_each_strategy_per_n():
     assert "--num_ps=1" in runs["parameter_server-n2/mlp/4096/r0"]
 
 
+def test_central_storage_runs_like_mirrored_one_process_n_replicas_n_threads():
+    runs = dict(plan(["mlp"], [1, 2], [4096], ["central_storage", "multi_worker_mirrored"], 1, 1,
+                     experiments=("scaling", "straggler", "network"), threads=2,
+                     bandwidths=(0.1,), delays=(0, 25)))
+    assert runs["central_storage-n2/mlp/4096/r0"][1:] == [
+        "--model=mlp", "--train_examples=4096", "--strategy=central_storage", "--num_replicas=2",
+        "--threads=4"]
+    assert _flags(runs["central_storage-n1/mlp/4096/r0"])["num_replicas"] == "1"
+    # One process: no cluster to slow down or to put on a shaped network.
+    assert not [name for name in runs if name.startswith(("straggler-central", "network-central"))]
+    assert "straggler-multi_worker_mirrored-n2-d25/mlp/4096/r0" in runs
+
+
 @pytest.mark.parametrize("threads", [1, 3])
 def test_every_strategy_at_n_gets_the_same_threads_per_worker(threads):
     # On an 8-core machine the launcher's default (cores // tasks) gave MWMS workers 4 threads,

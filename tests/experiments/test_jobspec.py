@@ -32,6 +32,8 @@ def _check_against_sdk(job):
     ("multi_worker_mirrored", dict(num_workers=3), [1, 2]),
     ("parameter_server", dict(num_workers=2, num_ps=1), [1, 2, 1]),
     ("mirrored", dict(num_replicas=2, accelerator_type="NVIDIA_TESLA_T4", accelerator_count=2), [1]),
+    ("central_storage", dict(num_replicas=2, accelerator_type="NVIDIA_TESLA_T4",
+                             accelerator_count=2), [1]),
 ])
 def test_vertex_pools(strategy, kw, replicas):
     job = vertex_custom_job(_spec(strategy, **kw))
@@ -42,7 +44,7 @@ def test_vertex_pools(strategy, kw, replicas):
         assert f"--strategy={strategy}" in p["container_spec"]["args"]
         assert "--model=cnn" in p["container_spec"]["args"]
         assert p["machine_spec"]["machine_type"]
-    if strategy == "mirrored":
+    if strategy in ("mirrored", "central_storage"):  # one machine with N GPUs
         assert pools[0]["machine_spec"]["accelerator_count"] == 2
         assert "--num_replicas=2" in pools[0]["container_spec"]["args"]
     if strategy == "parameter_server":  # chief and ps need no accelerator
@@ -109,6 +111,7 @@ def test_tfjob_manifest(strategy, kw, roles):
     (["--strategy=multi_worker_mirrored", "--num_workers=2"], [1, 1]),
     (["--strategy=parameter_server", "--num_workers=2", "--num_ps=1"], [1, 2, 1]),
     (["--strategy=mirrored", "--num_replicas=2"], [1]),
+    (["--strategy=central_storage", "--num_replicas=2"], [1]),
     (["--strategy=tpu"], [1]),
 ])
 def test_vertex_dry_run_cli(args, replicas):

@@ -100,3 +100,13 @@ def test_kill_during_evaluation_after_a_step_checkpoint_resumes(tmp_path):
     with open(tmp_path / "epochs.json") as f:
         assert [e["epoch"] for e in json.load(f)] == [e["epoch"] for e in stats] == [1]
     assert steps in (8, 12)  # the end of epoch 1, or epoch 2's step checkpoint at step 4
+
+
+def test_central_storage_feeds_its_distributed_dataset_even_with_one_replica():
+    # Its variables live on the parameter device, apart from its replicas: it is fed like
+    # mirrored with several replicas (the distributed dataset), never the plain iterator.
+    cfg = dataclasses.replace(CFG, strategy="central_storage")
+    trainer = _trainer(cfg, tf.distribute.experimental.CentralStorageStrategy(["/cpu:0"]))
+    assert isinstance(trainer._iterator, tf.distribute.DistributedIterator)
+    first, second = trainer.train_epoch(1), trainer.train_epoch(2)
+    assert first.steps == second.steps == 8 and second.train_loss < first.train_loss

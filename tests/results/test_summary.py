@@ -98,6 +98,15 @@ def test_reference_is_the_fastest_single_process():
         pytest.approx(0.5 / 0.4)
 
 
+def test_central_storage_is_one_process_with_n_replicas():
+    """Its N is its local replicas (not workers) and, in one process, it may be the reference."""
+    recs = fake.sweep() + [fake.record("c", "central_storage", 2, 0.3, threads=2)]
+    by = _by(summarize(recs))
+    row = by[("strategy", "central_storage", 2, 2)]
+    assert row["n"] == 2 and row["reference_row"] == "central_storage N=2"
+    assert row["speedup_vs_reference"] == 1.0
+
+
 def _with_floors():
     cpu = lambda cores: {"seconds": 1.0, "wall_s": 1.0, "cores_used": cores,  # noqa: E731
                          "examples_per_cpu_second": 100.0 * cores, "scope": "all tasks"}
