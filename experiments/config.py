@@ -60,6 +60,9 @@ class RunConfig:
     checkpoint_every_steps: int = 0  # also save every N global steps (0: epoch ends only)
     gradient_sync_dtype: str = "float32"  # dtype gradients are all-reduced / pushed in
     steps_per_execution: int = 1  # training steps per tf.function call (Keras's meaning)
+    # K micro-batches (of the per-replica batch) per step: one optimizer update and one gradient
+    # synchronization per K micro-batches; a step's batch is K x the global batch.
+    accumulation_steps: int = 1
     profile_steps: str = ""  # "FIRST,LAST": TF profiler trace of these global steps (chief)
     comm_probe: bool = True  # after training, time one step's gradient synchronization alone
     tensorboard_dir: str = ""  # "": <results_dir>/tensorboard; Vertex: $AIP_TENSORBOARD_LOG_DIR
@@ -77,8 +80,12 @@ class RunConfig:
     def resolved_per_replica_batch(self):
         return self.resolved_global_batch() // self.replicas_in_sync()
 
+    def step_batch(self):
+        """Examples per step (one optimizer update): K micro-batches of the global batch."""
+        return self.resolved_global_batch() * self.accumulation_steps
+
     def steps_per_epoch(self):
-        return self.train_examples // self.resolved_global_batch()
+        return self.train_examples // self.step_batch()
 
     def profile_range(self):
         first, last = (int(v) for v in self.profile_steps.split(","))
@@ -161,7 +168,8 @@ def validate(cfg):
     _choice("fail_mode", cfg.fail_mode, FAIL_MODES)
     _choice("gradient_sync_dtype", cfg.gradient_sync_dtype, SYNC_DTYPES)
     for name in ("epochs", "train_examples", "eval_examples", "batch_size_per_replica",
-                 "num_replicas", "num_workers", "learning_rate", "steps_per_execution"):
+                 "num_replicas", "num_workers", "learning_rate", "steps_per_execution",
+                 "accumulation_steps"):
         _positive(name, getattr(cfg, name))
     for name in ("global_batch_size", "num_ps", "ps_shards", "threads", "warmup_epochs", "seed",
                  "checkpoint_every_steps", "pin_cores", "require_gpus"):
@@ -224,8 +232,9 @@ def validate(cfg):
     info = npz_data.info(cfg.dataset) if cfg.dataset.endswith(".npz") else \
         DATASETS.get(cfg.dataset)
     if cfg.steps_per_epoch() < 1:
-        raise ConfigError(f"--train_examples={cfg.train_examples} is smaller than one global batch "
-                          f"({cfg.resolved_global_batch()})")
+        raise ConfigError(f"--train_examples={cfg.train_examples} is smaller than one step's batch "
+                          f"({cfg.step_batch()}: global batch {cfg.resolved_global_batch()} x "
+                          f"--accumulation_steps={cfg.accumulation_steps})")
     if info and info.train_size and cfg.train_examples > info.train_size:
         raise ConfigError(f"--train_examples={cfg.train_examples} exceeds the {info.train_size} "
                           f"training examples of {cfg.dataset}")

@@ -106,6 +106,11 @@ _STRAGGLER_DELAY = flags.DEFINE_float("straggler_delay_ms", 0.0, "Milliseconds a
 _STEPS_PER_EXECUTION = flags.DEFINE_integer("steps_per_execution", _D.steps_per_execution,
                                             "Training steps per tf.function call (fewer "
                                             "dispatches; hooks fire per call).")
+_ACCUMULATION = flags.DEFINE_integer("accumulation_steps", _D.accumulation_steps,
+                                     "Gradient accumulation: K micro-batches (each the per-replica "
+                                     "batch) per optimizer update and per gradient "
+                                     "synchronization; a step then trains K x the global batch "
+                                     "and --lr_scaling scales with that.")
 _SYNC_DTYPE = flags.DEFINE_string("gradient_sync_dtype", _D.gradient_sync_dtype,
                                   f"dtype gradients are synchronized in (all-reduce, ps push): "
                                   f"{', '.join(SYNC_DTYPES)}; 16-bit halves the bytes.")
@@ -163,6 +168,7 @@ def _config():
         fail_task=_FAIL_TASK.value, fail_at_step=_FAIL_AT_STEP.value, fail_mode=_FAIL_MODE.value,
         checkpoint_every_steps=_CKPT_EVERY.value, comm_probe=_COMM_PROBE.value,
         profile_steps=_PROFILE_STEPS.value, steps_per_execution=_STEPS_PER_EXECUTION.value,
+        accumulation_steps=_ACCUMULATION.value,
         gradient_sync_dtype=_SYNC_DTYPE.value,
         straggler_task=_STRAGGLER_TASK.value, straggler_delay_ms=_STRAGGLER_DELAY.value,
         checkpoint_dir=_CHECKPOINT_DIR.value, pin_cores=_PIN_CORES.value,

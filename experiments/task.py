@@ -212,8 +212,9 @@ def build_record(cfg, role, trainer, strategy, run_id, epochs, checksum, extra_c
         "num_workers": cfg.num_workers,
         "num_ps": role.num_ps if role else 0,
         "num_replicas_in_sync": strategy.num_replicas_in_sync,
-        "batch_size_per_replica": trainer.per_replica_batch,
-        "global_batch_size": trainer.global_batch,
+        "batch_size_per_replica": trainer.per_replica_batch,  # one micro-batch of one replica
+        "global_batch_size": trainer.global_batch,  # a step's: x accumulation_steps
+        "accumulation_steps": getattr(trainer, "accumulation", 1),
         "train_examples": trainer.examples_per_epoch,
         "steps_per_epoch": trainer.steps_per_epoch,
         "learning_rate": trainer.learning_rate,

@@ -12,7 +12,7 @@ baseline; the derived counts stay in the rows as data.
 
 SETTING_KEYS = ("model", "dataset", "train_examples", "batch_size_per_replica",
                 "global_batch_size", "epochs", "steps_per_execution", "optimizer", "learning_rate",
-                "lr_scaling", "warmup_epochs", "gradient_sync_dtype")
+                "lr_scaling", "warmup_epochs", "gradient_sync_dtype", "accumulation_steps")
 
 BASELINE_RUN = "baseline"  # one_device, 1 thread per task: one worker's share of the machine
 REFERENCE_RUN = "hardware_reference"  # one_device using every core
@@ -27,7 +27,7 @@ STRAGGLER_PREFIX = "straggler-"
 _TOP_LEVEL = {"model": "model", "dataset": "dataset", "train_examples": "train_examples",
               "batch_size_per_replica": "batch_size_per_replica"}
 # Flags that did not exist in older records: those runs behaved as the flag's default.
-_BEFORE_FLAG = {"steps_per_execution": 1, "gradient_sync_dtype": "float32"}
+_BEFORE_FLAG = {"steps_per_execution": 1, "gradient_sync_dtype": "float32", "accumulation_steps": 1}
 
 
 def setting_of(record):
@@ -76,7 +76,9 @@ def setting_details(setting):
              f"LR scaling {s['lr_scaling']}" if s["lr_scaling"] else None,
              f"{s['warmup_epochs']:g} warm-up epochs" if s["warmup_epochs"] else None,
              f"gradients synchronized in {s['gradient_sync_dtype']}"
-             if s["gradient_sync_dtype"] else None]
+             if s["gradient_sync_dtype"] else None,
+             f"{s['accumulation_steps']} micro-batches per update"
+             if (s["accumulation_steps"] or 1) > 1 else None]
     return ", ".join(p for p in parts if p)
 
 

@@ -140,3 +140,16 @@ def test_engine_floor_cpu_columns():
     assert {"cores_used", "examples_per_cpu_second", "cpu_scope", "vs_engine_floor",
             "examples_per_epoch", "target_reached_runs", "reference_row"} <= set(COLUMNS)
     assert set(SETTING_KEYS) <= set(COLUMNS)
+
+
+def test_accumulation_steps_split_settings_and_old_records_count_as_one():
+    """K=2 trains other steps than K=1: its own row, not pooled with K=1's; a record from before
+    the flag is K=1."""
+    old = fake.record("old", "one_device", run_name="baseline/cnn/1024/r0")
+    new = fake.record("k1", "one_device", run_name="baseline/cnn/1024/r1",
+                      config={"accumulation_steps": 1})
+    k2 = fake.record("k2", "one_device", run_name="baseline/cnn/1024/r2",
+                     config={"accumulation_steps": 2})
+    assert "accumulation_steps" not in old["config"]
+    rows = summarize([old, new, k2])
+    assert sorted((r["accumulation_steps"], r["runs"]) for r in rows) == [(1, 2), (2, 1)]
