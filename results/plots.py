@@ -81,7 +81,8 @@ def scaling(rows, throughput_path, efficiency_path):
                     continue
                 ys = [r["examples_per_sec"] if kind == "throughput" else
                       (r["efficiency"] or 0) * 100 for _, r in pts]
-                ax.plot([n for n, _ in pts], ys, "o-", label=_LABELS[strategy])
+                ax.plot([n for n, _ in pts], ys, "o-", color=_STRATEGY_COLORS[strategy],
+                        label=_LABELS[strategy])
             if kind == "throughput" and base:
                 ax.plot(ns, [base["examples_per_sec"] * n for n in ns], "k--",
                         label="ideal: N x one worker (1 thread)")
