@@ -272,8 +272,9 @@ class Trainer:
 
     def _accumulated(self, images, labels):
         """K micro-batches run one after the other (each waits for the previous gradients, so
-        only one micro-batch's activations are alive), gradients summed: dense ones added,
-        IndexedSlices concatenated (an embedding's gradient stays its rows, K times as many)."""
+        their activations need not be held together; memory not measured here), gradients
+        summed: dense ones added, IndexedSlices concatenated (an embedding's gradient stays its
+        rows, K times as many)."""
         total, losses, all_logits = None, [], []
         for x, y in zip(tf.split(images, self.accumulation), tf.split(labels, self.accumulation)):
             previous = [] if total is None else [

@@ -59,11 +59,16 @@ def sort_key(setting):
 
 
 def setting_title(setting):
-    """'cnn, synthetic, 1024 training examples, 64 per replica' (or 'global batch 256')."""
+    """'cnn, synthetic, 1024 training examples, 64 per replica' (or 'global batch 256'; and
+    ', K micro-batches per update' when accumulating)."""
     s = dict(zip(SETTING_KEYS, setting))
     batch = f"global batch {s['global_batch_size']}" if s["global_batch_size"] else \
         f"{s['batch_size_per_replica']} per replica"
-    return f"{s['model']}, {s['dataset']}, {s['train_examples']} training examples, {batch}"
+    # K > 1 is named here too: a K sweep has one section per K, and they must not read alike.
+    accumulation = f", {s['accumulation_steps']} micro-batches per update" \
+        if (s.get("accumulation_steps") or 1) > 1 else ""
+    return (f"{s['model']}, {s['dataset']}, {s['train_examples']} training examples, {batch}"
+            f"{accumulation}")
 
 
 def setting_details(setting):

@@ -153,3 +153,13 @@ def test_accumulation_steps_split_settings_and_old_records_count_as_one():
     assert "accumulation_steps" not in old["config"]
     rows = summarize([old, new, k2])
     assert sorted((r["accumulation_steps"], r["runs"]) for r in rows) == [(1, 2), (2, 1)]
+
+
+def test_a_k_sweep_names_each_setting_by_its_k():
+    from results.cells import setting_of, setting_title
+
+    k1 = setting_of(fake.record("a", config={"accumulation_steps": 1}))
+    k4 = setting_of(fake.record("b", config={"accumulation_steps": 4}))
+    assert setting_title(k1) == "cnn, synthetic, 1024 training examples, 64 per replica"
+    assert setting_title(k4) == ("cnn, synthetic, 1024 training examples, 64 per replica, "
+                                 "4 micro-batches per update")
