@@ -1,8 +1,8 @@
 """The communication probe: what one training step's gradient synchronization costs under the
 run's own strategy, measured in isolation after training (no compute to hide behind).
 
-    all-reduce strategies (mirrored, MWMS): a batch all-reduce, through the strategy's own
-        cross-device ops, of tensors shaped like the model's trainable variables;
+    all-reduce strategies (mirrored, central_storage, MWMS): a batch all-reduce, through the
+        strategy's own cross-device ops, of tensors shaped like the model's trainable variables;
     parameter servers: a function scheduled on a worker that reads every variable from the ps
         (the pull before a step) and adds a gradient-shaped tensor to it (the push after it);
     one replica: nothing to synchronize (0).
@@ -174,7 +174,12 @@ def measure(strategy, variables, coordinator=None, repeats=_REPEATS, dtype="floa
                 "probe_s": {"median": 0.0, "min": 0.0, "max": 0.0, "n": 0}}
     synchronized_as = {}
     probe = _timed(_allreduce_call(strategy, variables, kinds, dtype, synchronized_as), repeats)
-    return {**out, "method": "all-reduce of gradient-shaped tensors",
+    method = "all-reduce of gradient-shaped tensors"
+    if isinstance(strategy, tf.distribute.experimental.CentralStorageStrategy):
+        # Its step reduces the gradients onto the variables' device and every replica reads the
+        # variables back: the same bytes each way as this all-reduce, between local devices.
+        method += " (central_storage: standing in for reduce-to-variables + read-back)"
+    return {**out, "method": method,
             "synchronized_as": synchronized_as, "probe_s": probe}
 
 

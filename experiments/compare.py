@@ -9,6 +9,8 @@ model, data, per-replica batch and epochs; then the report (summary.csv, report.
     python -m experiments.compare --experiments=network --models=cnn --bandwidths=0.02,0.1,0.5,0
     python -m experiments.compare --preset=zoo --results_dir=runs/zoo   # ~10 min on 2 vCPUs
     python -m experiments.compare --preset=zoo --dry_run                 # the runs it would make
+    python -m experiments.compare --strategies=multi_worker_mirrored --workers=2 \
+        --accumulation_steps=1,2,4 --models=cnn --train_examples=4096   # communication share vs K
     python -m experiments.compare --models=examples.two_branch:build_model \
         --dataset=examples.two_branch:make_dataset --train_examples=4096   # your model and data
 
@@ -36,7 +38,7 @@ from experiments.config import ConfigError, check_dataset, check_model
 
 from models import MODELS
 from results.records import load_records
-from strategies import STRATEGIES
+from strategies import COMPARED, LOCAL_REPLICAS
 from tf_config.task_output import is_startup_noise
 
 PRESETS = {
@@ -100,6 +102,10 @@ _BUDGET = flags.DEFINE_float("time_budget_min", 5.0, "Default preset without --t
                               "size the epochs from a short calibration run (the plain loop, 1 "
                               "thread) so the whole comparison takes about this long (0: off).",
                               lower_bound=0.0)
+_ACCUMULATION = flags.DEFINE_list("accumulation_steps", "1", "Sweep of experiments.run's "
+                                  "--accumulation_steps (K micro-batches per update and per "
+                                  "synchronization) over every cell but the engine floors; each K "
+                                  "is a setting of its own in the report.")
 _PIN = flags.DEFINE_bool("pin_cores", False, "Pin each configuration to the cores its workers "
                          "get (N workers x threads; ps and chief inside that set): N workers on "
                          "N cores, even on a bigger machine.")
@@ -117,7 +123,7 @@ def _ints(name, values, minimum=1):
 
 def _strategy_flags(strategy, n, num_ps, threads):
     """Every strategy at N gets `threads` per worker (N workers = N x threads cores of work)."""
-    if strategy == "mirrored":  # one process feeding N replicas: the cores of N workers
+    if strategy in LOCAL_REPLICAS:  # one process feeding N replicas: the cores of N workers
         return [f"--strategy={strategy}", f"--num_replicas={n}", f"--threads={n * threads}"]
     if strategy == "multi_worker_mirrored":
         return [f"--strategy={strategy}", f"--num_workers={n}", f"--threads={threads}",
@@ -133,9 +139,11 @@ def _pinned(run_flags, cores, available):
 
 def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scaling",),
          delays=(), straggler_workers=2, threads=1, pin_cores=False, available_cores=None,
-         bandwidths=(), floors=True, datasets=None):
+         bandwidths=(), floors=True, datasets=None, accumulation=(1,)):
     """[(run_name, [module, flags...])] in execution order. `threads`: intra-op threads of every
     worker (and of the baseline); pin_cores: each cell pinned to the cores its workers get.
+    accumulation: --accumulation_steps values, every cell run at each (K=1 keeps the names
+    without a K, so older results directories resume; the plain-loop floors run at K=1 only).
     sizes: a list for every model, or {model: list}; floors: the engine-floor cells;
     datasets: {model: dataset} (each run gets --dataset=...; None: the runs' common flags say)."""
     available = available_cores or len(os.sched_getaffinity(0))
@@ -156,7 +164,7 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
                           for n in workers for s in strategies]
             if "straggler" in experiments:
                 n = straggler_workers
-                for s in (s for s in strategies if s != "mirrored"):
+                for s in (s for s in strategies if s not in LOCAL_REPLICAS):
                     for d in delays:
                         slow = [f"--straggler_task=worker:{n - 1}",
                                 f"--straggler_delay_ms={d}"] if d else []
@@ -166,7 +174,7 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
             if "network" in experiments:
                 # N=1 and the real loopback (b=0) give the model its t_comp and t_sync; the
                 # shaped N=2 runs are what it must predict (results/network.py).
-                for s in (s for s in strategies if s != "mirrored"):
+                for s in (s for s in strategies if s not in LOCAL_REPLICAS):
                     cells.append((f"network-{s}-n1", run, _strategy_flags(s, 1, num_ps, threads),
                                   threads))
                     for b in bandwidths:
@@ -174,12 +182,17 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
                         cells.append((f"network-{s}-n2-b{b:g}", run,
                                       _strategy_flags(s, 2, num_ps, threads) + shaped,
                                       2 * threads))
-            for repeat in range(repeats):
-                for cell, module, extra, cores in cells:
-                    name = f"{cell}/{model}/{size}/r{repeat}"
-                    extra = _pinned(extra, cores, available) if pin_cores else extra
-                    runs.append((name, [module, f"--model={model}", f"--train_examples={size}",
-                                        *data, *extra]))
+            for k in accumulation:
+                for repeat in range(repeats):
+                    for cell, module, extra, cores in cells:
+                        if k != 1 and module == floor:  # the plain loop does not accumulate
+                            continue
+                        name = f"{cell}/{model}/{size}/" + (f"k{k}/" if k != 1 else "") + \
+                            f"r{repeat}"
+                        extra = _pinned(extra, cores, available) if pin_cores else extra
+                        extra = [*extra, f"--accumulation_steps={k}"] if k != 1 else extra
+                        runs.append((name, [module, f"--model={model}", f"--train_examples={size}",
+                                            *data, *extra]))
     return runs
 
 
@@ -292,21 +305,22 @@ def main(argv):
         if _DATASET.present:
             check_dataset(_DATASET.value)
         strategies = _STRATEGIES.value
-        bad = [s for s in strategies if s not in STRATEGIES[1:]]
+        bad = [s for s in strategies if s not in COMPARED]
         if bad:
             raise ValueError(f"--strategies: {bad[0]!r} is not valid; choose from "
-                             f"{', '.join(STRATEGIES[1:])}")
+                             f"{', '.join(COMPARED)}")
         bad = [e for e in _EXPERIMENTS.value if e not in _EXPERIMENT_NAMES]
         if bad or not _EXPERIMENTS.value:
             raise ValueError(f"--experiments={','.join(_EXPERIMENTS.value)}: choose from "
                              f"{', '.join(_EXPERIMENT_NAMES)}")
         for experiment in ("straggler", "network"):
-            if experiment in _EXPERIMENTS.value and set(strategies) <= {"mirrored"}:
+            if experiment in _EXPERIMENTS.value and set(strategies) <= set(LOCAL_REPLICAS):
                 raise ValueError(f"--experiments={experiment} needs multi_worker_mirrored or "
                                  "parameter_server in --strategies")
         bandwidths = _bandwidths(_BANDWIDTHS.value)
         delays = _ints("straggler_delays", _DELAYS.value, minimum=0)
         workers = _ints("workers", _WORKERS.value or preset["workers"].split(","))
+        accumulation = _ints("accumulation_steps", _ACCUMULATION.value)
         if _SIZES.value or preset["train_examples"]:
             sizes = _ints("train_examples", _SIZES.value or preset["train_examples"].split(","))
         else:  # the zoo: each model its own examples per epoch
@@ -332,12 +346,13 @@ def main(argv):
         else:
             count = len(plan(models, workers, sizes, strategies, _NUM_PS.value, repeats,
                              _EXPERIMENTS.value, delays, _STRAGGLER_WORKERS.value,
-                             bandwidths=bandwidths))
+                             bandwidths=bandwidths, accumulation=accumulation))
             sizes = [_calibrate(models[0], epochs, count, _BUDGET.value * 60, max(sizes),
                                 _THREADS.value)]
     runs = plan(models, workers, sizes, strategies, _NUM_PS.value, repeats, _EXPERIMENTS.value,
                 delays, _STRAGGLER_WORKERS.value, _THREADS.value, _PIN.value,
-                bandwidths=bandwidths, floors=preset.get("floors", True), datasets=datasets)
+                bandwidths=bandwidths, floors=preset.get("floors", True), datasets=datasets,
+                accumulation=accumulation)
     common = [f"--epochs={epochs}", f"--batch_size_per_replica={_BATCH.value}",
               f"--steps_per_execution={_STEPS_PER_EXECUTION.value}"]
     runs = [(name, [*argv, *common]) for name, argv in runs]

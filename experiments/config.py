@@ -10,7 +10,7 @@ import re
 from experiments import npz_data, user_code
 from experiments.datasets import DATASETS, is_user_dataset
 from models import MODELS, TOKEN_MODELS
-from strategies import COLLECTIVES, MULTI_WORKER, STRATEGIES, replicas_in_sync
+from strategies import COLLECTIVES, LOCAL_REPLICAS, MULTI_WORKER, STRATEGIES, replicas_in_sync
 
 OPTIMIZERS = ("sgd", "momentum", "adam")
 FAIL_MODES = ("kill", "preempt")
@@ -35,7 +35,7 @@ class RunConfig:
     eval_examples: int = 2048
     batch_size_per_replica: int = 64
     global_batch_size: int = 0  # 0: per-replica x replicas in sync; >0 held fixed (strong scaling)
-    num_replicas: int = 1  # local replicas for `mirrored`
+    num_replicas: int = 1  # local replicas for `mirrored` and `central_storage`
     num_workers: int = 1
     num_ps: int = 0
     ps_shards: int = 0
@@ -60,11 +60,16 @@ class RunConfig:
     checkpoint_every_steps: int = 0  # also save every N global steps (0: epoch ends only)
     gradient_sync_dtype: str = "float32"  # dtype gradients are all-reduced / pushed in
     steps_per_execution: int = 1  # training steps per tf.function call (Keras's meaning)
+    # K micro-batches (of the per-replica batch) per step: one optimizer update and one gradient
+    # synchronization per K micro-batches; a step's batch is K x the global batch.
+    accumulation_steps: int = 1
     profile_steps: str = ""  # "FIRST,LAST": TF profiler trace of these global steps (chief)
     comm_probe: bool = True  # after training, time one step's gradient synchronization alone
     tensorboard_dir: str = ""  # "": <results_dir>/tensorboard; Vertex: $AIP_TENSORBOARD_LOG_DIR
     pin_cores: int = 0  # >0: every process of the run pinned to CPUs 0..pin_cores-1
     require_gpus: int = 0  # >0: the job's machine has this many GPUs; refuse to run without them
+    tpu: str = ""  # --strategy=tpu: TPU name, grpc://HOST:PORT or "local" ("": TPU_NAME etc.)
+    tpu_timeout_s: float = 180.0  # --strategy=tpu: seconds connecting may take before exit 2
 
     def replicas_in_sync(self):
         return replicas_in_sync(self.strategy, self.num_replicas, self.num_workers)
@@ -75,8 +80,12 @@ class RunConfig:
     def resolved_per_replica_batch(self):
         return self.resolved_global_batch() // self.replicas_in_sync()
 
+    def step_batch(self):
+        """Examples per step (one optimizer update): K micro-batches of the global batch."""
+        return self.resolved_global_batch() * self.accumulation_steps
+
     def steps_per_epoch(self):
-        return self.train_examples // self.resolved_global_batch()
+        return self.train_examples // self.step_batch()
 
     def profile_range(self):
         first, last = (int(v) for v in self.profile_steps.split(","))
@@ -159,7 +168,8 @@ def validate(cfg):
     _choice("fail_mode", cfg.fail_mode, FAIL_MODES)
     _choice("gradient_sync_dtype", cfg.gradient_sync_dtype, SYNC_DTYPES)
     for name in ("epochs", "train_examples", "eval_examples", "batch_size_per_replica",
-                 "num_replicas", "num_workers", "learning_rate", "steps_per_execution"):
+                 "num_replicas", "num_workers", "learning_rate", "steps_per_execution",
+                 "accumulation_steps"):
         _positive(name, getattr(cfg, name))
     for name in ("global_batch_size", "num_ps", "ps_shards", "threads", "warmup_epochs", "seed",
                  "checkpoint_every_steps", "pin_cores", "require_gpus"):
@@ -197,9 +207,13 @@ def validate(cfg):
         # no `.handle`, so tf.GradientTape fails inside the train step. Refuse it up front.
         raise ConfigError(f"--ps_shards={cfg.ps_shards} is not supported with Keras 3 models "
                           f"(Keras variables cannot wrap a sharded variable); use --ps_shards=0")
-    if cfg.strategy != "mirrored" and cfg.num_replicas != 1:
-        raise ConfigError(f"--num_replicas={cfg.num_replicas} applies to --strategy=mirrored only "
-                          f"(got --strategy={cfg.strategy})")
+    if cfg.strategy not in LOCAL_REPLICAS and cfg.num_replicas != 1:
+        raise ConfigError(f"--num_replicas={cfg.num_replicas} applies to --strategy="
+                          f"{' or '.join(LOCAL_REPLICAS)} only (got --strategy={cfg.strategy})")
+    _positive("tpu_timeout_s", cfg.tpu_timeout_s)
+    if cfg.tpu and cfg.strategy != "tpu":
+        raise ConfigError(f"--tpu={cfg.tpu} applies to --strategy=tpu only (got --strategy="
+                          f"{cfg.strategy})")
     if cfg.strategy not in MULTI_WORKER and cfg.num_workers != 1:
         raise ConfigError(f"--num_workers={cfg.num_workers} needs a multi-worker strategy "
                           f"({', '.join(MULTI_WORKER)}), not --strategy={cfg.strategy}")
@@ -218,8 +232,9 @@ def validate(cfg):
     info = npz_data.info(cfg.dataset) if cfg.dataset.endswith(".npz") else \
         DATASETS.get(cfg.dataset)
     if cfg.steps_per_epoch() < 1:
-        raise ConfigError(f"--train_examples={cfg.train_examples} is smaller than one global batch "
-                          f"({cfg.resolved_global_batch()})")
+        raise ConfigError(f"--train_examples={cfg.train_examples} is smaller than one step's batch "
+                          f"({cfg.step_batch()}: global batch {cfg.resolved_global_batch()} x "
+                          f"--accumulation_steps={cfg.accumulation_steps})")
     if info and info.train_size and cfg.train_examples > info.train_size:
         raise ConfigError(f"--train_examples={cfg.train_examples} exceeds the {info.train_size} "
                           f"training examples of {cfg.dataset}")

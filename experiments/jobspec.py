@@ -17,6 +17,14 @@ Accelerators: every container of a pool that gets GPUs runs with `--require_gpus
 replica), so a task that TensorFlow shows fewer GPUs (a CPU-only image, a node without drivers)
 stops with exit 2 and one line instead of training on the CPU while the GPUs are paid for.
 
+TPU (`--strategy=tpu`): one pool of one replica on Vertex's `cloud-tpu` machine with TPU_V3
+(or TPU_V2) x 8 cores, the form Vertex's CustomJob takes for TPU v2/v3 (the accelerator names are
+aiplatform_v1.AcceleratorType values, checked in the tests). The command carries no --tpu: there
+TPUClusterResolver finds the TPU from the environment Vertex sets (TPU_CONFIG; TF 2.21's
+tpu client source). A TPU VM machine type (e.g. ct5lp-hightpu-4t, TPU_V5_LITEPOD) takes
+`--machine_type=... --accelerator_type=TPU_V5_LITEPOD --accelerator_count=4 -- --tpu=local`.
+Not verified on Vertex: this toolkit's machines have no TPU.
+
 Outputs: Vertex sets AIP_MODEL_DIR / AIP_CHECKPOINT_DIR / AIP_TENSORBOARD_LOG_DIR under
 `base_output_dir`; Kubernetes sets nothing, so a TFJob with `base_output_dir` gets the same three
 variables in its containers' env (the same layout), and experiments.run reads them either way.
@@ -28,6 +36,9 @@ import yaml
 # The image the flags default to: a job with it cannot start (no such registry project).
 PLACEHOLDER_PROJECT = "PROJECT"
 PLACEHOLDER_IMAGE = f"us-docker.pkg.dev/{PLACEHOLDER_PROJECT}/tfdist/tfdist-compare:latest"
+DEFAULT_MACHINE = "n1-standard-8"
+TPU_MACHINE = "cloud-tpu"  # Vertex's machine type for TPU v2/v3 ...
+TPU_DEFAULT_ACCELERATOR, TPU_CORES = "TPU_V3", 8  # ... with 8 cores of one of these
 
 
 @dataclasses.dataclass
@@ -38,8 +49,8 @@ class JobSpec:
     num_workers: int = 1
     num_ps: int = 0
     num_replicas: int = 1
-    machine_type: str = "n1-standard-8"
-    accelerator_type: str = ""  # e.g. NVIDIA_TESLA_T4; empty: CPU only
+    machine_type: str = ""  # "": DEFAULT_MACHINE, or TPU_MACHINE for strategy "tpu"
+    accelerator_type: str = ""  # e.g. NVIDIA_TESLA_T4 or TPU_V3; empty: CPU only (tpu: TPU_V3)
     accelerator_count: int = 0
     display_name: str = "tfdist-compare"
     base_output_dir: str = ""
@@ -61,7 +72,7 @@ def run_command(spec, gpus=0):
     """The container command: the same entry point and flags as a local run. `gpus` > 0: the
     container's machine has that many GPUs, and the run refuses to start without them."""
     args = [f"--strategy={spec.strategy}"]
-    if spec.strategy == "mirrored":
+    if spec.strategy in ("mirrored", "central_storage"):
         args.append(f"--num_replicas={spec.num_replicas}")
     if gpus:
         args.append(f"--require_gpus={gpus}")
@@ -69,7 +80,14 @@ def run_command(spec, gpus=0):
 
 
 def _pool(spec, replicas, accelerators=True):
-    machine = {"machine_type": spec.machine_type}
+    if spec.strategy == "tpu":  # TPU cores, not GPUs: no --require_gpus
+        machine = {"machine_type": spec.machine_type or TPU_MACHINE,
+                   "accelerator_type": spec.accelerator_type or TPU_DEFAULT_ACCELERATOR,
+                   "accelerator_count": spec.accelerator_count or TPU_CORES}
+        command, args = run_command(spec)
+        return {"machine_spec": machine, "replica_count": replicas,
+                "container_spec": {"image_uri": spec.image_uri, "command": command, "args": args}}
+    machine = {"machine_type": spec.machine_type or DEFAULT_MACHINE}
     gpus = 0
     if accelerators and spec.accelerator_type and spec.accelerator_count:
         machine.update(accelerator_type=spec.accelerator_type,
@@ -82,8 +100,10 @@ def _pool(spec, replicas, accelerators=True):
 
 def vertex_custom_job(spec):
     """A CustomJob dict (the `aiplatform.CustomJob` keyword arguments)."""
-    if spec.strategy in ("one_device", "mirrored"):
-        pools = [_pool(spec, 1)]  # one replica, N accelerators: no TF_CONFIG, Mirrored over GPUs
+    if spec.strategy in ("one_device", "mirrored", "central_storage", "tpu"):
+        # one replica, N accelerators: no TF_CONFIG; Mirrored and CentralStorage over GPUs,
+        # TPUStrategy over TPU cores
+        pools = [_pool(spec, 1)]
     elif spec.strategy == "multi_worker_mirrored":
         # pool 0 is the chief = MWMS worker 0 (Vertex names it "chief"); pool 1 the others
         pools = [_pool(spec, 1)] + ([_pool(spec, spec.num_workers - 1)]

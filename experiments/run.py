@@ -2,11 +2,13 @@
 
     python -m experiments.run --strategy=one_device --model=cnn --epochs=2 --results_dir=runs/demo
     python -m experiments.run --strategy=mirrored --num_replicas=2 --model=cnn --epochs=2
+    python -m experiments.run --strategy=central_storage --num_replicas=2 --model=cnn --epochs=2
     python -m experiments.run --strategy=multi_worker_mirrored --num_workers=2 --model=mlp
     python -m experiments.run --strategy=parameter_server --num_workers=2 --num_ps=1 --model=mlp
     python -m experiments.run --model=examples.two_branch:build_model \
         --dataset=examples.two_branch:make_dataset --train_examples=1024 --eval_examples=256
     python -m experiments.run --model=my_model.keras --model_weights=saved --dataset=data.npz
+    python -m experiments.run --strategy=tpu --tpu=my-tpu     # or TPU_NAME; exit 2 without a TPU
 
 Your own model and data (experiments/user_model.py, experiments/user_data.py,
 experiments/npz_data.py): --model=MODULE:FUNCTION or PATH.keras, --dataset=MODULE:FUNCTION or
@@ -60,8 +62,8 @@ _GLOBAL_BATCH = flags.DEFINE_integer("global_batch_size", _D.global_batch_size,
                                      "If > 0, the global batch held fixed (strong scaling); "
                                      "overrides --batch_size_per_replica.")
 _NUM_REPLICAS = flags.DEFINE_integer("num_replicas", _D.num_replicas,
-                                     "Local replicas for --strategy=mirrored (GPUs, or logical "
-                                     "CPU devices on a CPU host).")
+                                     "Local replicas for --strategy=mirrored or central_storage "
+                                     "(GPUs, or logical CPU devices on a CPU host).")
 _NUM_WORKERS = flags.DEFINE_integer("num_workers", _D.num_workers,
                                     "Workers of a local cluster (ignored when TF_CONFIG is set).")
 _NUM_PS = flags.DEFINE_integer("num_ps", _D.num_ps, "Parameter servers (parameter_server).")
@@ -104,6 +106,11 @@ _STRAGGLER_DELAY = flags.DEFINE_float("straggler_delay_ms", 0.0, "Milliseconds a
 _STEPS_PER_EXECUTION = flags.DEFINE_integer("steps_per_execution", _D.steps_per_execution,
                                             "Training steps per tf.function call (fewer "
                                             "dispatches; hooks fire per call).")
+_ACCUMULATION = flags.DEFINE_integer("accumulation_steps", _D.accumulation_steps,
+                                     "Gradient accumulation: K micro-batches (each the per-replica "
+                                     "batch) per optimizer update and per gradient "
+                                     "synchronization; a step then trains K x the global batch "
+                                     "and --lr_scaling scales with that.")
 _SYNC_DTYPE = flags.DEFINE_string("gradient_sync_dtype", _D.gradient_sync_dtype,
                                   f"dtype gradients are synchronized in (all-reduce, ps push): "
                                   f"{', '.join(SYNC_DTYPES)}; 16-bit halves the bytes.")
@@ -124,6 +131,11 @@ _PIN_CORES = flags.DEFINE_integer("pin_cores", 0, "Pin every process of the run 
 _REQUIRE_GPUS = flags.DEFINE_integer("require_gpus", _D.require_gpus, "Exit 2 unless TensorFlow "
                                     "sees at least this many GPUs (set by experiments.vertex on "
                                     "GPU pools; 0: no check, CPU fallback allowed).")
+_TPU = flags.DEFINE_string("tpu", _D.tpu, "--strategy=tpu: the TPU (a Cloud TPU name, "
+                           "grpc://HOST:8470, or local on a TPU VM); empty: TensorFlow's lookup "
+                           "(KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS, TPU_NAME, TPU_CONFIG).")
+_TPU_TIMEOUT = flags.DEFINE_float("tpu_timeout_s", _D.tpu_timeout_s, "--strategy=tpu: seconds "
+                                  "connecting to the TPU may take before the run exits 2.")
 _VERBOSE = flags.DEFINE_bool("verbose", False, "Show every line of every task of a local cluster: "
                              "TensorFlow's start-up messages (CUDA probing, oneDNN, absl) and "
                              "gRPC errors about lost peers (always in the task logs).")
@@ -156,10 +168,11 @@ def _config():
         fail_task=_FAIL_TASK.value, fail_at_step=_FAIL_AT_STEP.value, fail_mode=_FAIL_MODE.value,
         checkpoint_every_steps=_CKPT_EVERY.value, comm_probe=_COMM_PROBE.value,
         profile_steps=_PROFILE_STEPS.value, steps_per_execution=_STEPS_PER_EXECUTION.value,
+        accumulation_steps=_ACCUMULATION.value,
         gradient_sync_dtype=_SYNC_DTYPE.value,
         straggler_task=_STRAGGLER_TASK.value, straggler_delay_ms=_STRAGGLER_DELAY.value,
         checkpoint_dir=_CHECKPOINT_DIR.value, pin_cores=_PIN_CORES.value,
-        require_gpus=_REQUIRE_GPUS.value)
+        require_gpus=_REQUIRE_GPUS.value, tpu=_TPU.value, tpu_timeout_s=_TPU_TIMEOUT.value)
 
 
 def pin_cores(count):

@@ -22,7 +22,7 @@ from experiments.profiling import StepProfiler
 from experiments.training import Trainer, input_context
 from experiments.user_code import UserCodeError
 from results import metrics, records
-from strategies.factory import MissingGPUs, check_gpus, get_strategy
+from strategies.factory import MissingGPUs, TPUUnavailable, check_gpus, get_strategy
 from tf_config import events, netshape
 from tf_config.events import LAUNCH_T0_ENV
 
@@ -108,9 +108,15 @@ def run_task(cfg, role, extra_config=None):
         print("evaluator: this toolkit evaluates on the chief; nothing to do", flush=True)
         return 0
     # Created before any other TF op: MWMS configures collectives at program start.
-    strategy = get_strategy(cfg.strategy, num_replicas=cfg.num_replicas,
-                            cluster_resolver=_resolver(role), collective=cfg.collective,
-                            ps_shards=cfg.ps_shards)
+    try:
+        strategy = get_strategy(cfg.strategy, num_replicas=cfg.num_replicas,
+                                cluster_resolver=_resolver(role), collective=cfg.collective,
+                                ps_shards=cfg.ps_shards, tpu=cfg.tpu,
+                                tpu_timeout_s=cfg.tpu_timeout_s)
+    except TPUUnavailable as e:  # before any file: exit 2 (a blocked connect thread is a daemon)
+        sys.stderr.write(f"error: {e}\n")
+        sys.stderr.flush()
+        return 2
     coordinator = None
     if cfg.strategy == "parameter_server":
         coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
@@ -206,8 +212,9 @@ def build_record(cfg, role, trainer, strategy, run_id, epochs, checksum, extra_c
         "num_workers": cfg.num_workers,
         "num_ps": role.num_ps if role else 0,
         "num_replicas_in_sync": strategy.num_replicas_in_sync,
-        "batch_size_per_replica": trainer.per_replica_batch,
-        "global_batch_size": trainer.global_batch,
+        "batch_size_per_replica": trainer.per_replica_batch,  # one micro-batch of one replica
+        "global_batch_size": trainer.global_batch,  # a step's: x accumulation_steps
+        "accumulation_steps": getattr(trainer, "accumulation", 1),
         "train_examples": trainer.examples_per_epoch,
         "steps_per_epoch": trainer.steps_per_epoch,
         "learning_rate": trainer.learning_rate,

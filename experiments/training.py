@@ -5,6 +5,15 @@ A `tf.function` train step runs the model through `strategy.run`; losses are ave
 Under ParameterServerStrategy the same step is scheduled on workers by a ClusterCoordinator.
 Keras 3 `model.fit` is not used: it cannot run under MWMS (keras-team/keras#20585) or PSS
 (keras-team/keras#18624).
+
+Gradient accumulation (--accumulation_steps=K): a *step* is one optimizer update. Each replica
+receives K x its per-replica batch, splits it into K micro-batches, runs them one after the
+other and sums their gradients; then the step synchronizes once and applies once. The loss is
+averaged over the step's K x global batch, so with plain SGD K micro-batches of B give the
+weights one batch of K x B gives (tests/experiments/test_training.py, and under MWMS in
+tests/integration/test_clusters.py). A step's batch (`global_batch`, and the record's
+global_batch_size) is K x the global batch; --lr_scaling scales with it. BatchNormalization sees
+micro-batches, so a BN model is not equal to the large batch.
 """
 import dataclasses
 import math
@@ -123,6 +132,16 @@ def make_optimizer(name, schedule):
     raise ValueError(f"unknown optimizer {name!r}; valid: sgd, momentum, adam")
 
 
+def _add_gradients(a, b):
+    """a + b for one variable's gradients from two micro-batches (None: no gradient)."""
+    if a is None or b is None:
+        return a if b is None else b
+    if isinstance(a, tf.IndexedSlices) and isinstance(b, tf.IndexedSlices):
+        return tf.IndexedSlices(tf.concat([a.values, b.values], 0),
+                                tf.concat([a.indices, b.indices], 0), a.dense_shape)
+    return tf.convert_to_tensor(a) + tf.convert_to_tensor(b)
+
+
 def _sum_on_read():
     """A per-replica accumulator summed across replicas (and workers) when read: metrics cost
     no communication per step."""
@@ -143,11 +162,13 @@ class Trainer:
         self.cpu = cpu  # a cpu_usage.CpuMeter (the chief's view of the run's processes) or None
         self.coordinator, self.is_chief = coordinator, is_chief
         self.replicas = strategy.num_replicas_in_sync
-        self.global_batch = cfg.global_batch_size or cfg.batch_size_per_replica * self.replicas
-        if self.global_batch % self.replicas:
-            raise ValueError(f"global batch {self.global_batch} is not divisible by "
+        micro_batch = cfg.global_batch_size or cfg.batch_size_per_replica * self.replicas
+        if micro_batch % self.replicas:
+            raise ValueError(f"global batch {micro_batch} is not divisible by "
                              f"{self.replicas} replicas in sync")
-        self.per_replica_batch = self.global_batch // self.replicas
+        self.per_replica_batch = micro_batch // self.replicas  # one micro-batch of one replica
+        self.accumulation = cfg.accumulation_steps
+        self.global_batch = micro_batch * self.accumulation  # examples per step (one update)
         self.steps_per_epoch = cfg.train_examples // self.global_batch
         self.examples_per_epoch = self.steps_per_epoch * self.global_batch
         self.learning_rate = learning_rate_for(cfg, self.global_batch)
@@ -207,8 +228,10 @@ class Trainer:
         once and runs that graph on every worker, so what must differ between PSS workers has
         to come from the worker index evaluated there, not from Python or the global seed."""
         cfg = self.cfg
+        # A replica's step takes its K micro-batches as one batch and splits it (_step).
         return pipeline.train_dataset(
-            self.info, cfg.train_examples, self.per_replica_batch, cfg.seed, cfg.data_dir or None,
+            self.info, cfg.train_examples, self.per_replica_batch * self.accumulation, cfg.seed,
+            cfg.data_dir or None,
             num_shards=num_pipelines, shard_index=pipeline_id,
             shuffle_seed=cfg.seed + pipeline_id, delay_us=self._straggler_delay_us(pipeline_id),
             replicas_in_sync=self.replicas)
@@ -222,26 +245,56 @@ class Trainer:
             return self.coordinator.create_per_worker_dataset(
                 lambda: self._pss_dataset(
                     tf.distribute.coordinator.experimental_get_current_worker_index()))
-        if local_replicas(self.strategy) == 1:
+        if local_replicas(self.strategy) == 1 and self.cfg.strategy != "central_storage":
             # One replica per process: feed strategy.run from this worker's plain tf.data
             # iterator. Iterating a strategy's distributed dataset ran the same step at half
             # speed on some CPUs (docs/strategies.md, "Engine overhead"); with one local replica there
             # is nothing for it to split, so the plain iterator gives the replica the same batch.
             ctx = input_context(self.strategy)
             return self._worker_dataset(ctx.num_input_pipelines, ctx.input_pipeline_id)
-        # Several local replicas (mirrored): the distributed dataset splits each batch per replica.
+        # Several local replicas (mirrored), and central_storage at any N: the distributed
+        # dataset places each replica's batch on its compute device (CentralStorageStrategy's
+        # documented input path; its variables live on another device than its replicas).
         return self.strategy.distribute_datasets_from_function(
             lambda ctx: self._worker_dataset(ctx.num_input_pipelines, ctx.input_pipeline_id))
 
+    def _micro_step(self, images, labels):
+        """One micro-batch's (gradients, per-example losses, logits); the loss is averaged over
+        the whole step's batch, so a step's K micro-gradients sum to its gradient."""
+        with tf.GradientTape() as tape:
+            logits = self.model(images, training=True)
+            per_example = self._loss(labels, logits)
+            loss = tf.nn.compute_average_loss(per_example, global_batch_size=self.global_batch)
+            if self.model.losses:  # added once per micro-batch: 1/K of it each time
+                loss += tf.nn.scale_regularization_loss(
+                    tf.add_n(self.model.losses)) / self.accumulation
+        return tape.gradient(loss, self.model.trainable_variables), per_example, logits
+
+    def _accumulated(self, images, labels):
+        """K micro-batches run one after the other (each waits for the previous gradients, so
+        their activations need not be held together; memory not measured here), gradients
+        summed: dense ones added, IndexedSlices concatenated (an embedding's gradient stays its
+        rows, K times as many)."""
+        total, losses, all_logits = None, [], []
+        for x, y in zip(tf.split(images, self.accumulation), tf.split(labels, self.accumulation)):
+            previous = [] if total is None else [
+                g.values if isinstance(g, tf.IndexedSlices) else g
+                for g in total if g is not None]
+            with tf.control_dependencies(previous):
+                x = tf.identity(x)
+            grads, per_example, logits = self._micro_step(x, y)
+            losses.append(per_example)
+            all_logits.append(logits)
+            total = grads if total is None else [_add_gradients(a, b)
+                                                 for a, b in zip(total, grads)]
+        return total, tf.concat(losses, 0), tf.concat(all_logits, 0)
+
     def _step(self, iterator):
         def replica_step(images, labels):
-            with tf.GradientTape() as tape:
-                logits = self.model(images, training=True)
-                per_example = self._loss(labels, logits)
-                loss = tf.nn.compute_average_loss(per_example, global_batch_size=self.global_batch)
-                if self.model.losses:
-                    loss += tf.nn.scale_regularization_loss(tf.add_n(self.model.losses))
-            grads = tape.gradient(loss, self.model.trainable_variables)
+            if self.accumulation == 1:
+                grads, per_example, logits = self._micro_step(images, labels)
+            else:
+                grads, per_example, logits = self._accumulated(images, labels)
             if self._sync_dtype != tf.float32:
                 # Keras all-reduces (or pushes to the ps) the gradients it is given and casts
                 # them back to the variable's dtype in the update: casting here halves the

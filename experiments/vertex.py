@@ -4,6 +4,7 @@
     python -m experiments.vertex --strategy=parameter_server --num_workers=2 --num_ps=1 --dry_run
     python -m experiments.vertex --strategy=mirrored --num_replicas=2 \
         --accelerator_type=NVIDIA_TESLA_T4 --accelerator_count=2 --dry_run
+    python -m experiments.vertex --strategy=tpu --dry_run     # cloud-tpu, TPU_V3 x 8
     python -m experiments.vertex --strategy=multi_worker_mirrored --num_workers=2 --format=tfjob \
         --image_uri=IMAGE --base_output_dir=gs://B/run1
     python -m experiments.vertex ... --image_uri=IMAGE --base_output_dir=gs://B/run1 \
@@ -29,18 +30,22 @@ from absl import app, flags
 
 from experiments.cli import bad_input, parse_flags
 
-from experiments.jobspec import (PLACEHOLDER_IMAGE, JobSpec, build_custom_job,
+from experiments.jobspec import (DEFAULT_MACHINE, PLACEHOLDER_IMAGE, TPU_MACHINE, JobSpec,
+                                 build_custom_job,
                                  is_placeholder_image, tfjob, tfjob_yaml, vertex_custom_job)
 from strategies import STRATEGIES
 
 _STRATEGY = flags.DEFINE_enum("strategy", "multi_worker_mirrored", list(STRATEGIES), "Strategy.")
 _WORKERS = flags.DEFINE_integer("num_workers", 2, "Workers.", lower_bound=1)
 _PS = flags.DEFINE_integer("num_ps", 1, "Parameter servers (parameter_server).", lower_bound=1)
-_REPLICAS = flags.DEFINE_integer("num_replicas", 1, "GPUs for mirrored.", lower_bound=1)
+_REPLICAS = flags.DEFINE_integer("num_replicas", 1, "GPUs for mirrored or central_storage.",
+                                 lower_bound=1)
 _IMAGE = flags.DEFINE_string("image_uri", PLACEHOLDER_IMAGE, "Training image (see Dockerfile; "
                              "GPUs need the image built with --build-arg VARIANT=gpu).")
-_MACHINE = flags.DEFINE_string("machine_type", "n1-standard-8", "Vertex machine type.")
-_ACCEL = flags.DEFINE_string("accelerator_type", "", "e.g. NVIDIA_TESLA_T4 (empty: CPU).")
+_MACHINE = flags.DEFINE_string("machine_type", "", f"Vertex machine type (empty: "
+                               f"{DEFAULT_MACHINE}; {TPU_MACHINE} for --strategy=tpu).")
+_ACCEL = flags.DEFINE_string("accelerator_type", "", "e.g. NVIDIA_TESLA_T4 (empty: CPU); "
+                             "--strategy=tpu: TPU_V3 (default) or TPU_V2, 8 cores.")
 _ACCEL_N = flags.DEFINE_integer("accelerator_count", 0, "Accelerators per replica.", lower_bound=0)
 _OUTPUT = flags.DEFINE_string("base_output_dir", "", "gs:// dir for the job's outputs: records in "
                               "<dir>/model, checkpoints in <dir>/checkpoints, TensorBoard in "
@@ -89,13 +94,21 @@ def main(argv):
                                                        "--num_replicas")]
     if bad:
         bad_input(f"{bad[0]} after -- is set by this command's own flag; pass it before --")
-    if bool(_ACCEL.value) != bool(_ACCEL_N.value):
+    if bool(_ACCEL.value) != bool(_ACCEL_N.value) and _STRATEGY.value != "tpu":
         bad_input(f"--accelerator_type={_ACCEL.value!r} and --accelerator_count={_ACCEL_N.value} "
                   f"go together: give both or neither")
     strategy = _STRATEGY.value
-    if strategy == "mirrored" and _ACCEL_N.value and _REPLICAS.value > _ACCEL_N.value:
+    tpu_type = _ACCEL.value.startswith("TPU_")
+    if strategy == "tpu" and _ACCEL.value and not tpu_type:
+        bad_input(f"--accelerator_type={_ACCEL.value} is not a TPU; --strategy=tpu takes TPU_V3 "
+                  f"or TPU_V2 (or empty: TPU_V3 x 8)")
+    if tpu_type and strategy != "tpu":
+        bad_input(f"--accelerator_type={_ACCEL.value} is a TPU: use --strategy=tpu (got "
+                  f"--strategy={strategy})")
+    if strategy in ("mirrored", "central_storage") and _ACCEL_N.value and \
+            _REPLICAS.value > _ACCEL_N.value:
         bad_input(f"--num_replicas={_REPLICAS.value} exceeds --accelerator_count={_ACCEL_N.value}: "
-                  f"mirrored runs one replica per GPU of its machine")
+                  f"{strategy} runs one replica per GPU of its machine")
     _check_gcs("base_output_dir", _OUTPUT.value)
     _check_gcs("staging_bucket", _STAGING.value)
     if strategy == "parameter_server":

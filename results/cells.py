@@ -12,7 +12,7 @@ baseline; the derived counts stay in the rows as data.
 
 SETTING_KEYS = ("model", "dataset", "train_examples", "batch_size_per_replica",
                 "global_batch_size", "epochs", "steps_per_execution", "optimizer", "learning_rate",
-                "lr_scaling", "warmup_epochs", "gradient_sync_dtype")
+                "lr_scaling", "warmup_epochs", "gradient_sync_dtype", "accumulation_steps")
 
 BASELINE_RUN = "baseline"  # one_device, 1 thread per task: one worker's share of the machine
 REFERENCE_RUN = "hardware_reference"  # one_device using every core
@@ -27,7 +27,7 @@ STRAGGLER_PREFIX = "straggler-"
 _TOP_LEVEL = {"model": "model", "dataset": "dataset", "train_examples": "train_examples",
               "batch_size_per_replica": "batch_size_per_replica"}
 # Flags that did not exist in older records: those runs behaved as the flag's default.
-_BEFORE_FLAG = {"steps_per_execution": 1, "gradient_sync_dtype": "float32"}
+_BEFORE_FLAG = {"steps_per_execution": 1, "gradient_sync_dtype": "float32", "accumulation_steps": 1}
 
 
 def setting_of(record):
@@ -59,11 +59,16 @@ def sort_key(setting):
 
 
 def setting_title(setting):
-    """'cnn, synthetic, 1024 training examples, 64 per replica' (or 'global batch 256')."""
+    """'cnn, synthetic, 1024 training examples, 64 per replica' (or 'global batch 256'; and
+    ', K micro-batches per update' when accumulating)."""
     s = dict(zip(SETTING_KEYS, setting))
     batch = f"global batch {s['global_batch_size']}" if s["global_batch_size"] else \
         f"{s['batch_size_per_replica']} per replica"
-    return f"{s['model']}, {s['dataset']}, {s['train_examples']} training examples, {batch}"
+    # K > 1 is named here too: a K sweep has one section per K, and they must not read alike.
+    accumulation = f", {s['accumulation_steps']} micro-batches per update" \
+        if (s.get("accumulation_steps") or 1) > 1 else ""
+    return (f"{s['model']}, {s['dataset']}, {s['train_examples']} training examples, {batch}"
+            f"{accumulation}")
 
 
 def setting_details(setting):
@@ -76,12 +81,15 @@ def setting_details(setting):
              f"LR scaling {s['lr_scaling']}" if s["lr_scaling"] else None,
              f"{s['warmup_epochs']:g} warm-up epochs" if s["warmup_epochs"] else None,
              f"gradients synchronized in {s['gradient_sync_dtype']}"
-             if s["gradient_sync_dtype"] else None]
+             if s["gradient_sync_dtype"] else None,
+             f"{s['accumulation_steps']} micro-batches per update"
+             if (s["accumulation_steps"] or 1) > 1 else None]
     return ", ".join(p for p in parts if p)
 
 
 def workers_of(record):
-    if record["strategy"] == "mirrored":
+    """N: local replicas of a one-process strategy, workers of a cluster, else 1."""
+    if record["strategy"] in ("mirrored", "central_storage"):
         return record["num_replicas_in_sync"]
     if record["strategy"] in ("multi_worker_mirrored", "parameter_server"):
         return record["num_workers"]
@@ -128,9 +136,9 @@ def role_of(record):
 
 
 def single_process(strategy, n):
-    """Runs in one process: every single-device run and mirrored at any N; MWMS only at N=1
-    (PSS always has a coordinator and a parameter server besides its workers)."""
-    return strategy in ("one_device", ENGINE_FLOOR, "mirrored") or (
+    """Runs in one process: every single-device run, mirrored and central_storage at any N; MWMS
+    only at N=1 (PSS always has a coordinator and a parameter server besides its workers)."""
+    return strategy in ("one_device", ENGINE_FLOOR, "mirrored", "central_storage") or (
         strategy == "multi_worker_mirrored" and n == 1)
 
 

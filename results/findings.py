@@ -118,7 +118,7 @@ def _slower_than_one_device(group, strat):
 
 def _adding_workers(strat):
     out = []
-    for strategy in ("mirrored", "multi_worker_mirrored", "parameter_server"):
+    for strategy in ("mirrored", "central_storage", "multi_worker_mirrored", "parameter_server"):
         pts = sorted((r for r in strat if r["strategy"] == strategy), key=lambda r: r["n"])
         for a, b in zip(pts, pts[1:]):
             if b["examples_per_sec"] <= a["examples_per_sec"] * _SLACK:

@@ -11,13 +11,17 @@ from results.records import write_atomic  # noqa: E402
 from results.cells import (ENGINE_FLOOR, REFERENCE_RUN, SETTING_KEYS, role_of,  # noqa: E402
                            setting_of, sort_key, workers_of)
 from results.summary import groups as _groups, reference_of  # noqa: E402
+from strategies import COMPARED  # noqa: E402
 
-_SHORT = {"one_device": "1 device", "mirrored": "mirrored", "multi_worker_mirrored": "MWMS",
+_SHORT = {"one_device": "1 device", "mirrored": "mirrored", "central_storage": "central",
+          "multi_worker_mirrored": "MWMS",
           "parameter_server": "PSS", ENGINE_FLOOR: "TF loop"}
 _LABELS = {"one_device": "one device", "mirrored": "Mirrored (replicas)",
+           "central_storage": "CentralStorage (replicas)",
            "multi_worker_mirrored": "MWMS (workers)", "parameter_server": "PSS (workers)"}
 
-_STRATEGY_COLORS = {"mirrored": "tab:green", "multi_worker_mirrored": "tab:blue",
+_STRATEGY_COLORS = {"mirrored": "tab:green", "central_storage": "tab:purple",
+                    "multi_worker_mirrored": "tab:blue",
                     "parameter_server": "tab:orange"}
 
 
@@ -69,7 +73,7 @@ def scaling(rows, throughput_path, efficiency_path):
             base = next((r for r in group if r["role"] == "baseline"), None)
             ref = reference_of(group)
             ns = sorted({r["n"] for r in group if r["role"] == "strategy"} | {1})
-            for strategy in ("mirrored", "multi_worker_mirrored", "parameter_server"):
+            for strategy in COMPARED:
                 pts = sorted(((r["n"], r) for r in group
                           if r["strategy"] == strategy and r["role"] == "strategy"),
                          key=lambda p: p[0])
@@ -77,7 +81,8 @@ def scaling(rows, throughput_path, efficiency_path):
                     continue
                 ys = [r["examples_per_sec"] if kind == "throughput" else
                       (r["efficiency"] or 0) * 100 for _, r in pts]
-                ax.plot([n for n, _ in pts], ys, "o-", label=_LABELS[strategy])
+                ax.plot([n for n, _ in pts], ys, "o-", color=_STRATEGY_COLORS[strategy],
+                        label=_LABELS[strategy])
             if kind == "throughput" and base:
                 ax.plot(ns, [base["examples_per_sec"] * n for n in ns], "k--",
                         label="ideal: N x one worker (1 thread)")

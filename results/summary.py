@@ -2,12 +2,13 @@
 flags), a role, a strategy, its N and the threads per task. Repeats of exactly that pool into
 one row's medians; anything else that differs (epochs, batch, optimizer, ...) is another row.
 
-N is the number of workers for multi-worker strategies, local replicas for `mirrored`, 1 for a
-single device. Comparisons within a setting (docs/records.md, "summary.csv columns"):
+N is the number of workers for multi-worker strategies, local replicas for `mirrored` and
+`central_storage`, 1 for a single device. Comparisons within a setting (docs/records.md,
+"summary.csv columns"):
   T1      the baseline: `one_device` with 1 thread per task, one worker's share of this machine.
   T_ref   the fastest single process measured (any of engine floor, baseline, all-cores
-          reference, one_device, mirrored at any N, MWMS at N=1): the machine's ceiling without
-          distribution. `reference_row` names it.
+          reference, one_device, mirrored and central_storage at any N, MWMS at N=1): the
+          machine's ceiling without distribution. `reference_row` names it.
   floor   the plain TF loop (engine_floor) at the row's threads per task: what the toolkit's
           own engine costs, for the rows that do the same single-process work.
 Times are compared per example (epoch time / examples trained per epoch): a rounded epoch on 8

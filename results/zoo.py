@@ -19,7 +19,8 @@ from results.summary import groups, seconds_per_example
 COLUMNS = ("model", "dataset", "train_examples", "winner", "winner_examples_per_sec",
            "margin_over_runner_up", "runner_up", "winner_vs_single_process", "reference_row",
            "gradient_mb", "dense_gradient_mb", "strategies")
-_SHORT = {"mirrored": "mirrored", "multi_worker_mirrored": "MWMS", "parameter_server": "PSS"}
+_SHORT = {"mirrored": "mirrored", "central_storage": "central", "multi_worker_mirrored": "MWMS",
+          "parameter_server": "PSS"}
 
 
 def _gradient_mb(records):

@@ -8,7 +8,15 @@ On a host without GPUs `mirrored` splits the CPU into logical devices: right for
 for a cloud job that pays for GPUs. A job that asked for accelerators says so (`require_gpus`,
 from `--require_gpus`, which experiments/jobspec.py puts on every GPU pool's command) and
 `check_gpus` refuses to run without them instead of falling back.
+
+`tpu` connects to a TPU through TPUClusterResolver: `tpu` names it (a Cloud TPU name, a
+grpc://HOST:8470 address, or `local` on a TPU VM); empty lets the resolver look it up as TF
+documents (KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS, TPU_NAME, then TPU_CONFIG). Connecting to an address
+nobody answers blocks (measured: grpc://127.0.0.1:1 had not returned after 90 s), so the whole
+connection runs under a deadline and every failure becomes one TPUUnavailable line.
 """
+import threading
+
 import tensorflow as tf
 
 from strategies import COLLECTIVES, STRATEGIES
@@ -28,6 +36,43 @@ def check_gpus(required):
             f"--require_gpus={required}: the job asked for {required} GPU(s) but TensorFlow sees "
             f"{seen or 'none'}; refusing to train on the CPU (GPU image: docker build --build-arg "
             f"VARIANT=gpu; the machine needs GPUs and their driver)")
+
+
+class TPUUnavailable(RuntimeError):
+    """--strategy=tpu found no TPU that answers (one line, for the user)."""
+
+
+def _tpu_resolver(tpu, timeout_s):
+    """A TPUClusterResolver whose TPU system is initialized, or TPUUnavailable within
+    `timeout_s` seconds. The connection runs in a daemon thread: a TPU address that accepts
+    nothing, or a metadata server that never answers, leaves the thread blocked and the caller
+    free to exit."""
+    where = f"--tpu={tpu}" if tpu else "no --tpu, no TPU_NAME/TPU_CONFIG"
+    done = {}
+
+    def connect():
+        try:
+            resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu or None)
+            if tpu != "local":  # a TPU VM's own chips need no remote cluster
+                tf.config.experimental_connect_to_cluster(resolver)
+            tf.tpu.experimental.initialize_tpu_system(resolver)
+            done["resolver"] = resolver
+        except Exception as e:  # noqa: BLE001 - ValueError, URLError, NotFoundError: no TPU
+            done["error"] = e
+
+    thread = threading.Thread(target=connect, name="tpu-connect", daemon=True)
+    thread.start()
+    thread.join(timeout_s)
+    hint = ("give --tpu=NAME, --tpu=grpc://HOST:8470 or --tpu=local (a TPU VM), or set TPU_NAME; "
+            "without a TPU use another --strategy")
+    if thread.is_alive():
+        raise TPUUnavailable(f"--strategy=tpu: no TPU answered within {timeout_s:g} s ({where}); "
+                             f"{hint}")
+    if "error" in done:
+        e = done["error"]
+        reason = (str(e).strip().splitlines() or [type(e).__name__])[0][:200].rstrip(".")
+        raise TPUUnavailable(f"--strategy=tpu: no TPU reachable ({where}): {reason}; {hint}")
+    return done["resolver"]
 
 
 def _local_devices(num_replicas):
@@ -51,19 +96,29 @@ def _partitioner(ps_shards):
     return tf.distribute.experimental.partitioners.FixedShardsPartitioner(num_shards=ps_shards)
 
 
-def get_strategy(name, num_replicas=1, cluster_resolver=None, collective="auto", ps_shards=0):
+def get_strategy(name, num_replicas=1, cluster_resolver=None, collective="auto", ps_shards=0,
+                 tpu="", tpu_timeout_s=180.0):
     """Returns the tf.distribute.Strategy called `name`.
 
-    num_replicas: local replicas for `mirrored` (GPUs, or logical CPU devices on a CPU host).
+    num_replicas: local replicas for `mirrored` and `central_storage` (GPUs, or logical CPU
+    devices on a CPU host).
     cluster_resolver: for the multi-worker strategies; defaults to reading TF_CONFIG.
     collective: `auto` or `ring` all-reduce for multi_worker_mirrored.
     ps_shards: split each large variable across this many parameter servers (>1 to enable).
+    tpu, tpu_timeout_s: for `tpu`, the TPU's name or address and how long connecting may take;
+    raises TPUUnavailable when no TPU answers.
     """
     if name == "one_device":
         device = "/gpu:0" if tf.config.list_physical_devices("GPU") else "/cpu:0"
         return tf.distribute.OneDeviceStrategy(device)
     if name == "mirrored":
         return tf.distribute.MirroredStrategy(devices=_local_devices(num_replicas))
+    if name == "central_storage":
+        # Variables on one device (TF's default: the CPU when there are several compute
+        # devices), each step's compute on every local replica; gradients are reduced onto the
+        # variables' device instead of all-reduced between the replicas.
+        return tf.distribute.experimental.CentralStorageStrategy(
+            compute_devices=_local_devices(num_replicas))
     if name == "multi_worker_mirrored":
         if collective not in COLLECTIVES:
             raise ValueError(f"unknown collective {collective!r}; valid: {', '.join(COLLECTIVES)}")
@@ -78,5 +133,7 @@ def get_strategy(name, num_replicas=1, cluster_resolver=None, collective="auto",
         resolver = cluster_resolver or tf.distribute.cluster_resolver.TFConfigClusterResolver()
         return tf.distribute.ParameterServerStrategy(
             resolver, variable_partitioner=_partitioner(ps_shards))
+    if name == "tpu":
+        return tf.distribute.TPUStrategy(_tpu_resolver(tpu, tpu_timeout_s))
     raise ValueError(f"unknown strategy {name!r}; valid strategies: {', '.join(STRATEGIES)}")
 

@@ -19,6 +19,19 @@ def test_scaling_plan_has_floors_baseline_reference_and_each_strategy_per_n():
     assert "--num_ps=1" in runs["parameter_server-n2/mlp/4096/r0"]
 
 
+def test_central_storage_runs_like_mirrored_one_process_n_replicas_n_threads():
+    runs = dict(plan(["mlp"], [1, 2], [4096], ["central_storage", "multi_worker_mirrored"], 1, 1,
+                     experiments=("scaling", "straggler", "network"), threads=2,
+                     bandwidths=(0.1,), delays=(0, 25)))
+    assert runs["central_storage-n2/mlp/4096/r0"][1:] == [
+        "--model=mlp", "--train_examples=4096", "--strategy=central_storage", "--num_replicas=2",
+        "--threads=4"]
+    assert _flags(runs["central_storage-n1/mlp/4096/r0"])["num_replicas"] == "1"
+    # One process: no cluster to slow down or to put on a shaped network.
+    assert not [name for name in runs if name.startswith(("straggler-central", "network-central"))]
+    assert "straggler-multi_worker_mirrored-n2-d25/mlp/4096/r0" in runs
+
+
 @pytest.mark.parametrize("threads", [1, 3])
 def test_every_strategy_at_n_gets_the_same_threads_per_worker(threads):
     # On an 8-core machine the launcher's default (cores // tasks) gave MWMS workers 4 threads,
@@ -141,3 +154,30 @@ def test_network_plan_fits_on_the_real_loopback_and_shapes_the_two_worker_runs()
     assert "--emulate_bandwidth_gbps=0.1" in by_name["network-multi_worker_mirrored-n2-b0.1"]
     assert not any(a.startswith("--emulate") for a in by_name["network-multi_worker_mirrored-n2-b0"])
     assert "--num_workers=2" in by_name["network-multi_worker_mirrored-n2-b0.1"]
+
+
+def test_accumulation_sweep_runs_every_cell_at_each_k_but_the_floors():
+    runs = dict(plan(["mlp"], [2], [4096], ["multi_worker_mirrored"], 1, 1,
+                     accumulation=(1, 4)))
+    assert list(runs) == ["engine_floor/mlp/4096/r0", "engine_floor_all/mlp/4096/r0",
+                          "baseline/mlp/4096/r0", "hardware_reference/mlp/4096/r0",
+                          "multi_worker_mirrored-n2/mlp/4096/r0",
+                          "baseline/mlp/4096/k4/r0", "hardware_reference/mlp/4096/k4/r0",
+                          "multi_worker_mirrored-n2/mlp/4096/k4/r0"]
+    assert _flags(runs["multi_worker_mirrored-n2/mlp/4096/k4/r0"])["accumulation_steps"] == "4"
+    assert "accumulation_steps" not in _flags(runs["baseline/mlp/4096/r0"])  # K=1: as before
+
+
+def test_accumulation_sweep_cli_dry_run_and_bad_input(tmp_path):
+    from tests.helpers import run_module
+
+    proc = run_module("experiments.compare", "--strategies=multi_worker_mirrored", "--workers=2",
+                      "--models=mlp", "--train_examples=4096", "--accumulation_steps=1,2",
+                      "--dry_run", f"--results_dir={tmp_path / 'o'}", timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "multi_worker_mirrored-n2/mlp/4096/k2/r0: python -m experiments.run" in proc.stdout
+    assert "--accumulation_steps=2" in proc.stdout
+    bad = run_module("experiments.compare", "--accumulation_steps=0", "--dry_run",
+                     f"--results_dir={tmp_path / 'o'}", timeout=120)
+    assert bad.returncode == 2 and "--accumulation_steps=0" in bad.stderr
+    assert not (tmp_path / "o").exists()

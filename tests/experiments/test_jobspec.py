@@ -32,6 +32,8 @@ def _check_against_sdk(job):
     ("multi_worker_mirrored", dict(num_workers=3), [1, 2]),
     ("parameter_server", dict(num_workers=2, num_ps=1), [1, 2, 1]),
     ("mirrored", dict(num_replicas=2, accelerator_type="NVIDIA_TESLA_T4", accelerator_count=2), [1]),
+    ("central_storage", dict(num_replicas=2, accelerator_type="NVIDIA_TESLA_T4",
+                             accelerator_count=2), [1]),
 ])
 def test_vertex_pools(strategy, kw, replicas):
     job = vertex_custom_job(_spec(strategy, **kw))
@@ -42,12 +44,34 @@ def test_vertex_pools(strategy, kw, replicas):
         assert f"--strategy={strategy}" in p["container_spec"]["args"]
         assert "--model=cnn" in p["container_spec"]["args"]
         assert p["machine_spec"]["machine_type"]
-    if strategy == "mirrored":
+    if strategy in ("mirrored", "central_storage"):  # one machine with N GPUs
         assert pools[0]["machine_spec"]["accelerator_count"] == 2
         assert "--num_replicas=2" in pools[0]["container_spec"]["args"]
     if strategy == "parameter_server":  # chief and ps need no accelerator
         assert "accelerator_type" not in pools[2]["machine_spec"]
     _check_against_sdk(job)
+
+
+def test_tpu_job_asks_for_a_tpu_machine_in_the_sdks_terms():
+    """cloud-tpu with 8 cores of TPU_V3 (default) or TPU_V2: the accelerator is an
+    aiplatform_v1.AcceleratorType value, not a string the SDK would pass through unchecked."""
+    aiplatform_v1 = pytest.importorskip("google.cloud.aiplatform_v1")
+    for kw, accelerator in ((dict(), "TPU_V3"),
+                            (dict(accelerator_type="TPU_V2", accelerator_count=8), "TPU_V2")):
+        (pool,) = vertex_custom_job(_spec("tpu", **kw))["worker_pool_specs"]
+        assert pool["replica_count"] == 1
+        assert pool["machine_spec"] == {"machine_type": "cloud-tpu",
+                                        "accelerator_type": accelerator, "accelerator_count": 8}
+        args = pool["container_spec"]["args"]
+        assert args[0] == "--strategy=tpu" and not any("--require_gpus" in a for a in args)
+        proto = aiplatform_v1.WorkerPoolSpec(**pool)
+        assert proto.machine_spec.accelerator_type == getattr(aiplatform_v1.AcceleratorType,
+                                                              accelerator)
+    with pytest.raises(ValueError):  # a TFJob has no TPU form here
+        tfjob(_spec("tpu"))
+    with pytest.raises(KeyError):  # and the SDK refuses an accelerator it does not know
+        aiplatform_v1.WorkerPoolSpec(machine_spec={"machine_type": "cloud-tpu",
+                                                   "accelerator_type": "TPU_V9"})
 
 
 def _check_tfjob_against_sdk(text):
@@ -87,6 +111,8 @@ def test_tfjob_manifest(strategy, kw, roles):
     (["--strategy=multi_worker_mirrored", "--num_workers=2"], [1, 1]),
     (["--strategy=parameter_server", "--num_workers=2", "--num_ps=1"], [1, 2, 1]),
     (["--strategy=mirrored", "--num_replicas=2"], [1]),
+    (["--strategy=central_storage", "--num_replicas=2"], [1]),
+    (["--strategy=tpu"], [1]),
 ])
 def test_vertex_dry_run_cli(args, replicas):
     proc = run_module("experiments.vertex", *args, "--dry_run", "--", "--epochs=3", timeout=120)
@@ -142,6 +168,10 @@ def _one_error_line(proc):
     (["--accelerator_type=NVIDIA_TESLA_T4"], "go together"),
     (["--strategy=mirrored", "--num_replicas=4", "--accelerator_type=NVIDIA_TESLA_T4",
       "--accelerator_count=2"], "exceeds --accelerator_count=2"),
+    (["--strategy=tpu", "--accelerator_type=NVIDIA_TESLA_T4", "--accelerator_count=1"],
+     "is not a TPU"),
+    (["--strategy=mirrored", "--accelerator_type=TPU_V3", "--accelerator_count=8"],
+     "is a TPU: use --strategy=tpu"),
 ])
 def test_vertex_cli_refuses_jobs_that_cannot_work(args, fragment):
     assert fragment in _one_error_line(run_module("experiments.vertex", *args, timeout=120))

@@ -74,7 +74,10 @@ def test_16_bit_gradient_sync_halves_the_bytes_and_still_trains(tmp_path):
     (["--profile_steps=5"], "FIRST,LAST"),
     (["--profile_steps=9,3"], "1 <= FIRST <= LAST"),
     (["--steps_per_execution=0"], "--steps_per_execution"),
-    (["--strategy=bogus"], "one_device, mirrored, multi_worker_mirrored, parameter_server"),
+    (["--strategy=bogus"], "one_device, mirrored, central_storage, multi_worker_mirrored, "
+                           "parameter_server, tpu"),
+    (["--accumulation_steps=0"], "--accumulation_steps=0 must be > 0"),
+    (["--accumulation_steps=4", "--train_examples=200"], "--accumulation_steps=4"),
     (["--model=vgg"], "mlp"),
     (["--dataset=imagenet"], "synthetic"),
     (["--epochs=0"], "--epochs"),

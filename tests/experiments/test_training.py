@@ -100,3 +100,42 @@ def test_kill_during_evaluation_after_a_step_checkpoint_resumes(tmp_path):
     with open(tmp_path / "epochs.json") as f:
         assert [e["epoch"] for e in json.load(f)] == [e["epoch"] for e in stats] == [1]
     assert steps in (8, 12)  # the end of epoch 1, or epoch 2's step checkpoint at step 4
+
+
+def test_central_storage_feeds_its_distributed_dataset_even_with_one_replica():
+    # Its variables live on the parameter device, apart from its replicas: it is fed like
+    # mirrored with several replicas (the distributed dataset), never the plain iterator.
+    cfg = dataclasses.replace(CFG, strategy="central_storage")
+    trainer = _trainer(cfg, tf.distribute.experimental.CentralStorageStrategy(["/cpu:0"]))
+    assert isinstance(trainer._iterator, tf.distribute.DistributedIterator)
+    first, second = trainer.train_epoch(1), trainer.train_epoch(2)
+    assert first.steps == second.steps == 8 and second.train_loss < first.train_loss
+
+
+def _sgd_weights(**kw):
+    cfg = dataclasses.replace(CFG, optimizer="sgd", learning_rate=0.1, **kw)
+    trainer = _trainer(cfg)
+    for epoch in (1, 2):
+        stats = trainer.train_epoch(epoch)
+    return [v.numpy() for v in trainer.model.weights], trainer, stats
+
+
+def test_two_micro_batches_of_16_give_the_weights_of_one_batch_of_32():
+    """Plain SGD: accumulating K=2 micro-batches of 16 is one update on the 32 examples that one
+    batch of 32 trains on (same data, same order), up to float rounding; K=1 at 16 is not."""
+    accumulated, trainer, stats = _sgd_weights(batch_size_per_replica=16, accumulation_steps=2)
+    large, _, large_stats = _sgd_weights(batch_size_per_replica=32)
+    small, _, _ = _sgd_weights(batch_size_per_replica=16)
+    assert trainer.global_batch == 32 and trainer.per_replica_batch == 16
+    assert trainer.steps_per_epoch == stats.steps == large_stats.steps == 256 // 32
+    assert stats.train_loss == pytest.approx(large_stats.train_loss, rel=1e-5)
+    for a, b in zip(accumulated, large):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    # Twice the updates of half the batch: measurably elsewhere (the test can fail).
+    assert max(float(np.max(np.abs(a - b))) for a, b in zip(small, large)) > 1e-3
+
+
+def test_accumulation_scales_the_step_batch_and_the_learning_rate_with_it():
+    cfg = dataclasses.replace(CFG, accumulation_steps=4, lr_scaling="linear", learning_rate=0.01)
+    assert cfg.step_batch() == 128 and cfg.steps_per_epoch() == 2
+    assert learning_rate_for(cfg, cfg.step_batch()) == pytest.approx(0.04)

@@ -49,3 +49,26 @@ def test_pss_two_workers_one_ps(tmp_path):
     assert 0 < record["communication_fraction"] <= 1
     assert record["final_eval_accuracy"] > 0.3
     assert not processes_mentioning(str(tmp_path))
+
+
+def test_mwms_accumulation_gives_the_weights_of_the_large_batch(tmp_path):
+    """Plain SGD on 2 workers: K=2 micro-batches of 16 per replica end with the weights of one
+    batch of 32 per replica (one all-reduce per step either way); K=1 at 16 does not."""
+    common = ["--strategy=multi_worker_mirrored", "--num_workers=2", "--model=mlp",
+              "--optimizer=sgd", "--epochs=2", "--train_examples=512", "--eval_examples=256",
+              "--cluster_timeout=120"]
+    out = {}
+    for name, args in (("accumulated", ["--batch_size_per_replica=16", "--accumulation_steps=2"]),
+                       ("large", ["--batch_size_per_replica=32"]),
+                       ("small", ["--batch_size_per_replica=16"])):
+        proc = run_module("experiments.run", *common, *args, f"--results_dir={tmp_path / name}")
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        sums = _checksums(proc.stdout)
+        assert sums["worker:0"] == sums["worker:1"]  # every replica applied the same updates
+        (out[name],) = records_in(tmp_path / name)
+    acc, large, small = out["accumulated"], out["large"], out["small"]
+    assert (acc["accumulation_steps"], acc["batch_size_per_replica"]) == (2, 16)
+    assert acc["global_batch_size"] == large["global_batch_size"] == 64  # a step's examples
+    assert acc["steps_per_epoch"] == large["steps_per_epoch"] == 8
+    assert acc["weights_checksum"] == pytest.approx(large["weights_checksum"], rel=1e-6)
+    assert abs(small["weights_checksum"] / large["weights_checksum"] - 1) > 2e-5

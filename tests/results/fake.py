@@ -1,7 +1,7 @@
 """Fake run records for the results tests: what experiments/task.py writes, reduced to the keys
 the report reads, with the steady-state epoch time and throughput under the test's control."""
 
-_SINGLE_PROCESS = ("one_device", "engine_floor", "mirrored")
+_SINGLE_PROCESS = ("one_device", "engine_floor", "mirrored", "central_storage")
 
 
 def record(run_id, strategy="one_device", n=1, epoch_time=1.0, *, run_name="", examples=1024,
@@ -11,7 +11,7 @@ def record(run_id, strategy="one_device", n=1, epoch_time=1.0, *, run_name="", e
     `examples` and `batch`/`global_batch` are the *requested* flags; the top-level counts are
     what the trainer would have used (per-replica batch from the global one, examples rounded
     down to a multiple of the global batch), as in experiments/task.py."""
-    replicas = n if strategy in ("mirrored", "multi_worker_mirrored") else 1
+    replicas = n if strategy in ("mirrored", "central_storage", "multi_worker_mirrored") else 1
     workers = n if strategy in ("multi_worker_mirrored", "parameter_server") else 1
     per_replica = global_batch // replicas if global_batch else batch
     step_batch = per_replica * replicas

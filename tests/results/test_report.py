@@ -182,3 +182,14 @@ def test_report_completes_with_records_it_cannot_read(tmp_path):
     assert "skipped record null_name.json: run_name is null" in proc.stdout
     assert f"wrote {tmp_path / 'report.md'}" in proc.stdout.splitlines()
     assert "## Skipped records" in (tmp_path / "report.md").read_text()
+
+
+def test_central_storage_gets_its_row_label_and_plot_line(results_dir):
+    rec = _record("cs2", "central_storage", 2, [60.0, 9.0, 9.0], 0.89)
+    rec["num_replicas_in_sync"], rec["global_batch_size"] = 2, 128  # its N: local replicas
+    records.write_record(str(results_dir), rec)
+    paths, _, _ = build(str(results_dir), target_accuracy=None)
+    (row,) = [r for r in _rows(results_dir / "summary.csv") if r["strategy"] == "central_storage"]
+    assert row["n"] == "2" and row["role"] == "strategy"
+    assert "| central_storage | 2 |" in (results_dir / "report.md").read_text()
+    assert any(p.endswith("throughput_vs_workers.png") for p in paths)

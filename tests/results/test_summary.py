@@ -98,6 +98,15 @@ def test_reference_is_the_fastest_single_process():
         pytest.approx(0.5 / 0.4)
 
 
+def test_central_storage_is_one_process_with_n_replicas():
+    """Its N is its local replicas (not workers) and, in one process, it may be the reference."""
+    recs = fake.sweep() + [fake.record("c", "central_storage", 2, 0.3, threads=2)]
+    by = _by(summarize(recs))
+    row = by[("strategy", "central_storage", 2, 2)]
+    assert row["n"] == 2 and row["reference_row"] == "central_storage N=2"
+    assert row["speedup_vs_reference"] == 1.0
+
+
 def _with_floors():
     cpu = lambda cores: {"seconds": 1.0, "wall_s": 1.0, "cores_used": cores,  # noqa: E731
                          "examples_per_cpu_second": 100.0 * cores, "scope": "all tasks"}
@@ -131,3 +140,26 @@ def test_engine_floor_cpu_columns():
     assert {"cores_used", "examples_per_cpu_second", "cpu_scope", "vs_engine_floor",
             "examples_per_epoch", "target_reached_runs", "reference_row"} <= set(COLUMNS)
     assert set(SETTING_KEYS) <= set(COLUMNS)
+
+
+def test_accumulation_steps_split_settings_and_old_records_count_as_one():
+    """K=2 trains other steps than K=1: its own row, not pooled with K=1's; a record from before
+    the flag is K=1."""
+    old = fake.record("old", "one_device", run_name="baseline/cnn/1024/r0")
+    new = fake.record("k1", "one_device", run_name="baseline/cnn/1024/r1",
+                      config={"accumulation_steps": 1})
+    k2 = fake.record("k2", "one_device", run_name="baseline/cnn/1024/r2",
+                     config={"accumulation_steps": 2})
+    assert "accumulation_steps" not in old["config"]
+    rows = summarize([old, new, k2])
+    assert sorted((r["accumulation_steps"], r["runs"]) for r in rows) == [(1, 2), (2, 1)]
+
+
+def test_a_k_sweep_names_each_setting_by_its_k():
+    from results.cells import setting_of, setting_title
+
+    k1 = setting_of(fake.record("a", config={"accumulation_steps": 1}))
+    k4 = setting_of(fake.record("b", config={"accumulation_steps": 4}))
+    assert setting_title(k1) == "cnn, synthetic, 1024 training examples, 64 per replica"
+    assert setting_title(k4) == ("cnn, synthetic, 1024 training examples, 64 per replica, "
+                                 "4 micro-batches per update")

@@ -46,3 +46,17 @@ def test_gpus_required_but_none_visible_is_refused(monkeypatch):
     with pytest.raises(MissingGPUs, match="sees 1"):
         check_gpus(2)
     check_gpus(1)
+
+
+def test_tpu_without_a_name_is_one_tpu_unavailable_line(monkeypatch):
+    """No --tpu and nothing in the environment: the resolver's ValueError becomes one line that
+    says what to give (raised before any connection, so safe in this process)."""
+    from strategies.factory import TPUUnavailable
+
+    for name in ("TPU_NAME", "KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS", "TPU_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(TPUUnavailable) as err:
+        get_strategy("tpu", tpu_timeout_s=30)
+    message = str(err.value)
+    assert "\n" not in message and message.startswith("--strategy=tpu: no TPU reachable")
+    assert "--tpu=grpc://HOST:8470" in message
