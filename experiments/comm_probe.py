@@ -184,7 +184,11 @@ def measure(strategy, variables, coordinator=None, repeats=_REPEATS, dtype="floa
 
 
 def fraction(probe, step_time_s):
-    """Share of a per-worker step (results.metrics.per_worker_step_time) spent synchronizing."""
+    """Share of a per-worker step (results.metrics.per_worker_step_time) spent synchronizing
+    gradients and, in a pipeline, moving activations between its stages."""
     if not step_time_s:
         return None
-    return min(1.0, probe["probe_s"]["median"] / step_time_s)
+    seconds = probe["probe_s"]["median"]
+    if probe.get("activation_probe_s"):  # a pipeline's boundary transfers (experiments/gpipe.py)
+        seconds += probe["activation_probe_s"]["median"]
+    return min(1.0, seconds / step_time_s)

@@ -9,8 +9,9 @@ import re
 
 from experiments import npz_data, user_code
 from experiments.datasets import DATASETS, is_user_dataset
-from models import MODELS, TOKEN_MODELS
-from strategies import COLLECTIVES, LOCAL_REPLICAS, MULTI_WORKER, STRATEGIES, replicas_in_sync
+from models import MODELS, STAGE_COSTS, TOKEN_MODELS
+from strategies import (COLLECTIVES, LOCAL_REPLICAS, MULTI_WORKER, PIPELINED, STRATEGIES,
+                        replicas_in_sync)
 
 OPTIMIZERS = ("sgd", "momentum", "adam")
 FAIL_MODES = ("kill", "preempt")
@@ -63,6 +64,11 @@ class RunConfig:
     # K micro-batches (of the per-replica batch) per step: one optimizer update and one gradient
     # synchronization per K micro-batches; a step's batch is K x the global batch.
     accumulation_steps: int = 1
+    # model_parallel / hybrid: the model split into num_stages pipeline stages (balanced by
+    # stage_cost), each step's per-replica batch into `microbatches` (experiments/gpipe.py).
+    num_stages: int = 1
+    microbatches: int = 1
+    stage_cost: str = "params"
     profile_steps: str = ""  # "FIRST,LAST": TF profiler trace of these global steps (chief)
     comm_probe: bool = True  # after training, time one step's gradient synchronization alone
     tensorboard_dir: str = ""  # "": <results_dir>/tensorboard; Vertex: $AIP_TENSORBOARD_LOG_DIR
@@ -153,6 +159,26 @@ def check_dataset(dataset):
         raise ConfigError(str(e)) from None
 
 
+def _check_pipeline(cfg):
+    if cfg.strategy not in PIPELINED:
+        if cfg.num_stages != 1 or cfg.microbatches != 1:
+            raise ConfigError(f"--num_stages={cfg.num_stages} and --microbatches="
+                              f"{cfg.microbatches} apply to --strategy={' or '.join(PIPELINED)} "
+                              f"only (got --strategy={cfg.strategy})")
+        return
+    if cfg.num_stages < 2:
+        raise ConfigError(f"--num_stages={cfg.num_stages}: --strategy={cfg.strategy} splits the "
+                          f"model into 2 or more stages; give --num_stages >= 2")
+    if cfg.accumulation_steps != 1:
+        raise ConfigError(f"--accumulation_steps={cfg.accumulation_steps} does not combine with "
+                          f"--strategy={cfg.strategy}: its --microbatches already split each "
+                          f"step's batch; use --accumulation_steps=1")
+    per_replica = cfg.resolved_per_replica_batch()
+    if per_replica % cfg.microbatches:
+        raise ConfigError(f"--microbatches={cfg.microbatches} does not divide the per-replica "
+                          f"batch of {per_replica}; choose a divisor of it")
+
+
 def validate(cfg):
     """Raises ConfigError for the first bad value, naming it and what is allowed."""
     _choice("strategy", cfg.strategy, STRATEGIES)
@@ -169,8 +195,10 @@ def validate(cfg):
     _choice("gradient_sync_dtype", cfg.gradient_sync_dtype, SYNC_DTYPES)
     for name in ("epochs", "train_examples", "eval_examples", "batch_size_per_replica",
                  "num_replicas", "num_workers", "learning_rate", "steps_per_execution",
-                 "accumulation_steps"):
+                 "accumulation_steps", "num_stages", "microbatches"):
         _positive(name, getattr(cfg, name))
+    _choice("stage_cost", cfg.stage_cost, STAGE_COSTS)
+    _check_pipeline(cfg)
     for name in ("global_batch_size", "num_ps", "ps_shards", "threads", "warmup_epochs", "seed",
                  "checkpoint_every_steps", "pin_cores", "require_gpus"):
         _non_negative(name, getattr(cfg, name))

@@ -100,11 +100,11 @@ def _pool(spec, replicas, accelerators=True):
 
 def vertex_custom_job(spec):
     """A CustomJob dict (the `aiplatform.CustomJob` keyword arguments)."""
-    if spec.strategy in ("one_device", "mirrored", "central_storage", "tpu"):
+    if spec.strategy in ("one_device", "mirrored", "central_storage", "model_parallel", "tpu"):
         # one replica, N accelerators: no TF_CONFIG; Mirrored and CentralStorage over GPUs,
-        # TPUStrategy over TPU cores
+        # TPUStrategy over TPU cores; model_parallel's stages over the GPUs
         pools = [_pool(spec, 1)]
-    elif spec.strategy == "multi_worker_mirrored":
+    elif spec.strategy in ("multi_worker_mirrored", "hybrid"):
         # pool 0 is the chief = MWMS worker 0 (Vertex names it "chief"); pool 1 the others
         pools = [_pool(spec, 1)] + ([_pool(spec, spec.num_workers - 1)]
                                     if spec.num_workers > 1 else [])
@@ -133,12 +133,12 @@ def build_custom_job(job, staging_bucket, project=None, location=None, credentia
 def tfjob(spec, name="tfdist-compare", namespace="default"):
     """A Kubeflow TFJob manifest (dict) for MWMS or PSS. GPUs (accelerator_count) go to the
     workers only; with base_output_dir every container gets Vertex's AIP_* directories."""
-    if spec.strategy == "multi_worker_mirrored":
+    if spec.strategy in ("multi_worker_mirrored", "hybrid"):
         replicas = {"Worker": spec.num_workers}
     elif spec.strategy == "parameter_server":
         replicas = {"Chief": 1, "Worker": spec.num_workers, "PS": spec.num_ps}
     else:
-        raise ValueError(f"a TFJob is for multi_worker_mirrored or parameter_server, "
+        raise ValueError(f"a TFJob is for multi_worker_mirrored, hybrid or parameter_server, "
                          f"not {spec.strategy!r}")
     specs = {}
     for role, count in replicas.items():

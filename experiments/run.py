@@ -33,8 +33,9 @@ from experiments.cli import bad_input, parse_flags  # noqa: E402
 from experiments.config import (FAIL_MODES, LR_SCALING, MODEL_WEIGHTS, OPTIMIZERS,  # noqa: E402
                                 SYNC_DTYPES, ConfigError, RunConfig, validate)
 from experiments.datasets import DATASETS  # noqa: E402
-from models import MODELS  # noqa: E402
-from strategies import COLLECTIVES, MULTI_WORKER, STRATEGIES  # noqa: E402
+from models import MODELS, STAGE_COSTS  # noqa: E402
+from strategies import (COLLECTIVES, MULTI_WORKER, STRATEGIES,  # noqa: E402
+                        all_reduce_workers)
 from tf_config import TFConfigError, check_strategy_fits, role_from_env  # noqa: E402
 from tf_config import launch, netns, netshape  # noqa: E402
 
@@ -67,6 +68,15 @@ _NUM_REPLICAS = flags.DEFINE_integer("num_replicas", _D.num_replicas,
 _NUM_WORKERS = flags.DEFINE_integer("num_workers", _D.num_workers,
                                     "Workers of a local cluster (ignored when TF_CONFIG is set).")
 _NUM_PS = flags.DEFINE_integer("num_ps", _D.num_ps, "Parameter servers (parameter_server).")
+_NUM_STAGES = flags.DEFINE_integer("num_stages", _D.num_stages,
+                                   "model_parallel / hybrid: pipeline stages (>= 2), each on its "
+                                   "own device (GPUs, or the CPU split into logical devices).")
+_MICROBATCHES = flags.DEFINE_integer("microbatches", _D.microbatches,
+                                     "model_parallel / hybrid: micro-batches per step pipelined "
+                                     "through the stages (GPipe); divides the per-replica batch.")
+_STAGE_COST = flags.DEFINE_string("stage_cost", _D.stage_cost,
+                                  f"model_parallel / hybrid: balance stages by {' or '.join(STAGE_COSTS)} "
+                                  f"(parameter count, or measured forward+backward seconds).")
 _PS_SHARDS = flags.DEFINE_integer("ps_shards", _D.ps_shards,
                                   "0 or 1: variables placed round-robin on the parameter servers. "
                                   "Sharding a variable across them (>1) is refused: Keras 3 "
@@ -169,6 +179,8 @@ def _config():
         checkpoint_every_steps=_CKPT_EVERY.value, comm_probe=_COMM_PROBE.value,
         profile_steps=_PROFILE_STEPS.value, steps_per_execution=_STEPS_PER_EXECUTION.value,
         accumulation_steps=_ACCUMULATION.value,
+        num_stages=_NUM_STAGES.value, microbatches=_MICROBATCHES.value,
+        stage_cost=_STAGE_COST.value,
         gradient_sync_dtype=_SYNC_DTYPE.value,
         straggler_task=_STRAGGLER_TASK.value, straggler_delay_ms=_STRAGGLER_DELAY.value,
         checkpoint_dir=_CHECKPOINT_DIR.value, pin_cores=_PIN_CORES.value,
@@ -247,7 +259,7 @@ def main(argv):
         role = role_from_env()
         if role is not None:  # the platform's cluster wins over --num_workers / --num_ps
             # MWMS counts a chief (Vertex pool 0) as a worker; PSS's chief only coordinates.
-            chief = 1 if cfg.strategy == "multi_worker_mirrored" and role.chief_type != "worker" \
+            chief = 1 if all_reduce_workers(cfg.strategy) and role.chief_type != "worker" \
                 else 0
             cfg = dataclasses.replace(cfg, num_workers=max(role.num_workers + chief, 1),
                                       num_ps=role.num_ps)

@@ -15,13 +15,14 @@ import uuid
 import psutil
 import tensorflow as tf
 
-from experiments import comm_probe, cpu_usage, environment
+from experiments import comm_probe, cpu_usage, environment, gpipe
 from experiments.checkpoints import Checkpoints
 from experiments.pipeline import dataset_info
 from experiments.profiling import StepProfiler
 from experiments.training import Trainer, input_context
 from experiments.user_code import UserCodeError
 from results import metrics, records
+from strategies import all_reduce_workers
 from strategies.factory import MissingGPUs, TPUUnavailable, check_gpus, get_strategy
 from tf_config import events, netshape
 from tf_config.events import LAUNCH_T0_ENV
@@ -112,7 +113,7 @@ def run_task(cfg, role, extra_config=None):
         strategy = get_strategy(cfg.strategy, num_replicas=cfg.num_replicas,
                                 cluster_resolver=_resolver(role), collective=cfg.collective,
                                 ps_shards=cfg.ps_shards, tpu=cfg.tpu,
-                                tpu_timeout_s=cfg.tpu_timeout_s)
+                                tpu_timeout_s=cfg.tpu_timeout_s, num_stages=cfg.num_stages)
     except TPUUnavailable as e:  # before any file: exit 2 (a blocked connect thread is a daemon)
         sys.stderr.write(f"error: {e}\n")
         sys.stderr.flush()
@@ -141,7 +142,7 @@ def run_task(cfg, role, extra_config=None):
     checkpoints = None
     epochs, steps_done = [], 0
     if cfg.checkpoint_dir:
-        mwms_cluster = role is not None and cfg.strategy == "multi_worker_mirrored"
+        mwms_cluster = role is not None and all_reduce_workers(cfg.strategy)
         checkpoints = Checkpoints(cfg.checkpoint_dir, trainer, is_chief,
                                   role.name if role else "single", cfg.checkpoint_every_steps,
                                   resolver=strategy.cluster_resolver if mwms_cluster else None)
@@ -171,6 +172,14 @@ def run_task(cfg, role, extra_config=None):
                                coordinator, dtype=cfg.gradient_sync_dtype,
                                gradients=trainer.gradients) \
         if cfg.comm_probe else None
+    if probe is not None and trainer.pipeline is not None:
+        # Model parallelism's own traffic: each boundary's activations and their gradients.
+        probe["activation_bytes"] = sum(
+            b["forward"] + b["backward"] for b in gpipe.activation_bytes(
+                trainer.stages, trainer.per_replica_batch // cfg.microbatches, cfg.microbatches))
+        probe["activation_probe_s"] = gpipe.transfer_probe(
+            trainer.stages, trainer.stage_devices, trainer.per_replica_batch // cfg.microbatches,
+            cfg.microbatches)
     # Every synchronous replica must end with the same weights; printed by each task so a
     # cluster's output can be checked (tests do), and recorded by the chief.
     checksum = trainer.weights_checksum()
@@ -234,12 +243,16 @@ def build_record(cfg, role, trainer, strategy, run_id, epochs, checksum, extra_c
         "straggler": ({"task": cfg.straggler_task, "delay_ms": cfg.straggler_delay_ms}
                       if cfg.straggler_task else None),
         "steps_by_worker": dict(sorted(trainer.steps_by_worker.items())) or None,
+        "pipeline": (gpipe.summary(trainer.stages, trainer.stage_devices,
+                                   trainer.per_replica_batch // cfg.microbatches,
+                                   cfg.microbatches, cfg.optimizer, cfg.stage_cost, epochs)
+                     if getattr(trainer, "pipeline", None) is not None else None),
         "resumed_epochs": [e["epoch"] for e in epochs if e.get("resumed")],
         "resumed_from_step": next(((e["epoch"] - 1) * trainer.steps_per_epoch + e[
             "resumed_at_step"] for e in epochs if "resumed_at_step" in e), None),
         "cluster": {"roles": role.tf_cluster() if role else {}, "this_task": role.name if role
-                    else "single", "collective": cfg.collective if cfg.strategy ==
-                    "multi_worker_mirrored" else None,
+                    else "single", "collective": cfg.collective if all_reduce_workers(
+                    cfg.strategy) else None,
                     "ps_shards": cfg.ps_shards if cfg.strategy == "parameter_server" else None},
         "config": {**dataclasses.asdict(cfg), **extra_config},
         "environment": environment.describe(),

@@ -23,8 +23,12 @@ import time
 import keras
 import tensorflow as tf
 
-from experiments import comm_probe, pipeline, user_data, user_model
+from experiments import comm_probe, gpipe, pipeline, user_data, user_model
 from experiments.datasets import FUNCTION
+from experiments.user_code import UserCodeError
+from models import stages as model_stages
+from strategies import PIPELINED
+from strategies.factory import stage_devices
 from tf_config import events
 
 
@@ -44,6 +48,10 @@ class EpochStats:
     hooks_time_s: float = 0.0
     # CPU seconds the run's processes used during time_s (see experiments/cpu_usage.py).
     cpu_s: float | None = None
+    # model_parallel / hybrid: the pipeline's measured idle share over the epoch's steps, and
+    # each stage's busy share of the pipeline's span (experiments/gpipe.py).
+    pipeline_idle_share: float | None = None
+    stage_busy_share: list | None = None
 
 
 class WarmupScaledLR(keras.optimizers.schedules.LearningRateSchedule):
@@ -79,7 +87,10 @@ def learning_rate_for(cfg, global_batch):
 
 def local_replicas(strategy):
     """Replicas this process feeds (1 for one device, MWMS with one device per worker)."""
-    return len(strategy.extended.worker_devices)
+    try:
+        return len(strategy.extended.worker_devices)
+    except RuntimeError:  # the default strategy (model_parallel) has no worker_devices: one
+        return 1
 
 
 def input_context(strategy):
@@ -142,10 +153,11 @@ def _add_gradients(a, b):
     return tf.convert_to_tensor(a) + tf.convert_to_tensor(b)
 
 
-def _sum_on_read():
+def _sum_on_read(shape=()):
     """A per-replica accumulator summed across replicas (and workers) when read: metrics cost
     no communication per step."""
-    return tf.Variable(0.0, trainable=False, synchronization=tf.VariableSynchronization.ON_READ,
+    return tf.Variable(tf.zeros(shape), trainable=False,
+                       synchronization=tf.VariableSynchronization.ON_READ,
                        aggregation=tf.VariableAggregation.SUM)
 
 
@@ -179,6 +191,7 @@ class Trainer:
                                           batchnorm=cfg.batchnorm,
                                           sync_batchnorm=cfg.sync_batchnorm,
                                           weights=cfg.model_weights)
+            self.stages = self._split_stages() if cfg.strategy in PIPELINED else None
             self.optimizer = make_optimizer(cfg.optimizer,
                                             WarmupScaledLR(self.learning_rate, warmup_steps))
             # Create slot variables now, in scope: lazily created Adam slots break under
@@ -187,9 +200,17 @@ class Trainer:
             if coordinator is None:
                 self.loss_sum, self.correct, self.seen = (_sum_on_read(), _sum_on_read(),
                                                           _sum_on_read())
+            if self.stages is not None:  # the pipeline's timings, summed over steps
+                self.stage_busy, self.pipeline_span = (_sum_on_read([cfg.num_stages]),
+                                                       _sum_on_read())
         self._check_input(is_chief)
         self._sync_dtype = tf.as_dtype(cfg.gradient_sync_dtype)
         self._loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
+        self.pipeline = None
+        if self.stages is not None:
+            self.pipeline = gpipe.Pipeline(self.stages, self.stage_devices, cfg.microbatches,
+                                           self._loss, self.global_batch,
+                                           self.model.trainable_variables)
         self._iterator = iter(self._train_input())
         self.global_step = 0
         self.steps_by_worker = {}  # PSS: which worker ran how many steps (stragglers run fewer)
@@ -199,6 +220,36 @@ class Trainer:
         self._evaluate = make_evaluate(self.model)
         self._eval_data = (pipeline.eval_dataset(info, cfg.eval_examples, 512, cfg.seed,
                                                  cfg.data_dir or None) if is_chief else None)
+
+    def _split_stages(self):
+        """The model's pipeline stages (models/stages.py) and their devices. Under model_parallel
+        each stage's variables are re-created on its stage's device, before the optimizer builds
+        its slots next to them; under hybrid MWMS keeps every variable mirrored on the worker's
+        one replica device, and the stages place their compute only."""
+        cfg = self.cfg
+        if self.model.losses:
+            raise UserCodeError(f"--strategy={cfg.strategy}: model {cfg.model!r} adds losses of its "
+                                f"own (model.losses, e.g. weight regularizers); the pipeline "
+                                f"does not split them across stages: remove them or use another "
+                                f"--strategy")
+        micro = self.per_replica_batch // cfg.microbatches
+        sample = None
+        if cfg.stage_cost == "time":
+            sample, _ = next(iter(pipeline.examples(self.info, "train", micro, cfg.seed,
+                                                    cfg.data_dir or None).batch(micro)))
+        try:
+            stages = model_stages.split(self.model, cfg.num_stages, cfg.stage_cost, sample)
+        except model_stages.StageError as e:
+            raise UserCodeError(str(e)) from None
+        self.stage_devices = stage_devices(cfg.num_stages)
+        if cfg.strategy == "model_parallel":
+            for stage, device in zip(stages, self.stage_devices):
+                with tf.device(device):
+                    for v in stage.model.weights:
+                        # Keras's own creation path (TF backend): a new tf.Variable holding the
+                        # same value, created under the stage's device scope.
+                        v._initialize(tf.identity(v.value))
+        return stages
 
     def _check_input(self, is_chief):
         """Before any step: the model maps two examples to (2, num_classes) logits (every task
@@ -291,7 +342,11 @@ class Trainer:
 
     def _step(self, iterator):
         def replica_step(images, labels):
-            if self.accumulation == 1:
+            if self.pipeline is not None:
+                grads, per_example, logits, busy, span = self.pipeline(images, labels)
+                self.stage_busy.assign_add(busy)
+                self.pipeline_span.assign_add(span)
+            elif self.accumulation == 1:
                 grads, per_example, logits = self._micro_step(images, labels)
             else:
                 grads, per_example, logits = self._accumulated(images, labels)
@@ -358,6 +413,9 @@ class Trainer:
         if self.coordinator is None:
             for var in (self.loss_sum, self.correct, self.seen):
                 var.assign(0.0)
+        if self.pipeline is not None:
+            self.stage_busy.assign(tf.zeros_like(self.stage_busy))
+            self.pipeline_span.assign(0.0)
         remote = []
         progbar = self._progbar()
         if progbar is not None:
@@ -420,12 +478,18 @@ class Trainer:
         eval_time = time.perf_counter() - eval_start
         lr = float(self.optimizer.learning_rate.numpy() if hasattr(
             self.optimizer.learning_rate, "numpy") else self.optimizer.learning_rate)
+        idle = busy_share = None
+        if self.pipeline is not None:  # summed over replicas (hybrid: workers) and steps
+            busy = self.stage_busy.read_value().numpy()
+            span = float(self.pipeline_span.read_value())
+            busy_share = [float(b) / span for b in busy] if span > 0 else None
+            idle = 1.0 - sum(busy_share) / len(busy_share) if busy_share else None
         stats = EpochStats(epoch=epoch, time_s=elapsed, examples_per_sec=seen / elapsed,
                            train_loss=train_loss, train_accuracy=train_accuracy,
                            eval_loss=eval_loss, eval_accuracy=eval_accuracy,
                            eval_time_s=eval_time, learning_rate=lr,
                            steps=self.steps_per_epoch - first_step, hooks_time_s=hooks_s,
-                           cpu_s=cpu_s)
+                           cpu_s=cpu_s, pipeline_idle_share=idle, stage_busy_share=busy_share)
         if progbar is not None:
             progbar.update(self.steps_per_epoch, values=[
                 ("loss", train_loss), ("accuracy", train_accuracy), ("eval_loss", eval_loss),

@@ -9,3 +9,5 @@
 MODELS = ("mlp", "cnn", "resnet", "wide_mlp", "embedding")
 # Models whose input is token ids rather than images, and the datasets that provide them.
 TOKEN_MODELS = ("embedding",)
+# How models/stages.py balances pipeline stages: parameter count, or measured time.
+STAGE_COSTS = ("params", "time")

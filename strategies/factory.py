@@ -90,6 +90,24 @@ def _local_devices(num_replicas):
     return [f"/cpu:{i}" for i in range(num_replicas)]
 
 
+def stage_devices(num_stages):
+    """Device names of `num_stages` pipeline stages: GPUs when there are enough, otherwise the
+    CPU's logical devices (get_strategy split it). Partial names: inside an MWMS worker's replica
+    they keep the worker's job and task."""
+    gpus = tf.config.list_physical_devices("GPU")
+    kind = "GPU" if len(gpus) >= num_stages else "CPU"
+    return [f"/device:{kind}:{i}" for i in range(num_stages)]
+
+
+def _split_for_stages(num_stages):
+    """Before the runtime starts: enough devices for `num_stages` stages (the CPU split into
+    logical devices on a host without that many GPUs)."""
+    if len(tf.config.list_physical_devices("GPU")) < num_stages:
+        cpu = tf.config.list_physical_devices("CPU")[0]
+        tf.config.set_logical_device_configuration(
+            cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(num_stages)])
+
+
 def _partitioner(ps_shards):
     if ps_shards <= 1:
         return None
@@ -97,7 +115,7 @@ def _partitioner(ps_shards):
 
 
 def get_strategy(name, num_replicas=1, cluster_resolver=None, collective="auto", ps_shards=0,
-                 tpu="", tpu_timeout_s=180.0):
+                 tpu="", tpu_timeout_s=180.0, num_stages=1):
     """Returns the tf.distribute.Strategy called `name`.
 
     num_replicas: local replicas for `mirrored` and `central_storage` (GPUs, or logical CPU
@@ -119,7 +137,14 @@ def get_strategy(name, num_replicas=1, cluster_resolver=None, collective="auto",
         # variables' device instead of all-reduced between the replicas.
         return tf.distribute.experimental.CentralStorageStrategy(
             compute_devices=_local_devices(num_replicas))
-    if name == "multi_worker_mirrored":
+    if name == "model_parallel":
+        # No tf.distribute strategy splits a model: one replica on the default strategy, whose
+        # step places each stage on its own device (experiments/gpipe.py).
+        _split_for_stages(num_stages)
+        return tf.distribute.get_strategy()
+    if name in ("multi_worker_mirrored", "hybrid"):
+        if name == "hybrid":  # MWMS whose replica (one per worker) runs the stage pipeline
+            _split_for_stages(num_stages)
         if collective not in COLLECTIVES:
             raise ValueError(f"unknown collective {collective!r}; valid: {', '.join(COLLECTIVES)}")
         implementation = (tf.distribute.experimental.CommunicationImplementation.RING

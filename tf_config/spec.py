@@ -157,12 +157,12 @@ def check_strategy_fits(strategy, role, tf_config_set=False):
 
 def _check_fits(strategy, role):
     kinds = {k for k, v in role.cluster.items() if v}
-    if strategy == "multi_worker_mirrored":
+    if strategy in ("multi_worker_mirrored", "hybrid"):
         if "ps" in kinds:
-            _fail("strategy multi_worker_mirrored cannot use a cluster with 'ps' tasks; "
+            _fail(f"strategy {strategy} cannot use a cluster with 'ps' tasks; "
                   "use --strategy=parameter_server or drop cluster.ps")
         if "worker" not in kinds:
-            _fail("strategy multi_worker_mirrored needs cluster.worker")
+            _fail(f"strategy {strategy} needs cluster.worker")
     elif strategy == "parameter_server":
         missing = [k for k in ("ps", "worker") if k not in kinds]
         if not kinds & {"chief", "master"}:
@@ -172,7 +172,8 @@ def _check_fits(strategy, role):
                   f"(it has: {', '.join(sorted(kinds))})")
     else:
         _fail(f"strategy {strategy} runs in one process but TF_CONFIG describes a cluster "
-              f"({', '.join(sorted(kinds))}); use multi_worker_mirrored or parameter_server, "
+              f"({', '.join(sorted(kinds))}); use multi_worker_mirrored, hybrid or "
+              f"parameter_server, "
               f"or unset TF_CONFIG")
 
 

@@ -1,0 +1,148 @@
+"""--strategy=model_parallel: the GPipe step (experiments/gpipe.py) trains the weights one device
+trains, places each stage on its device, and measures its bubble. In a subprocess: the CPU is
+split into logical devices only before the runtime starts, which this pytest process has done."""
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from experiments.gpipe import bubble_formula
+from tests.helpers import ROOT, TINY, records_in, run_module
+
+# Trains the CNN on one device and as 2 stages x M micro-batches, from the same seed on the same
+# data with plain SGD, and prints what the test compares.
+_SCRIPT = r"""
+import dataclasses, json, sys
+import numpy as np, tensorflow as tf
+from experiments.config import RunConfig
+from experiments.datasets import get_info
+from experiments.training import Trainer
+from strategies.factory import get_strategy
+
+microbatches = int(sys.argv[1])
+cfg = RunConfig(model="cnn", epochs=2, train_examples=256, eval_examples=64, optimizer="sgd",
+                learning_rate=0.1, batch_size_per_replica=32, results_dir="/tmp/unused",
+                comm_probe=False)
+staged = dataclasses.replace(cfg, strategy="model_parallel", num_stages=2,
+                             microbatches=microbatches)
+strategy = get_strategy("model_parallel", num_stages=2)  # splits the CPU: first
+out = {}
+for name, c in (("one_device", cfg), ("model_parallel", staged), ("small_batch",
+                dataclasses.replace(cfg, batch_size_per_replica=16))):
+    s = tf.distribute.OneDeviceStrategy("/cpu:0") if c.strategy == "one_device" else strategy
+    trainer = Trainer(c, get_info(c.dataset), s)
+    for epoch in (1, 2):
+        stats = trainer.train_epoch(epoch)
+    out[name] = {"weights": [v.numpy().tolist() for v in trainer.model.weights],
+                 "loss": stats.train_loss, "steps": stats.steps,
+                 "idle": stats.pipeline_idle_share, "busy": stats.stage_busy_share}
+    if trainer.stages:
+        out[name]["devices"] = [[v.value.device for v in st.model.weights]
+                                for st in trainer.stages]
+print("RESULT " + json.dumps(out))
+"""
+
+
+def _train(microbatches):
+    proc = subprocess.run([sys.executable, "-c", _SCRIPT, str(microbatches)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300,
+                          env={"TF_CPP_MIN_LOG_LEVEL": "2", "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT "))
+    return json.loads(line[len("RESULT "):])
+
+
+def _max_diff(a, b):
+    return max(float(np.max(np.abs(np.array(x) - np.array(y)))) for x, y in zip(a, b))
+
+
+@pytest.mark.parametrize("microbatches", [1, 4])
+def test_two_stages_reach_the_weights_of_one_device(microbatches):
+    """Same seed, data and order, plain SGD: 2 stages x M micro-batches end with one device's
+    weights up to float rounding; half the batch (twice the updates) does not (the test can
+    fail)."""
+    out = _train(microbatches)
+    one, staged = out["one_device"], out["model_parallel"]
+    assert staged["steps"] == one["steps"] == 256 // 32
+    assert staged["loss"] == pytest.approx(one["loss"], rel=1e-5)
+    assert _max_diff(staged["weights"], one["weights"]) < 1e-5
+    assert _max_diff(out["small_batch"]["weights"], one["weights"]) > 1e-3
+    # Each stage's variables live on its own device.
+    for i, devices in enumerate(staged["devices"]):
+        assert devices and all(d.endswith(f"CPU:{i}") for d in devices), devices
+    # The bubble was measured: an idle share in [0, 1) and both stages busy some of the time.
+    assert 0.0 <= staged["idle"] < 1.0 and all(0.0 < b <= 1.0 for b in staged["busy"])
+    assert one["idle"] is None
+
+
+def test_bubble_formula():
+    assert bubble_formula(2, 1) == pytest.approx(0.5)
+    assert bubble_formula(2, 4) == pytest.approx(0.2)
+    assert bubble_formula(4, 8) == pytest.approx(3 / 11)
+
+
+def test_model_parallel_run_records_stages_bubble_and_transfers(tmp_path):
+    proc = run_module("experiments.run", "--strategy=model_parallel", "--num_stages=2",
+                      "--microbatches=4", "--model=cnn", *TINY[:-1], f"--results_dir={tmp_path}",
+                      timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (record,) = records_in(tmp_path)
+    pipe = record["pipeline"]
+    assert record["strategy"] == "model_parallel" and record["num_replicas_in_sync"] == 1
+    assert pipe["num_stages"] == 2 and pipe["microbatches"] == 4 and pipe["micro_batch"] == 8
+    assert pipe["bubble"]["formula"] == pytest.approx(0.2)
+    assert 0.0 <= pipe["bubble"]["measured"] < 1.0
+    first, second = pipe["stages"]
+    # The split covers the model: every parameter in exactly one stage.
+    assert first["parameters"] + second["parameters"] == sum(
+        int(np.prod(s)) for s in _cnn_weight_shapes())
+    # The CNN's first stage hands on a (batch, H, W, C) activation every micro-batch.
+    assert first["activation_bytes_sent_per_step"]["forward"] > 0
+    assert second["activation_bytes_sent_per_step"] is None
+    assert pipe["activation_bytes_per_step"] == 2 * first["activation_bytes_sent_per_step"][
+        "forward"]
+    assert all(s["peak_memory_kind"].startswith("estimate") for s in pipe["stages"])
+    comm = record["communication"]
+    assert comm["activation_bytes"] == pipe["activation_bytes_per_step"]
+    assert comm["activation_probe_s"]["n"] > 0 and comm["fraction"] is not None
+
+
+def _cnn_weight_shapes():
+    import keras
+
+    from models.registry import build
+    keras.utils.set_random_seed(0)
+    return [tuple(w.shape) for w in build("cnn", (28, 28, 1), 10).weights]
+
+
+_SUBCLASSED = """
+import keras
+
+
+class Net(keras.Model):
+    def __init__(self, num_classes):
+        super().__init__()
+        self.flat = keras.layers.Flatten()
+        self.out = keras.layers.Dense(num_classes)
+
+    def call(self, x):
+        return self.out(self.flat(x))
+
+
+def build_model(input_shape, num_classes):
+    return Net(num_classes)
+"""
+
+
+def test_a_subclassed_model_is_refused_with_one_line(tmp_path):
+    (tmp_path / "subclassed_net.py").write_text(_SUBCLASSED)
+    results = tmp_path / "results"
+    proc = run_module("experiments.run", "--strategy=model_parallel", "--num_stages=2",
+                      "--model=subclassed_net:build_model", *TINY[:-1],
+                      f"--results_dir={results}", env={"PYTHONPATH": str(tmp_path)},
+                      timeout=300)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "subclassed" in proc.stderr and "Traceback" not in proc.stderr
+    assert not records_in(results)
