@@ -11,6 +11,7 @@ model, data, per-replica batch and epochs; then the report (summary.csv, report.
     python -m experiments.compare --preset=zoo --dry_run                 # the runs it would make
     python -m experiments.compare --strategies=multi_worker_mirrored --workers=2 \
         --accumulation_steps=1,2,4 --models=cnn --train_examples=4096   # communication share vs K
+    python -m experiments.compare --preset=parallelism --results_dir=runs/parallelism  # ~8 min
     python -m experiments.compare --models=examples.two_branch:build_model \
         --dataset=examples.two_branch:make_dataset --train_examples=4096   # your model and data
 
@@ -20,6 +21,14 @@ step on synthetic: communication-bound) and embedding (a 100,000-row table on sy
 sparse gradients), each against one process on 1 thread (the baseline) and on every core (the
 reference). Its report adds a per-model table and plot (zoo.png): which strategy wins and by how
 much, gradient bytes sent per step and the communication share of each strategy.
+
+The parallelism preset runs, per model (the CNN and wide_mlp from the zoo) and at one global batch
+(2 x --batch_size_per_replica): one device, data parallel (MWMS, 2 workers), the model split into
+2 pipeline stages with 1 and with 4 micro-batches (model_parallel), and 2 MWMS workers each
+running that 4-micro-batch pipeline (hybrid), every configuration on the same 2 x
+--threads_per_worker cores. Its report adds a table and parallelism.png (results/parallelism.py):
+time, accuracy, peak memory per device, communication share and the pipeline bubble measured
+against the GPipe formula.
 
 Every run is an ordinary `python -m experiments.run` record tagged with its cell (`--run_name`), so
 an interrupted comparison continues with `--resume` (cells already recorded are skipped).
@@ -50,6 +59,9 @@ PRESETS = {
     # ~10 min on 2 vCPUs: 15 runs (5 per model), 3 epochs (2 steady) sized per model below.
     "zoo": dict(models="resnet,wide_mlp,embedding", workers="2", train_examples="", repeats=1,
                 epochs=3, floors=False),
+    # ~8 min on 2 vCPUs: 10 runs (5 per model), 3 epochs (2 steady).
+    "parallelism": dict(models="cnn,wide_mlp", workers="2", train_examples="", repeats=1,
+                        epochs=3, floors=False, experiments="parallelism"),
 }
 # The zoo's examples per epoch: a few seconds per steady epoch of each model on 2 vCPUs.
 ZOO_SIZES = {"resnet": 1536, "wide_mlp": 3072, "embedding": 8192}
@@ -73,14 +85,16 @@ _DATASET = flags.DEFINE_string("dataset", "synthetic", "Dataset name (see experi
                                "synthetic_tokens.")
 _DRY_RUN = flags.DEFINE_bool("dry_run", False, "Print the runs the comparison would make and exit.")
 _RESULTS_DIR = flags.DEFINE_string("results_dir", "runs/compare", "Records, report and plots "
-                                   "(--preset=zoo: runs/zoo unless given).")
+                                   "(--preset=zoo / parallelism: runs/zoo / runs/parallelism "
+                                   "unless given).")
 _RESUME = flags.DEFINE_bool("resume", True, "Skip configurations already recorded.")
 _TARGET = flags.DEFINE_float("target_accuracy", 0.9, "Eval accuracy for time-to-accuracy.")
 _EXPERIMENTS = flags.DEFINE_list("experiments", "scaling",
                                  "scaling: baseline, reference and every strategy per N; "
                                  "straggler: MWMS and PSS with one worker slowed by each delay; "
-                                 "network: MWMS and PSS at N=2 under each --bandwidths.")
-_EXPERIMENT_NAMES = ("scaling", "straggler", "network")
+                                 "network: MWMS and PSS at N=2 under each --bandwidths; "
+                                 "parallelism: one device, data, model and hybrid parallelism.")
+_EXPERIMENT_NAMES = ("scaling", "straggler", "network", "parallelism")
 _BANDWIDTHS = flags.DEFINE_list("bandwidths", "0.02,0.1,0.5,0", "Network experiment: emulated "
                                 "bandwidths (Gbit/s, shared by the cluster's links; 0: the real "
                                 "loopback, which the model is fitted to).")
@@ -132,6 +146,27 @@ def _strategy_flags(strategy, n, num_ps, threads):
             f"--threads_per_worker={threads}"]
 
 
+def _parallelism_cells(threads, batch):
+    """One device, data parallel, model parallel (S=2, M=1 and 4) and hybrid at one global batch
+    (2 x batch) on the same 2 x threads cores; stages balanced by measured time (the GPipe
+    bubble formula assumes equal stages). (name, flags, cores) each."""
+    same = [f"--global_batch_size={2 * batch}"]
+    pipe = ["--num_stages=2", "--stage_cost=time"]
+    return [
+        ("parallel-one_device", ["--strategy=one_device", f"--threads={2 * threads}", *same]),
+        ("parallel-mwms-n2", [*_strategy_flags("multi_worker_mirrored", 2, 0, threads), *same]),
+        ("parallel-model_parallel-s2-m1", ["--strategy=model_parallel", *pipe,
+                                           "--microbatches=1", f"--threads={2 * threads}",
+                                           *same]),
+        ("parallel-model_parallel-s2-m4", ["--strategy=model_parallel", *pipe,
+                                           "--microbatches=4", f"--threads={2 * threads}",
+                                           *same]),
+        ("parallel-hybrid-n2-s2-m4", ["--strategy=hybrid", "--num_workers=2", *pipe,
+                                      "--microbatches=4", f"--threads={threads}",
+                                      f"--threads_per_worker={threads}", *same]),
+    ]
+
+
 def _pinned(run_flags, cores, available):
     """--pin_cores for a cell that should use `cores` cores (0: all of them)."""
     return [*run_flags, f"--pin_cores={min(cores or available, available)}"]
@@ -139,13 +174,14 @@ def _pinned(run_flags, cores, available):
 
 def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scaling",),
          delays=(), straggler_workers=2, threads=1, pin_cores=False, available_cores=None,
-         bandwidths=(), floors=True, datasets=None, accumulation=(1,)):
+         bandwidths=(), floors=True, datasets=None, accumulation=(1,), batch=64):
     """[(run_name, [module, flags...])] in execution order. `threads`: intra-op threads of every
     worker (and of the baseline); pin_cores: each cell pinned to the cores its workers get.
     accumulation: --accumulation_steps values, every cell run at each (K=1 keeps the names
     without a K, so older results directories resume; the plain-loop floors run at K=1 only).
     sizes: a list for every model, or {model: list}; floors: the engine-floor cells;
-    datasets: {model: dataset} (each run gets --dataset=...; None: the runs' common flags say)."""
+    datasets: {model: dataset} (each run gets --dataset=...; None: the runs' common flags say);
+    batch: the per-replica batch (the parallelism cells hold 2 x batch as the global batch)."""
     available = available_cores or len(os.sched_getaffinity(0))
     run, floor = "experiments.run", "experiments.bench.floor"
     runs = []
@@ -182,6 +218,9 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
                         cells.append((f"network-{s}-n2-b{b:g}", run,
                                       _strategy_flags(s, 2, num_ps, threads) + shaped,
                                       2 * threads))
+            if "parallelism" in experiments:
+                cells += [(name, run, extra, 2 * threads)
+                          for name, extra in _parallelism_cells(threads, batch)]
             for k in accumulation:
                 for repeat in range(repeats):
                     for cell, module, extra, cores in cells:
@@ -309,12 +348,14 @@ def main(argv):
         if bad:
             raise ValueError(f"--strategies: {bad[0]!r} is not valid; choose from "
                              f"{', '.join(COMPARED)}")
-        bad = [e for e in _EXPERIMENTS.value if e not in _EXPERIMENT_NAMES]
-        if bad or not _EXPERIMENTS.value:
-            raise ValueError(f"--experiments={','.join(_EXPERIMENTS.value)}: choose from "
+        experiments = _EXPERIMENTS.value if _EXPERIMENTS.present else \
+            preset.get("experiments", ",".join(_EXPERIMENTS.value)).split(",")
+        bad = [e for e in experiments if e not in _EXPERIMENT_NAMES]
+        if bad or not experiments:
+            raise ValueError(f"--experiments={','.join(experiments)}: choose from "
                              f"{', '.join(_EXPERIMENT_NAMES)}")
         for experiment in ("straggler", "network"):
-            if experiment in _EXPERIMENTS.value and set(strategies) <= set(LOCAL_REPLICAS):
+            if experiment in experiments and set(strategies) <= set(LOCAL_REPLICAS):
                 raise ValueError(f"--experiments={experiment} needs multi_worker_mirrored or "
                                  "parameter_server in --strategies")
         bandwidths = _bandwidths(_BANDWIDTHS.value)
@@ -331,8 +372,8 @@ def main(argv):
                 for m in models}
     repeats = _REPEATS.value or preset["repeats"]
     epochs = _EPOCHS.value or preset["epochs"]
-    results_dir = _RESULTS_DIR.value if _RESULTS_DIR.present or _PRESET.value != "zoo" else \
-        "runs/zoo"
+    results_dir = _RESULTS_DIR.value if _RESULTS_DIR.present or _PRESET.value in (
+        "default", "full") else f"runs/{_PRESET.value}"
     recorded = load_records(results_dir)[0] if _RESUME.value and not _DRY_RUN.value else []
     if _PRESET.value == "default" and not _SIZES.value and _BUDGET.value and len(models) == 1 \
             and not _DRY_RUN.value:  # a dry run prints the preset's sizes, uncalibrated
@@ -345,14 +386,14 @@ def main(argv):
                   f"remove {results_dir} to start afresh)", flush=True)
         else:
             count = len(plan(models, workers, sizes, strategies, _NUM_PS.value, repeats,
-                             _EXPERIMENTS.value, delays, _STRAGGLER_WORKERS.value,
+                             experiments, delays, _STRAGGLER_WORKERS.value,
                              bandwidths=bandwidths, accumulation=accumulation))
             sizes = [_calibrate(models[0], epochs, count, _BUDGET.value * 60, max(sizes),
                                 _THREADS.value)]
-    runs = plan(models, workers, sizes, strategies, _NUM_PS.value, repeats, _EXPERIMENTS.value,
+    runs = plan(models, workers, sizes, strategies, _NUM_PS.value, repeats, experiments,
                 delays, _STRAGGLER_WORKERS.value, _THREADS.value, _PIN.value,
                 bandwidths=bandwidths, floors=preset.get("floors", True), datasets=datasets,
-                accumulation=accumulation)
+                accumulation=accumulation, batch=_BATCH.value)
     common = [f"--epochs={epochs}", f"--batch_size_per_replica={_BATCH.value}",
               f"--steps_per_execution={_STEPS_PER_EXECUTION.value}"]
     runs = [(name, [*argv, *common]) for name, argv in runs]

@@ -21,6 +21,7 @@ import time
 
 import tensorflow as tf
 
+from experiments import memory
 from results import metrics
 
 
@@ -116,6 +117,18 @@ class Pipeline:
         return grads, tf.concat(losses, 0), tf.concat(logits, 0), stage_busy, span
 
 
+def bubble_unequal(busy_shares, microbatches):
+    """The GPipe idle share for stages of unequal cost: stage s takes t_s per micro-batch (in
+    proportion to its measured busy share), a step's span is sum(t) + (M - 1) x max(t) (the
+    slowest stage paces the micro-batches after the first), busy is M x sum(t). Equals
+    bubble_formula when every t_s is the same; the part of the measured bubble the split's
+    imbalance explains."""
+    if not busy_shares or max(busy_shares) <= 0:
+        return None
+    total, slowest, S, M = sum(busy_shares), max(busy_shares), len(busy_shares), microbatches
+    return 1.0 - M * total / (S * (total + (M - 1) * slowest))
+
+
 def activation_bytes(stages, micro_batch, microbatches):
     """Bytes crossing each stage boundary per step: forward activations and, backward, their
     gradients (same size), for every micro-batch."""
@@ -124,15 +137,6 @@ def activation_bytes(stages, micro_batch, microbatches):
         forward = stage.output_bytes_per_example * micro_batch * microbatches
         out.append({"forward": forward, "backward": forward})
     return out
-
-
-def estimated_peak_bytes(stage, micro_batch, microbatches, optimizer_slots):
-    """A stage's memory on its device while a GPipe step runs, estimated from tensor sizes:
-    parameters, their gradients and optimizer slots, and every micro-batch's layer outputs (held
-    from its forward until its backward). Allocator overhead and temporaries are not counted."""
-    params = stage.parameter_bytes
-    return (params * (2 + optimizer_slots)
-            + stage.activation_bytes_per_example * micro_batch * microbatches)
 
 
 def transfer_probe(stages, devices, micro_batch, microbatches, repeats=20):
@@ -164,33 +168,24 @@ def transfer_probe(stages, devices, micro_batch, microbatches, repeats=20):
     return metrics.spread(times)
 
 
-_OPTIMIZER_SLOTS = {"sgd": 0, "momentum": 1, "adam": 2}  # slot variables per weight
-
-
 def summary(stages, devices, micro_batch, microbatches, optimizer, stage_cost, epochs):
     """The record's `pipeline` section: per stage its device, layers, parameters, activations
-    sent on and peak memory (the device allocator's peak on a GPU, else the tensor-size estimate,
-    marked), and the bubble of the steady-state epochs measured next to the GPipe formula."""
+    sent on and peak memory (experiments/memory.py), and the bubble of the steady-state epochs
+    measured next to the GPipe formula."""
     steady = metrics.steady_epochs(epochs)
     idle = [e["pipeline_idle_share"] for e in steady if e.get("pipeline_idle_share") is not None]
     busy = [e["stage_busy_share"] for e in steady if e.get("stage_busy_share")]
     sent = activation_bytes(stages, micro_batch, microbatches) + [None]
+    peaks = memory.per_device(stages, devices, micro_batch * microbatches, optimizer)
     out = []
     for i, (stage, device) in enumerate(zip(stages, devices)):
-        if "GPU" in device.upper():
-            peak = tf.config.experimental.get_memory_info(device.split("device:")[-1])["peak"]
-            kind = "measured (GPU allocator peak)"
-        else:
-            peak = estimated_peak_bytes(stage, micro_batch, microbatches,
-                                        _OPTIMIZER_SLOTS.get(optimizer, 0))
-            kind = "estimate (tensor sizes)"
         out.append({
             "stage": i, "device": device, "layers": len(stage.layers),
             "first_layer": stage.layers[0], "last_layer": stage.layers[-1],
             "parameters": stage.parameters, "parameter_bytes": stage.parameter_bytes,
             "cost": stage.cost,
             "activation_bytes_sent_per_step": sent[i],
-            "peak_memory_bytes": peak, "peak_memory_kind": kind,
+            "peak_memory_bytes": peaks[i]["bytes"], "peak_memory_kind": peaks[i]["kind"],
             "busy_share": (metrics.spread([b[i] for b in busy])["median"] if busy else None)})
     return {
         "num_stages": len(stages), "microbatches": microbatches, "micro_batch": micro_batch,
@@ -200,5 +195,8 @@ def summary(stages, devices, micro_batch, microbatches, optimizer, stage_cost, e
         "bubble": {"measured": metrics.spread(idle)["median"] if idle else None,
                    "measured_per_epoch": idle,
                    "formula": bubble_formula(len(stages), microbatches),
+                   # the formula for this split's unequal stages, from their measured busy time
+                   "formula_unequal_stages": bubble_unequal(
+                       [s["busy_share"] for s in out] if busy else None, microbatches),
                    "how": "1 - sum(stage busy) / (S x span), tf.timestamp at each block's start "
                           "and end, over the steady-state epochs' steps"}}

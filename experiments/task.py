@@ -15,7 +15,7 @@ import uuid
 import psutil
 import tensorflow as tf
 
-from experiments import comm_probe, cpu_usage, environment, gpipe
+from experiments import comm_probe, cpu_usage, environment, gpipe, memory
 from experiments.checkpoints import Checkpoints
 from experiments.pipeline import dataset_info
 from experiments.profiling import StepProfiler
@@ -69,6 +69,16 @@ def _peak_memory():
     return out
 
 
+def _memory_per_device(cfg, trainer, pipe):
+    """experiments/memory.py: each pipeline stage's device (`pipe`: the record's pipeline
+    section), or the one replica's (under PSS the estimate counts the optimizer's slots, which
+    live on the ps)."""
+    if pipe is not None:
+        return [{"stage": s["stage"], "device": s["device"], "bytes": s["peak_memory_bytes"],
+                 "kind": s["peak_memory_kind"]} for s in pipe["stages"]]
+    return memory.of_replica(trainer.model, trainer.per_replica_batch, cfg.optimizer)
+
+
 def _startup(trainer):
     """Seconds from the command's start (the launcher's, for a local cluster) until this process's
     first training step finished: imports, cluster forming, model building, tracing, one step."""
@@ -96,7 +106,9 @@ def new_run_id(cfg):
 
 def run_task(cfg, role, extra_config=None):
     """Plays this process's role. Returns the process exit code."""
-    set_threads(cfg.threads, _MIN_SERVER_INTEROP if cfg.strategy == "parameter_server" else 1)
+    # A pipeline's S stages run their blocks at the same time only with S inter-op threads.
+    set_threads(cfg.threads, _MIN_SERVER_INTEROP if cfg.strategy == "parameter_server"
+                else cfg.num_stages)
     try:  # before serving or training: a GPU pool's task without GPUs must not run on the CPU
         check_gpus(cfg.require_gpus)
     except MissingGPUs as e:
@@ -210,6 +222,10 @@ def write(cfg, record):
 def build_record(cfg, role, trainer, strategy, run_id, epochs, checksum, extra_config):
     """The run's record (docs/records.md). `trainer`: the Trainer, or anything with its
     attributes (the engine floor's plain loop)."""
+    pipe = (gpipe.summary(trainer.stages, trainer.stage_devices,
+                          trainer.per_replica_batch // cfg.microbatches, cfg.microbatches,
+                          cfg.optimizer, cfg.stage_cost, epochs)
+            if getattr(trainer, "pipeline", None) is not None else None)
     return {
         "schema_version": records.SCHEMA_VERSION,
         "run_id": run_id,
@@ -237,16 +253,14 @@ def build_record(cfg, role, trainer, strategy, run_id, epochs, checksum, extra_c
         "final_train_loss": epochs[-1]["train_loss"],
         "weights_checksum": checksum,
         "peak_memory_bytes": _peak_memory(),
+        "memory_per_device": _memory_per_device(cfg, trainer, pipe),
         "startup": _startup(trainer),
         **_launch_events(),
         "network": netshape.recorded(),  # an emulated network (tf_config/netshape.py), or None
         "straggler": ({"task": cfg.straggler_task, "delay_ms": cfg.straggler_delay_ms}
                       if cfg.straggler_task else None),
         "steps_by_worker": dict(sorted(trainer.steps_by_worker.items())) or None,
-        "pipeline": (gpipe.summary(trainer.stages, trainer.stage_devices,
-                                   trainer.per_replica_batch // cfg.microbatches,
-                                   cfg.microbatches, cfg.optimizer, cfg.stage_cost, epochs)
-                     if getattr(trainer, "pipeline", None) is not None else None),
+        "pipeline": pipe,
         "resumed_epochs": [e["epoch"] for e in epochs if e.get("resumed")],
         "resumed_from_step": next(((e["epoch"] - 1) * trainer.steps_per_epoch + e[
             "resumed_at_step"] for e in epochs if "resumed_at_step" in e), None),

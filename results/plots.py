@@ -327,3 +327,37 @@ def zoo(zoo_rows, path):
     ax.legend([handles[i] for i in order], [labels[i] for i in order], fontsize=8,
               loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return _save(fig, path)
+
+
+def parallelism(parallel_rows, path):
+    """Per model (results/parallelism.py): throughput relative to one device and peak memory per
+    device of each configuration, side by side; a pipeline's measured bubble written on its bar."""
+    models = list(dict.fromkeys(r["model"] for r in parallel_rows))
+    fig, axes = plt.subplots(len(models), 2, figsize=(11, 3.6 * len(models)), squeeze=False)
+    colors = {**_STRATEGY_COLORS, "one_device": "tab:gray", "model_parallel": "tab:red",
+              "hybrid": "tab:brown"}
+    for (speed, memory), model in zip(axes, models):
+        group = [r for r in parallel_rows if r["model"] == model]
+        names = [r["configuration"].replace(" x ", "\nx ").replace(" (", "\n(") for r in group]
+        x = range(len(group))
+        bars = speed.bar(x, [r["vs_one_device"] or 0 for r in group],
+                         color=[colors.get(r["strategy"], "tab:gray") for r in group])
+        for bar, r in zip(bars, group):
+            if r["bubble_measured"] is not None:
+                speed.text(bar.get_x() + bar.get_width() / 2, bar.get_height(),
+                           f"bubble {r['bubble_measured']:.2f}\n(GPipe {r['bubble_formula']:.2f})",
+                           ha="center", va="bottom", fontsize=7)
+        speed.axhline(1.0, color="k", ls=":", lw=1, label="one device")
+        speed.set_xticks(x, names, fontsize=7)
+        speed.set_ylabel("throughput / one device")
+        speed.set_title(f"{model}: examples/s relative to one device", fontsize=9)
+        speed.set_ylim(top=speed.get_ylim()[1] * 1.2)
+        speed.legend(fontsize=7, loc="upper right")
+        memory.bar(x, [r["peak_memory_per_device_mb"] or 0 for r in group],
+                   color=[colors.get(r["strategy"], "tab:gray") for r in group])
+        memory.set_xticks(x, names, fontsize=7)
+        estimated = any((r["peak_memory_kind"] or "").startswith("estimate") for r in group)
+        memory.set_ylabel("MB on the largest device" + (" (estimate)" if estimated else ""))
+        memory.set_title(f"{model}: peak memory per device", fontsize=9)
+    fig.tight_layout()
+    return _save(fig, path)

@@ -8,7 +8,7 @@ import io
 import os
 
 from results import network as network_experiment
-from results import plots, scaling_model, straggler, zoo
+from results import parallelism, plots, scaling_model, straggler, zoo
 from results.cells import label, setting_details, setting_title
 from results.findings import findings, overhead_sentence
 from results.records import load_records, write_text_atomic
@@ -75,7 +75,7 @@ def _straggler_table(rows):
 
 
 def markdown(rows, problems, plot_files, target_accuracy, straggler_rows=(), model_section="",
-             network_section="", zoo_section=""):
+             network_section="", zoo_section="", parallelism_section=""):
     parts = ["# Strategy comparison", "",
              "Rebuilt from the records by `python -m experiments.report`. Epoch time is the "
              "median over steady-state epochs (first epoch of every run excluded: tracing) and "
@@ -106,6 +106,8 @@ def markdown(rows, problems, plot_files, target_accuracy, straggler_rows=(), mod
         parts += [model_section, ""]
     if network_section:
         parts += [network_section, ""]
+    if parallelism_section:
+        parts += [parallelism_section, ""]
     parts += ["## Findings", "", findings(rows), "", "## Plots", ""]
     parts += [f"![{os.path.basename(p)}]({os.path.basename(p)})" for p in plot_files]
     if problems:
@@ -154,7 +156,14 @@ def build(results_dir, target_accuracy=None, network=scaling_model.Network()):
         paths.append(write_text_atomic(j("network.csv"), _csv(shaped,
                                                               network_experiment.COLUMNS)))
         network_section = network_experiment.markdown(shaped, fitted)
+    parallel = parallelism.rows(records)
+    if parallel:
+        files.append(plots.parallelism(parallel, j("parallelism.png")))
+        paths.append(write_text_atomic(j("parallelism.csv"), _csv(
+            [{**r, "stage_busy_shares": " + ".join(f"{b:.3f}" for b in r["stage_busy_shares"])
+              if r["stage_busy_shares"] else None} for r in parallel], parallelism.COLUMNS)))
     paths.append(write_text_atomic(j("report.md"), markdown(
         rows, problems, files, target_accuracy, slow, section, network_section,
-        zoo.markdown(across) if across else "")))
+        zoo.markdown(across) if across else "",
+        parallelism.markdown(parallel) if parallel else "")))
     return paths + files, problems, scaling_model.validation_lines(fits)

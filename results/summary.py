@@ -17,6 +17,7 @@ replicas trains fewer examples than on one device, and its shorter epoch is not 
 import collections
 
 from results import metrics
+from results.parallelism import is_parallelism_run
 from results.cells import (BASELINE_RUN, ENGINE_FLOOR, REFERENCE_RUN, SETTING_KEYS,  # noqa: F401
                            is_network_run, is_straggler_run, label, role_of, setting_of,
                            setting_of_row, single_process, sort_key, workers_of)
@@ -138,10 +139,11 @@ def _compare(group):
 def summarize(records, target_accuracy=None):
     """Returns a list of row dicts with COLUMNS, ordered by setting, role (engine floor first),
     strategy, N. Straggler-experiment runs (even at delay 0) are left out: straggler.py; so are
-    runs on an emulated network: network.py."""
+    runs on an emulated network: network.py, and pipelines and the parallelism preset's runs:
+    parallelism.py."""
     cells = collections.defaultdict(list)
     for r in records:
-        if not is_straggler_run(r) and not is_network_run(r):
+        if not is_straggler_run(r) and not is_network_run(r) and not is_parallelism_run(r):
             cells[(role_of(r), r["strategy"], workers_of(r), setting_of(r),
                    r.get("threads_per_task"))].append(r)
     rows = [_row(*key, runs, target_accuracy) for key, runs in cells.items()]

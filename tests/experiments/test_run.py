@@ -75,7 +75,7 @@ def test_16_bit_gradient_sync_halves_the_bytes_and_still_trains(tmp_path):
     (["--profile_steps=9,3"], "1 <= FIRST <= LAST"),
     (["--steps_per_execution=0"], "--steps_per_execution"),
     (["--strategy=bogus"], "one_device, mirrored, central_storage, multi_worker_mirrored, "
-                           "parameter_server, tpu"),
+                           "parameter_server, model_parallel, hybrid, tpu"),
     (["--accumulation_steps=0"], "--accumulation_steps=0 must be > 0"),
     (["--accumulation_steps=4", "--train_examples=200"], "--accumulation_steps=4"),
     (["--model=vgg"], "mlp"),
@@ -97,6 +97,12 @@ def test_16_bit_gradient_sync_halves_the_bytes_and_still_trains(tmp_path):
     (["--collective=nccl"], "auto, ring"),
     (["positional"], "unexpected arguments"),
     (["--pin_cores=999"], "--pin_cores=999 exceeds"),
+    (["--num_stages=2"], "apply to --strategy=model_parallel or hybrid only"),
+    (["--strategy=model_parallel"], "--num_stages >= 2"),
+    (["--strategy=model_parallel", "--num_stages=2", "--microbatches=5"], "divisor"),
+    (["--strategy=model_parallel", "--num_stages=2", "--accumulation_steps=2"],
+     "--accumulation_steps=2 does not combine"),
+    (["--strategy=hybrid", "--num_stages=2", "--stage_cost=flops"], "params, time"),
 ])
 def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path, args, fragment):
     out = tmp_path / "out"

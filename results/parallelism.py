@@ -1,0 +1,198 @@
+"""Data, model and hybrid parallelism side by side: one device, data parallel (MWMS), the model
+split into S pipeline stages with M micro-batches (model_parallel), and both (hybrid), per model
+(`python -m experiments.compare --preset=parallelism`; any record of a pipelined strategy, or of
+a comparison cell named `parallel-...`, lands here and not in the scaling tables).
+
+A row per configuration of a model's setting: steady epoch time and throughput (medians over
+repeats), throughput against the setting's one-device row, final eval accuracy, peak memory per
+device (the largest device's: experiments/memory.py, measured on GPUs, estimated from tensor
+sizes on a CPU), the communication share of a step (gradient all-reduce and activations between
+stages, each timed alone by the record's probes) and, for pipelines, the bubble measured next to
+the GPipe formula for equal stages and for the split's measured stage times.
+"""
+import collections
+
+from results import metrics
+from results.cells import SETTING_KEYS, setting_of, sort_key
+
+PREFIX = "parallel-"
+PIPELINED = ("model_parallel", "hybrid")
+COLUMNS = ("model", "dataset", "train_examples", "global_batch_size", "configuration",
+           "strategy", "workers", "num_stages", "microbatches", "devices", "runs",
+           "epoch_time_s", "epoch_time_min_s", "epoch_time_max_s", "examples_per_sec",
+           "vs_one_device", "final_eval_accuracy", "peak_memory_per_device_mb",
+           "peak_memory_kind", "communication_share", "activation_mb_per_step",
+           "bubble_measured", "bubble_formula", "bubble_formula_unequal_stages",
+           "stage_busy_shares")
+_ORDER = {"one_device": 0, "mirrored": 1, "multi_worker_mirrored": 2, "parameter_server": 3,
+          "model_parallel": 4, "hybrid": 5}
+
+
+def is_parallelism_run(record):
+    return record.get("strategy") in PIPELINED or \
+        (record.get("run_name") or "").startswith(PREFIX)
+
+
+def configuration(record):
+    """'model parallel S=2 M=4', 'data parallel (MWMS) N=2', 'hybrid N=2 x S=2 M=4', ..."""
+    s, n = record["strategy"], record.get("num_workers") or 1
+    pipe = record.get("pipeline") or {}
+    stages = f"S={pipe.get('num_stages')} M={pipe.get('microbatches')}"
+    if s == "model_parallel":
+        return f"model parallel {stages}"
+    if s == "hybrid":
+        return f"hybrid N={n} x {stages}"
+    if s == "one_device":
+        return "one device"
+    if s == "multi_worker_mirrored":
+        return f"data parallel (MWMS) N={n}"
+    if s in ("mirrored", "central_storage"):
+        return f"data parallel ({s}) N={record['num_replicas_in_sync']}"
+    return f"{s} N={n}"
+
+
+def _devices(record):
+    """Devices computing: each process's (a pipeline's stages) times the workers."""
+    return max(1, len(record.get("memory_per_device") or [])) * (record.get("num_workers") or 1)
+
+
+def _row(setting, config, runs):
+    first = runs[0]
+    s = dict(zip(SETTING_KEYS, setting))
+    times = metrics.spread([t for r in runs for t in _steady(r, "time_s")])
+    rates = metrics.spread([t for r in runs for t in _steady(r, "examples_per_sec")])
+    memory = [max((d["bytes"] for d in r.get("memory_per_device") or []), default=None)
+              for r in runs]
+    kinds = sorted({d["kind"] for r in runs for d in r.get("memory_per_device") or []})
+    pipes = [r.get("pipeline") or {} for r in runs]
+    bubble = [p.get("bubble") or {} for p in pipes]
+    comm = [r.get("communication") or {} for r in runs]
+    busy = [[st.get("busy_share") for st in p.get("stages", [])] for p in pipes if p]
+    return {
+        "model": s["model"], "dataset": s["dataset"], "train_examples": s["train_examples"],
+        "global_batch_size": first["global_batch_size"], "configuration": config,
+        "strategy": first["strategy"], "workers": first.get("num_workers") or 1,
+        "num_stages": (first.get("pipeline") or {}).get("num_stages"),
+        "microbatches": (first.get("pipeline") or {}).get("microbatches"),
+        "devices": _devices(first), "runs": len(runs),
+        "epoch_time_s": times["median"], "epoch_time_min_s": times["min"],
+        "epoch_time_max_s": times["max"], "examples_per_sec": rates["median"],
+        "vs_one_device": None,
+        "final_eval_accuracy": metrics.spread([r["final_eval_accuracy"] for r in runs])["median"],
+        "peak_memory_per_device_mb": _mb(metrics.spread(memory)["median"]),
+        "peak_memory_kind": " / ".join(kinds) or None,
+        "communication_share": metrics.spread([r.get("communication_fraction")
+                                               for r in runs])["median"],
+        "activation_mb_per_step": _mb(metrics.spread([c.get("activation_bytes")
+                                                      for c in comm])["median"]),
+        "bubble_measured": metrics.spread([b.get("measured") for b in bubble])["median"],
+        "bubble_formula": metrics.spread([b.get("formula") for b in bubble])["median"],
+        "bubble_formula_unequal_stages": metrics.spread(
+            [b.get("formula_unequal_stages") for b in bubble])["median"],
+        "stage_busy_shares": ([metrics.spread(list(v))["median"] for v in zip(*busy)]
+                              if busy else None),
+    }
+
+
+def _steady(record, key):
+    return [e[key] for e in metrics.steady_epochs(record["epochs"]) if e.get(key) is not None]
+
+
+def _mb(value):
+    return None if value is None else value / 1e6
+
+
+def rows(records):
+    """One row per (setting, configuration), one device first, then by strategy."""
+    cells = collections.defaultdict(list)
+    for r in records:
+        if is_parallelism_run(r):
+            cells[(setting_of(r), configuration(r))].append(r)
+    out = [_row(setting, config, runs) for (setting, config), runs in cells.items()]
+    by_setting = collections.defaultdict(list)
+    for (setting, _), row in zip(cells, out):
+        by_setting[setting].append(row)
+    ordered = []
+    for setting in sorted(by_setting, key=sort_key):
+        group = sorted(by_setting[setting], key=lambda r: (_ORDER.get(r["strategy"], 9),
+                                                           r["configuration"]))
+        one = next((r for r in group if r["strategy"] == "one_device"
+                    and r["examples_per_sec"]), None)
+        for r in group:
+            if one and r["examples_per_sec"]:
+                r["vs_one_device"] = r["examples_per_sec"] / one["examples_per_sec"]
+        ordered += group
+    return ordered
+
+
+def _f(value, fmt):
+    return "–" if value is None else format(value, fmt)
+
+
+def markdown(parallel_rows):
+    """The report's "Data, model and hybrid parallelism" section: a table and what it shows."""
+    head = ["model (data, examples, global batch)", "configuration", "devices",
+            "epoch time s (min–max)", "examples/s", "vs one device", "eval acc",
+            "peak memory / device MB", "communication share", "bubble measured (formula; "
+            "for these stages)", "stage busy shares"]
+    lines = ["## Data, model and hybrid parallelism", "",
+             "Each configuration on the same model, data and global batch. Peak memory per "
+             "device: the largest device's (a GPU's allocator peak; on a CPU an estimate from "
+             "tensor sizes: parameters, gradients, optimizer slots and the activations held "
+             "until backward). Communication share: gradient all-reduce plus activations "
+             "between stages, each timed alone after training, over the step time. Bubble: the "
+             "pipeline's idle share measured with timestamps inside the step, next to GPipe's "
+             "(S-1)/(M+S-1) and the same formula for this split's unequal stage times; stage "
+             "busy shares summing to about 1.0 mean the stages never ran at the same time.", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in parallel_rows:
+        bubble = "–" if r["bubble_measured"] is None else (
+            f"{r['bubble_measured']:.2f} ({_f(r['bubble_formula'], '.2f')}; "
+            f"{_f(r['bubble_formula_unequal_stages'], '.2f')})")
+        busy = "–" if not r["stage_busy_shares"] else " + ".join(
+            _f(b, ".2f") for b in r["stage_busy_shares"])
+        memory = _f(r["peak_memory_per_device_mb"], ".1f") + (
+            "*" if (r["peak_memory_kind"] or "").startswith("estimate") else "")
+        lines.append("| " + " | ".join([
+            f"{r['model']} ({r['dataset']}, {r['train_examples']}, {r['global_batch_size']})",
+            r["configuration"], str(r["devices"]),
+            f"{_f(r['epoch_time_s'], '.3g')} ({_f(r['epoch_time_min_s'], '.3g')}–"
+            f"{_f(r['epoch_time_max_s'], '.3g')})", _f(r["examples_per_sec"], ".0f"),
+            _f(r["vs_one_device"], ".2f") + ("x" if r["vs_one_device"] else ""),
+            _f(r["final_eval_accuracy"], ".3f"), memory,
+            _f(r["communication_share"] and r["communication_share"] * 100, ".1f") +
+            ("%" if r["communication_share"] is not None else ""), bubble, busy]) + " |")
+    lines += ["", "\\* estimated from tensor sizes (CPU devices share one process's memory).",
+              "", *findings(parallel_rows)]
+    return "\n".join(lines)
+
+
+def findings(parallel_rows):
+    """Sentences on what the table shows: the fastest configuration per model, memory per
+    device under the split, and whether the pipeline's stages overlapped."""
+    out = []
+    for model in dict.fromkeys(r["model"] for r in parallel_rows):
+        group = [r for r in parallel_rows if r["model"] == model and r["examples_per_sec"]]
+        if not group:
+            continue
+        best = max(group, key=lambda r: r["examples_per_sec"])
+        one = next((r for r in group if r["strategy"] == "one_device"), None)
+        text = f"{model}: fastest is {best['configuration']} ({best['examples_per_sec']:.0f} " \
+               f"examples/s"
+        text += f", {best['vs_one_device']:.2f}x one device)." if best["vs_one_device"] else ")."
+        split = [r for r in group if r["strategy"] == "model_parallel"
+                 and r["peak_memory_per_device_mb"]]
+        if one and one["peak_memory_per_device_mb"] and split:
+            least = min(split, key=lambda r: r["peak_memory_per_device_mb"])
+            text += (f" Splitting it ({least['configuration']}) needs "
+                     f"{least['peak_memory_per_device_mb']:.1f} MB on its largest device "
+                     f"against {one['peak_memory_per_device_mb']:.1f} MB on one device.")
+        serial = [r for r in group if r["stage_busy_shares"]
+                  and sum(r["stage_busy_shares"]) > 0.9 and (r["microbatches"] or 1) > 1]
+        if serial:
+            text += (f" In {', '.join(r['configuration'] for r in serial)} the stages' busy "
+                     f"shares sum to about 1: the stages ran one after the other, so the "
+                     f"measured bubble is (S-1)/S whatever M, not GPipe's formula "
+                     f"(docs/parallelism.md, 'Why the pipeline does not overlap on a CPU').")
+        out.append(text)
+    return out
