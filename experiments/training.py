@@ -237,8 +237,23 @@ class Trainer:
         if cfg.stage_cost == "time":
             sample, _ = next(iter(pipeline.examples(self.info, "train", micro, cfg.seed,
                                                     cfg.data_dir or None).batch(micro)))
+        wrap, agree = tf.function, None
+        if cfg.strategy == "hybrid":  # MWMS: mirrored variables are read in a replica context
+            strategy = self.strategy
+
+            def wrap(fn):
+                return tf.function(lambda x: strategy.experimental_local_results(
+                    strategy.run(fn, args=(x,)))[0])
+
+            def agree(costs):  # every worker splits alike: the mean of their measured times
+                mean = tf.function(lambda c: strategy.run(
+                    lambda c: tf.distribute.get_replica_context().all_reduce(
+                        tf.distribute.ReduceOp.MEAN, c), args=(c,)))
+                return strategy.experimental_local_results(
+                    mean(tf.constant(costs, tf.float32)))[0].numpy()
         try:
-            stages = model_stages.split(self.model, cfg.num_stages, cfg.stage_cost, sample)
+            stages = model_stages.split(self.model, cfg.num_stages, cfg.stage_cost, sample,
+                                        wrap, agree)
         except model_stages.StageError as e:
             raise UserCodeError(str(e)) from None
         self.stage_devices = stage_devices(cfg.num_stages)

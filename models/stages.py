@@ -109,12 +109,11 @@ def _size(shape):
     return int(np.prod([d for d in shape if d is not None] or [1]))
 
 
-def _measured_seconds(sub, x):
+def _measured_seconds(sub, x, wrap):
     """Median seconds of one forward + backward of `sub` on the micro-batch `x`, and its output
     (the next segment's input)."""
     floating = x.dtype.is_floating
 
-    @tf.function
     def fwd_bwd(x):
         with tf.GradientTape() as tape:
             if floating:
@@ -123,6 +122,7 @@ def _measured_seconds(sub, x):
         return y, tape.gradient(tf.reduce_sum(y), ([x] if floating else []) +
                                 sub.trainable_variables)
 
+    fwd_bwd = wrap(fwd_bwd)
     for _ in range(2):  # tracing and first-run allocation are not the segment's cost
         fwd_bwd(x)
     times = []
@@ -151,9 +151,12 @@ def _partition(costs, parts):
     return list(best[(parts, n)][1])
 
 
-def split(model, num_stages, cost="params", sample=None):
+def split(model, num_stages, cost="params", sample=None, wrap=tf.function, agree=None):
     """The model's S = num_stages stages (list of Stage). sample: one micro-batch of real
-    features, needed for cost="time" (each segment is timed on what the one before it gives)."""
+    features, needed for cost="time" (each segment is timed on what the one before it gives).
+    wrap(fn): the callable that runs a timed forward + backward fn(x) (under a distribution
+    strategy: in its replica context); agree(costs): the costs every process of a cluster uses
+    (e.g. their mean), so that all of them split the model alike."""
     if cost not in COSTS:
         raise StageError(f"stage cost {cost!r} is not valid; choose one of: {', '.join(COSTS)}")
     graph = _functional(model)
@@ -171,8 +174,10 @@ def split(model, num_stages, cost="params", sample=None):
             raise StageError("stage cost 'time' needs a sample micro-batch to time")
         costs, x = [], tf.convert_to_tensor(sample)
         for sub in subs:
-            seconds, x = _measured_seconds(sub, x)
+            seconds, x = _measured_seconds(sub, x, wrap)
             costs.append(seconds)
+        if agree is not None:
+            costs = [float(c) for c in agree(costs)]
     starts = _partition(costs, num_stages) + [len(segments)]
     stages = []
     for a, b in zip(starts[:-1], starts[1:]):

@@ -123,10 +123,12 @@ def build(results_dir, target_accuracy=None, network=scaling_model.Network()):
         raise ValueError(f"no readable records under {os.path.join(results_dir, 'records')}")
     rows = summarize(records, target_accuracy)
     j = lambda name: os.path.join(results_dir, name)  # noqa: E731
-    files = [plots.epoch_time(rows, j("epoch_time.png")),
-             *plots.scaling(rows, j("throughput_vs_workers.png"),
-                            j("efficiency_vs_workers.png")).values(),
-             plots.curves(records, j("curves.png"))]
+    files = []
+    if rows:  # none when every record belongs to an experiment of its own (e.g. parallelism)
+        files += [plots.epoch_time(rows, j("epoch_time.png")),
+                  *plots.scaling(rows, j("throughput_vs_workers.png"),
+                                 j("efficiency_vs_workers.png")).values()]
+    files.append(plots.curves(records, j("curves.png")))
     if len({r["train_examples"] for r in rows if r["role"] == "strategy"}) > 1:
         files.append(plots.size_sweep(rows, j("size_sweep.png")))
     if any(r["communication_fraction"] is not None for r in rows):

@@ -181,3 +181,34 @@ def test_accumulation_sweep_cli_dry_run_and_bad_input(tmp_path):
                      f"--results_dir={tmp_path / 'o'}", timeout=120)
     assert bad.returncode == 2 and "--accumulation_steps=0" in bad.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_parallelism_plan_runs_every_configuration_at_one_global_batch_and_core_budget():
+    runs = dict(plan(["cnn"], [2], [4096], [], 1, 1, experiments=("parallelism",),
+                     floors=False, threads=1, batch=64))
+    assert list(runs) == [f"parallel-{c}/cnn/4096/r0" for c in (
+        "one_device", "mwms-n2", "model_parallel-s2-m1", "model_parallel-s2-m4",
+        "hybrid-n2-s2-m4")]
+    flags = {name.split("/")[0]: _flags(argv) for name, argv in runs.items()}
+    assert {f["global_batch_size"] for f in flags.values()} == {"128"}
+    # One process gets both cores; each of the 2 workers one.
+    assert flags["parallel-one_device"]["threads"] == "2"
+    assert flags["parallel-model_parallel-s2-m4"]["threads"] == "2"
+    assert flags["parallel-mwms-n2"]["threads_per_worker"] == "1"
+    assert flags["parallel-hybrid-n2-s2-m4"]["threads_per_worker"] == "1"
+    assert flags["parallel-model_parallel-s2-m1"]["microbatches"] == "1"
+    assert flags["parallel-hybrid-n2-s2-m4"]["num_stages"] == "2"
+    assert flags["parallel-hybrid-n2-s2-m4"]["strategy"] == "hybrid"
+
+
+def test_parallelism_preset_dry_run(tmp_path):
+    from tests.helpers import run_module
+
+    out = tmp_path / "par"
+    proc = run_module("experiments.compare", "--preset=parallelism", "--dry_run",
+                      f"--results_dir={out}", timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    assert lines[-1] == "compare: 10 runs planned (--dry_run: none made)"
+    assert any("parallel-hybrid-n2-s2-m4/wide_mlp/3072/r0" in ln for ln in lines)
+    assert not out.exists()
