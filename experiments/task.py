@@ -22,7 +22,7 @@ from experiments.profiling import StepProfiler
 from experiments.training import Trainer, input_context
 from experiments.user_code import UserCodeError
 from results import metrics, records
-from strategies import all_reduce_workers
+from strategies import PIPELINED, all_reduce_workers
 from strategies.factory import MissingGPUs, TPUUnavailable, check_gpus, get_strategy
 from tf_config import events, netshape
 from tf_config.events import LAUNCH_T0_ENV
@@ -37,6 +37,22 @@ def set_threads(threads, min_inter_op=1):
     if threads:
         tf.config.threading.set_intra_op_parallelism_threads(threads)
         tf.config.threading.set_inter_op_parallelism_threads(max(threads, min_inter_op))
+
+
+def set_stage_threads(threads, num_stages):
+    """A pipeline on a CPU host: each of the S logical devices gets a thread pool of its own
+    with threads / S threads (all cores when threads is 0), as S accelerators would each have
+    their own compute. By default every logical CPU device shares one pool, and a stage's ops
+    then take the cores another stage's ops are using (docs/parallelism.md). Before the
+    runtime starts: TensorFlow reads TF_OVERRIDE_GLOBAL_THREADPOOL once, creating devices."""
+    cores = threads or len(os.sched_getaffinity(0))
+    if len(tf.config.list_physical_devices("GPU")) < num_stages:
+        os.environ["TF_OVERRIDE_GLOBAL_THREADPOOL"] = "1"
+        tf.config.threading.set_intra_op_parallelism_threads(max(1, cores // num_stages))
+    else:
+        tf.config.threading.set_intra_op_parallelism_threads(threads)
+    # S stages' blocks in flight at once, plus the input pipeline's.
+    tf.config.threading.set_inter_op_parallelism_threads(max(cores, num_stages))
 
 
 def _resolver(role):
@@ -106,9 +122,11 @@ def new_run_id(cfg):
 
 def run_task(cfg, role, extra_config=None):
     """Plays this process's role. Returns the process exit code."""
-    # A pipeline's S stages run their blocks at the same time only with S inter-op threads.
-    set_threads(cfg.threads, _MIN_SERVER_INTEROP if cfg.strategy == "parameter_server"
-                else cfg.num_stages)
+    if cfg.strategy in PIPELINED:
+        set_stage_threads(cfg.threads, cfg.num_stages)
+    else:
+        set_threads(cfg.threads, _MIN_SERVER_INTEROP if cfg.strategy == "parameter_server"
+                    else 1)
     try:  # before serving or training: a GPU pool's task without GPUs must not run on the CPU
         check_gpus(cfg.require_gpus)
     except MissingGPUs as e:

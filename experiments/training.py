@@ -246,11 +246,12 @@ class Trainer:
                     strategy.run(fn, args=(x,)))[0])
 
             def agree(costs):  # every worker splits alike: the mean of their measured times
-                mean = tf.function(lambda c: strategy.run(
-                    lambda c: tf.distribute.get_replica_context().all_reduce(
-                        tf.distribute.ReduceOp.MEAN, c), args=(c,)))
-                return strategy.experimental_local_results(
-                    mean(tf.constant(costs, tf.float32)))[0].numpy()
+                @tf.function
+                def total():  # comm_probe's pattern: the tensor made in the replica context
+                    return strategy.run(lambda: tf.distribute.get_replica_context().all_reduce(
+                        tf.distribute.ReduceOp.SUM, tf.constant(costs, tf.float32)))
+                summed = strategy.experimental_local_results(total())[0].numpy()
+                return summed / strategy.num_replicas_in_sync
         try:
             stages = model_stages.split(self.model, cfg.num_stages, cfg.stage_cost, sample,
                                         wrap, agree)
