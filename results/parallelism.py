@@ -143,7 +143,8 @@ def markdown(parallel_rows):
              "between stages, each timed alone after training, over the step time. Bubble: the "
              "pipeline's idle share measured with timestamps inside the step, next to GPipe's "
              "(S-1)/(M+S-1) and the same formula for this split's unequal stage times; stage "
-             "busy shares summing to about 1.0 mean the stages never ran at the same time.", "",
+             "busy shares: each stage's working share of the pipeline's span (they sum to "
+             "more than 1 where the stages worked at the same time).", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in parallel_rows:
         bubble = "–" if r["bubble_measured"] is None else (
@@ -167,6 +168,27 @@ def markdown(parallel_rows):
     return "\n".join(lines)
 
 
+def _bubble_sentence(row):
+    """How a pipeline's measured bubble compares with the formulas: explained by the split's
+    unequal stages, or stages that never overlapped (a bubble of (S-1)/S at M > 1)."""
+    measured, equal = row["bubble_measured"], row["bubble_formula"]
+    unequal, stages = row["bubble_formula_unequal_stages"], row["num_stages"] or 1
+    if measured is None or equal is None:
+        return ""
+    text = f" {row['configuration']}: bubble {measured:.2f} measured, {equal:.2f} by GPipe's formula"
+    if (row["microbatches"] or 1) > 1 and measured >= 0.9 * (stages - 1) / stages:
+        return text + (f"; the stages did not overlap (a bubble of (S-1)/S whatever M), as when "
+                       f"they share one thread pool (docs/parallelism.md).")
+    if unequal is not None and abs(measured - unequal) <= 0.05 and abs(unequal - equal) > 0.02:
+        return text + (f", {unequal:.2f} for this split's unequal stage times: the imbalance "
+                       f"explains the difference.")
+    if abs(measured - equal) <= 0.05:
+        return text + " (as predicted)."
+    return text + (f", {unequal:.2f} for this split's stage times; the rest is not explained "
+                   f"by the schedule (threads shared with other work, e.g. a second worker "
+                   f"on the same cores)." if unequal is not None else ".")
+
+
 def findings(parallel_rows):
     """Sentences on what the table shows: the fastest configuration per model, memory per
     device under the split, and whether the pipeline's stages overlapped."""
@@ -177,7 +199,7 @@ def findings(parallel_rows):
             continue
         best = max(group, key=lambda r: r["examples_per_sec"])
         one = next((r for r in group if r["strategy"] == "one_device"), None)
-        text = f"{model}: fastest is {best['configuration']} ({best['examples_per_sec']:.0f} " \
+        text = f"- {model}: fastest is {best['configuration']} ({best['examples_per_sec']:.0f} " \
                f"examples/s"
         text += f", {best['vs_one_device']:.2f}x one device)." if best["vs_one_device"] else ")."
         split = [r for r in group if r["strategy"] == "model_parallel"
@@ -187,12 +209,7 @@ def findings(parallel_rows):
             text += (f" Splitting it ({least['configuration']}) needs "
                      f"{least['peak_memory_per_device_mb']:.1f} MB on its largest device "
                      f"against {one['peak_memory_per_device_mb']:.1f} MB on one device.")
-        serial = [r for r in group if r["stage_busy_shares"]
-                  and sum(r["stage_busy_shares"]) > 0.9 and (r["microbatches"] or 1) > 1]
-        if serial:
-            text += (f" In {', '.join(r['configuration'] for r in serial)} the stages' busy "
-                     f"shares sum to about 1: the stages ran one after the other, so the "
-                     f"measured bubble is (S-1)/S whatever M, not GPipe's formula "
-                     f"(docs/parallelism.md, 'Why the pipeline does not overlap on a CPU').")
         out.append(text)
+        out += [f"  - {sentence.strip()}" for sentence in map(_bubble_sentence, group)
+                if sentence]
     return out

@@ -338,7 +338,8 @@ def parallelism(parallel_rows, path):
               "hybrid": "tab:brown"}
     for (speed, memory), model in zip(axes, models):
         group = [r for r in parallel_rows if r["model"] == model]
-        names = [r["configuration"].replace(" x ", "\nx ").replace(" (", "\n(") for r in group]
+        names = [r["configuration"].replace(" S=", "\nS=").replace(" (", "\n(")
+                 .replace("hybrid ", "hybrid\n").replace(" x\n", "\nx ") for r in group]
         x = range(len(group))
         bars = speed.bar(x, [r["vs_one_device"] or 0 for r in group],
                          color=[colors.get(r["strategy"], "tab:gray") for r in group])

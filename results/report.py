@@ -108,7 +108,9 @@ def markdown(rows, problems, plot_files, target_accuracy, straggler_rows=(), mod
         parts += [network_section, ""]
     if parallelism_section:
         parts += [parallelism_section, ""]
-    parts += ["## Findings", "", findings(rows), "", "## Plots", ""]
+    if rows:
+        parts += ["## Findings", "", findings(rows), ""]
+    parts += ["## Plots", ""]
     parts += [f"![{os.path.basename(p)}]({os.path.basename(p)})" for p in plot_files]
     if problems:
         parts += ["", "## Skipped records", ""] + [f"- `{n}`: {why}" for n, why in problems]

@@ -61,11 +61,15 @@ def test_markdown_flags_stages_that_never_overlapped():
     assert "| model parallel S=2 M=4 |" in text.replace("cnn (synthetic, 1024, 128) | ", "")
     assert "0.50 (0.20; 0.25)" in text
     assert "16.0*" in text
-    assert "ran one after the other" in text and "model parallel S=2 M=4" in text
+    # M=4 and a bubble of (S-1)/S: the stages never overlapped.
+    assert "model parallel S=2 M=4: bubble 0.50 measured, 0.20 by GPipe's formula; the " \
+           "stages did not overlap" in text
     assert "fastest is data parallel (MWMS) N=2" in text
-    # Overlapping stages (busy shares summing well under 1) are not called serial.
-    overlapped = [r for r in _records() if r["run_id"] != "mp"] + [record(
+    # A bubble the split's imbalance explains is said so, not called serial.
+    explained = [r for r in _records() if r["run_id"] != "mp"] + [record(
         "mp", "model_parallel", run_name="parallel-model_parallel-s2-m4/cnn/1024/r0",
         epoch_time=0.9, global_batch=128, memory_per_device=_memory(16, 12),
-        pipeline=_pipeline(busy=(0.4, 0.4)))]
-    assert "one after the other" not in parallelism.markdown(parallelism.rows(overlapped))
+        pipeline=_pipeline(busy=(0.6, 0.9), measured=0.27))]
+    text = parallelism.markdown(parallelism.rows(explained))
+    assert "did not overlap" not in text
+    assert "0.25 for this split's unequal stage times: the imbalance explains" in text
