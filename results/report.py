@@ -88,6 +88,10 @@ def markdown(rows, problems, plot_files, target_accuracy, straggler_rows=(), mod
              "per example trained (epochs are rounded to whole global batches)."
              + (f" Time to {target_accuracy:.0%} eval accuracy is the median over the runs "
                 "that reached it, with how many did." if target_accuracy else ""), ""]
+    if not rows:  # only experiments with tables of their own (e.g. the parallelism preset)
+        parts = ["# Strategy comparison", "", "Rebuilt from the records by "
+                 "`python -m experiments.report`; epoch times are medians over steady-state "
+                 "epochs (the first epoch of every run, which traces, excluded) and repeats.", ""]
     if zoo_section:  # several models: the answer per model first
         parts += [zoo_section, ""]
     for setting, group in groups(rows).items():

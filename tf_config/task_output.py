@@ -26,7 +26,8 @@ _LOG_LINE = re.compile(r"^[EWIF]\d{4} [\d:. ]+\d+ \S+:\d+\]")
 _PEER_LOST = re.compile(
     r"UnavailableError|Connection reset by peer|Failed to connect to remote host|Socket closed"
     r"|Failed to (register|remove) function remotely|failed to connect to all addresses"
-    r"|Connection refused|Broken pipe|tasks are unhealthy")
+    r"|Connection refused|Broken pipe|tasks are unhealthy"
+    r"|Failed to send RPC to coordination service")
 _TF_INTERNAL = re.compile(r"deprecation\.py:\d+\] From .*/tensorflow/|MultiDeviceSaver")
 # A traceback with one of these died of a lost peer, not of a fault of its own.
 _DIED_OF_PEER = re.compile(r"(UnavailableError|CancelledError|Collective ops is aborted by"

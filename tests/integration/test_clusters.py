@@ -72,3 +72,35 @@ def test_mwms_accumulation_gives_the_weights_of_the_large_batch(tmp_path):
     assert acc["steps_per_epoch"] == large["steps_per_epoch"] == 8
     assert acc["weights_checksum"] == pytest.approx(large["weights_checksum"], rel=1e-6)
     assert abs(small["weights_checksum"] / large["weights_checksum"] - 1) > 2e-5
+
+
+def test_hybrid_pipelines_inside_two_mwms_workers_reach_the_mwms_weights(tmp_path):
+    """--strategy=hybrid: 2 MWMS workers, each running the model as 2 stages x 4 micro-batches.
+    Plain SGD from the same seed: the same weights as MWMS with whole replicas (the pipeline
+    changes where and in which order the step is computed, not what it computes); every
+    worker ends with the same weights; stages balanced by measured time agree across workers."""
+    common = ["--num_workers=2", "--model=cnn", "--optimizer=sgd", "--epochs=2",
+              "--train_examples=256", "--eval_examples=128", "--batch_size_per_replica=16",
+              "--cluster_timeout=120"]
+    hybrid = tmp_path / "hybrid"
+    proc = run_module("experiments.run", "--strategy=hybrid", "--num_stages=2",
+                      "--microbatches=4", "--stage_cost=time", *common,
+                      f"--results_dir={hybrid}")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    sums = _checksums(proc.stdout)
+    assert set(sums) == {"worker:0", "worker:1"} and sums["worker:0"] == sums["worker:1"]
+    assert "Failed to send RPC" not in proc.stdout  # a worker outliving its chief is quiet
+    (record,) = records_in(hybrid)
+    pipe = record["pipeline"]
+    assert record["strategy"] == "hybrid" and record["num_replicas_in_sync"] == 2
+    assert (pipe["num_stages"], pipe["microbatches"], pipe["micro_batch"]) == (2, 4, 4)
+    assert 0.0 <= pipe["bubble"]["measured"] < 1.0 and pipe["balanced_by"] == "time"
+    assert record["communication"]["method"].startswith("all-reduce")
+    assert record["communication"]["activation_bytes"] == pipe["activation_bytes_per_step"] > 0
+    mwms = tmp_path / "mwms"
+    proc = run_module("experiments.run", "--strategy=multi_worker_mirrored", *common,
+                      f"--results_dir={mwms}")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (plain,) = records_in(mwms)
+    assert record["weights_checksum"] == pytest.approx(plain["weights_checksum"], rel=1e-6)
+    assert not processes_mentioning(str(tmp_path))

@@ -58,6 +58,21 @@ def test_grpc_errors_about_a_lost_peer_and_markers_are_hidden():
         line for line in _COORDINATOR_ON_LOSS if not line.startswith("tfdist-")]
 
 
+def test_a_worker_outliving_its_chief_by_a_moment_says_nothing():
+    # An MWMS (hybrid) worker whose heartbeat found the chief already gone after the run's
+    # success (2026-11-23, TF 2.21): the run had ended well, the message alarms for nothing.
+    lines = ["worker:1 weights checksum 9.706660624e+03",
+             "E0000 00:00:1795452697.408399   28100 base_collective_executor.cc:252] "
+             "BaseCollectiveExecutor::StartAbort UNAVAILABLE: Failed to send RPC to coordination "
+             "service. Either the leader task was preempted/died/restarted unexpectedly or this "
+             "task is experiencing network issues.",
+             "Additional GRPC error information from remote target /job:worker/replica:0/task:0 "
+             "while calling /tensorflow.CoordinationService/Heartbeat:",
+             ':UNKNOWN:Error received from peer  {grpc_message:"failed to connect to all '
+             'addresses", grpc_status:14}']
+    assert _shown(lines) == lines[:1]
+
+
 def test_a_traceback_is_shown_whole_unless_its_task_died_of_a_lost_peer():
     bug = ["Epoch 1/2", "Traceback (most recent call last):", '  File "x.py", line 1, in <module>',
            "ZeroDivisionError: division by zero"]
