@@ -13,9 +13,9 @@ as cheap as possible (a linear partition). Cost is one of:
 
     params  the segment's parameter count: deterministic, balances memory per device (the reason
             to split a model that does not fit)
-    time    the segment's measured forward + backward time on one micro-batch (the difference
-            between the first k and the first k - 1 segments chained, median of 5 after a
-            warm-up): balances compute, what the GPipe bubble formula assumes
+    time    the segment's measured forward + backward time on one micro-batch (backward from
+            an output gradient, as in the pipeline; median of 5 calls of 10 after a warm-up):
+            balances compute, what the GPipe bubble formula assumes
 
 Each stage is `keras.Model(cut_in, cut_out)` over the original layers, so the stages share the
 original model's variables: training the stages trains the model, and evaluation, checkpoints
@@ -110,39 +110,45 @@ def _size(shape):
     return int(np.prod([d for d in shape if d is not None] or [1]))
 
 
-def _prefix_seconds(subs, x, wrap):
-    """Median seconds of one forward + backward of the first k segments chained, for every k
-    (one function per k). A segment's cost is the difference between consecutive prefixes:
-    timing segments one by one would charge every small one (an activation, a flatten) a whole
-    function call's dispatch, and the split would balance dispatch instead of compute."""
+_REPEATS_PER_CALL = 10
+
+
+def _segment_seconds(sub, x, wrap):
+    """Median seconds of one forward + backward of `sub` on the micro-batch `x` as a pipeline
+    runs it (the backward from a given output gradient, not from a sum whose constant gradient
+    the graph optimizer may simplify), and its output, the next segment's input. Each timed call
+    runs it _REPEATS_PER_CALL times: one call per run charged every small segment (an
+    activation, a flatten) a whole call's dispatch, and the split balanced dispatch instead of
+    compute."""
     floating = x.dtype.is_floating
-    out = []
-    for k in range(1, len(subs) + 1):
-        def fwd_bwd(x, k=k):
+    y = sub(x, training=False)
+    dy = tf.random.stateless_normal(tf.shape(y), seed=[1, 2], dtype=y.dtype)
+
+    def fwd_bwd(x, dy):
+        kept = tf.constant(0.0, y.dtype)
+        for _ in tf.range(_REPEATS_PER_CALL):
             with tf.GradientTape() as tape:
                 if floating:
                     tape.watch(x)
-                y = x
-                for sub in subs[:k]:
-                    y = sub(y, training=True)
-                total = tf.reduce_sum(y)  # on the tape: the backward of every segment
-            sources = ([x] if floating else []) + [v for s in subs[:k]
-                                                   for v in s.trainable_variables]
-            grads = [g for g in tape.gradient(total, sources) if g is not None]
-            if sources and not grads:  # the backward would not be timed
-                raise StageError("timing the stages found no gradient to compute")
-            return grads
+                out = sub(x, training=True)
+            sources = ([x] if floating else []) + sub.trainable_variables
+            grads = [g for g in tape.gradient(out, sources, output_gradients=dy)
+                     if g is not None]
+            # One element of each result keeps all of it alive (no sum over it all).
+            for t in [out] + grads:
+                t = t.values if isinstance(t, tf.IndexedSlices) else t
+                kept += tf.cast(tf.reshape(t, [-1])[0], y.dtype)
+        return kept
 
-        fwd_bwd = wrap(fwd_bwd)
-        for _ in range(2):  # tracing and first-run allocation are not the segment's cost
-            fwd_bwd(x)
-        times = []
-        for _ in range(5):
-            start = time.perf_counter()
-            tf.nest.map_structure(lambda t: t if t is None else t.numpy(), fwd_bwd(x))
-            times.append(time.perf_counter() - start)
-        out.append(statistics.median(times))
-    return out
+    fwd_bwd = wrap(fwd_bwd)
+    for _ in range(2):  # tracing and first-run allocation are not the segment's cost
+        fwd_bwd(x, dy)
+    times = []
+    for _ in range(5):
+        start = time.perf_counter()
+        float(fwd_bwd(x, dy))
+        times.append((time.perf_counter() - start) / _REPEATS_PER_CALL)
+    return statistics.median(times), y
 
 
 def _partition(costs, parts):
@@ -183,9 +189,10 @@ def split(model, num_stages, cost="params", sample=None, wrap=tf.function, agree
     else:
         if sample is None:
             raise StageError("stage cost 'time' needs a sample micro-batch to time")
-        prefixes = _prefix_seconds(subs, tf.convert_to_tensor(sample), wrap)
-        # Noise can make a cheap segment's difference negative: it costs (almost) nothing.
-        costs = [max(1e-6, t - before) for t, before in zip(prefixes, [0.0] + prefixes[:-1])]
+        costs, x = [], tf.convert_to_tensor(sample)
+        for sub in subs:
+            seconds, x = _segment_seconds(sub, x, wrap)
+            costs.append(seconds)
         if agree is not None:
             costs = [float(c) for c in agree(costs)]
     starts = _partition(costs, num_stages) + [len(segments)]
