@@ -242,8 +242,8 @@ class Trainer:
             strategy = self.strategy
 
             def wrap(fn):
-                return tf.function(lambda x: strategy.experimental_local_results(
-                    strategy.run(fn, args=(x,)))[0])
+                return tf.function(lambda *args: strategy.experimental_local_results(
+                    strategy.run(fn, args=args))[0])
 
             def agree(costs):  # every worker splits alike: the mean of their measured times
                 @tf.function

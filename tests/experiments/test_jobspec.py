@@ -34,6 +34,10 @@ def _check_against_sdk(job):
     ("mirrored", dict(num_replicas=2, accelerator_type="NVIDIA_TESLA_T4", accelerator_count=2), [1]),
     ("central_storage", dict(num_replicas=2, accelerator_type="NVIDIA_TESLA_T4",
                              accelerator_count=2), [1]),
+    # a pipeline's stages on one machine's GPUs; hybrid: MWMS's pools, a pipeline on each
+    ("model_parallel", dict(accelerator_type="NVIDIA_TESLA_T4", accelerator_count=2), [1]),
+    ("hybrid", dict(num_workers=3, accelerator_type="NVIDIA_TESLA_T4", accelerator_count=2),
+     [1, 2]),
 ])
 def test_vertex_pools(strategy, kw, replicas):
     job = vertex_custom_job(_spec(strategy, **kw))
@@ -92,6 +96,7 @@ def _check_tfjob_against_sdk(text):
     ("parameter_server", dict(num_workers=2, num_ps=1), {"Chief": 1, "Worker": 2, "PS": 1}),
     ("multi_worker_mirrored", dict(num_workers=2, accelerator_type="NVIDIA_TESLA_T4",
                                    accelerator_count=1, base_output_dir="gs://b/r"), {"Worker": 2}),
+    ("hybrid", dict(num_workers=2), {"Worker": 2}),
 ])
 def test_tfjob_manifest(strategy, kw, roles):
     text = tfjob_yaml(tfjob(_spec(strategy, **kw)))
