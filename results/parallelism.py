@@ -169,24 +169,32 @@ def markdown(parallel_rows):
 
 
 def _bubble_sentence(row):
-    """How a pipeline's measured bubble compares with the formulas: explained by the split's
-    unequal stages, or stages that never overlapped (a bubble of (S-1)/S at M > 1)."""
+    """How a pipeline's measured bubble compares with the formulas: as predicted, explained by
+    the split's unequal stages, smaller (stages overlapping more than the schedule counts), or
+    stages that never overlapped (a bubble of (S-1)/S at M > 1)."""
     measured, equal = row["bubble_measured"], row["bubble_formula"]
     unequal, stages = row["bubble_formula_unequal_stages"], row["num_stages"] or 1
     if measured is None or equal is None:
         return ""
-    text = f" {row['configuration']}: bubble {measured:.2f} measured, {equal:.2f} by GPipe's formula"
+    text = f"{row['configuration']}: bubble {measured:.2f} measured, {equal:.2f} by GPipe's " \
+           f"formula"
+    if unequal is not None and abs(unequal - equal) > 0.02:
+        text += f", {unequal:.2f} for this split's unequal stage times"
     if (row["microbatches"] or 1) > 1 and measured >= 0.9 * (stages - 1) / stages:
-        return text + (f"; the stages did not overlap (a bubble of (S-1)/S whatever M), as when "
-                       f"they share one thread pool (docs/parallelism.md).")
-    if unequal is not None and abs(measured - unequal) <= 0.05 and abs(unequal - equal) > 0.02:
-        return text + (f", {unequal:.2f} for this split's unequal stage times: the imbalance "
-                       f"explains the difference.")
-    if abs(measured - equal) <= 0.05:
-        return text + " (as predicted)."
-    return text + (f", {unequal:.2f} for this split's stage times; the rest is not explained "
-                   f"by the schedule (threads shared with other work, e.g. a second worker "
-                   f"on the same cores)." if unequal is not None else ".")
+        return text + ("; the stages did not overlap (a bubble of (S-1)/S whatever M), as when "
+                       "they share one thread pool (docs/parallelism.md).")
+    # The unequal-stage formula is the schedule of this very split: the one to compare with.
+    schedule = unequal if unequal is not None else equal
+    if abs(measured - schedule) <= 0.03:
+        return text + (": the split's imbalance explains the difference."
+                       if abs(schedule - equal) > 0.02 else " (as predicted).")
+    if measured < schedule:
+        return text + (": less idle than the schedule counts: a stage's backward can start as "
+                       "soon as its output's gradient is ready, while the next stage still "
+                       "computes its weights' gradients, and a block's busy time includes any "
+                       "wait for a core.")
+    return text + ": more idle than the schedule explains (threads shared with other work, "\
+        "e.g. a second worker on the same cores)."
 
 
 def findings(parallel_rows):

@@ -62,8 +62,8 @@ def test_markdown_flags_stages_that_never_overlapped():
     assert "0.50 (0.20; 0.25)" in text
     assert "16.0*" in text
     # M=4 and a bubble of (S-1)/S: the stages never overlapped.
-    assert "model parallel S=2 M=4: bubble 0.50 measured, 0.20 by GPipe's formula; the " \
-           "stages did not overlap" in text
+    assert "model parallel S=2 M=4: bubble 0.50 measured, 0.20 by GPipe's formula, 0.25 for " \
+           "this split's unequal stage times; the stages did not overlap" in text
     assert "fastest is data parallel (MWMS) N=2" in text
     # A bubble the split's imbalance explains is said so, not called serial.
     explained = [r for r in _records() if r["run_id"] != "mp"] + [record(
@@ -72,4 +72,4 @@ def test_markdown_flags_stages_that_never_overlapped():
         pipeline=_pipeline(busy=(0.6, 0.9), measured=0.27))]
     text = parallelism.markdown(parallelism.rows(explained))
     assert "did not overlap" not in text
-    assert "0.25 for this split's unequal stage times: the imbalance explains" in text
+    assert "0.25 for this split's unequal stage times: the split's imbalance explains" in text
