@@ -11,7 +11,7 @@ model, data, per-replica batch and epochs; then the report (summary.csv, report.
     python -m experiments.compare --preset=zoo --dry_run                 # the runs it would make
     python -m experiments.compare --strategies=multi_worker_mirrored --workers=2 \
         --accumulation_steps=1,2,4 --models=cnn --train_examples=4096   # communication share vs K
-    python -m experiments.compare --preset=parallelism --results_dir=runs/parallelism  # ~8 min
+    python -m experiments.compare --preset=parallelism --results_dir=runs/parallelism  # ~6-7 min
     python -m experiments.compare --models=examples.two_branch:build_model \
         --dataset=examples.two_branch:make_dataset --train_examples=4096   # your model and data
 
@@ -59,7 +59,7 @@ PRESETS = {
     # ~10 min on 2 vCPUs: 15 runs (5 per model), 3 epochs (2 steady) sized per model below.
     "zoo": dict(models="resnet,wide_mlp,embedding", workers="2", train_examples="", repeats=1,
                 epochs=3, floors=False),
-    # ~8 min on 2 vCPUs: 10 runs (5 per model), 3 epochs (2 steady).
+    # ~6-7 min on 2 vCPUs (measured 6m11s-6m19s): 10 runs (5 per model), 3 epochs (2 steady).
     "parallelism": dict(models="cnn,wide_mlp", workers="2", train_examples="", repeats=1,
                         epochs=3, floors=False, experiments="parallelism"),
 }
