@@ -37,6 +37,16 @@ def _timestamp():
     return stamp
 
 
+def add_gradients(a, b):
+    """a + b for one variable's gradients from two micro-batches (None: no gradient)."""
+    if a is None or b is None:
+        return a if b is None else b
+    if isinstance(a, tf.IndexedSlices) and isinstance(b, tf.IndexedSlices):
+        return tf.IndexedSlices(tf.concat([a.values, b.values], 0),
+                                tf.concat([a.indices, b.indices], 0), a.dense_shape)
+    return tf.convert_to_tensor(a) + tf.convert_to_tensor(b)
+
+
 def bubble_formula(num_stages, microbatches):
     """GPipe's idle share of S equal stages and M micro-batches."""
     return (num_stages - 1) / (microbatches + num_stages - 1)
@@ -67,7 +77,11 @@ class Pipeline:
                 start = _timestamp()
             with tf.control_dependencies([start]):
                 outputs = compute()
-            with tf.control_dependencies(tf.nest.flatten(outputs)):
+            # Every output's tensors (an IndexedSlices' too); a block with none (the backward
+            # of a first stage without weights) ends when it starts.
+            done = [t for t in tf.nest.flatten(outputs, expand_composites=True)
+                    if t is not None] or [start]
+            with tf.control_dependencies(done):
                 end = _timestamp()
         return outputs, start, end
 
@@ -124,8 +138,7 @@ class Pipeline:
                 ends.append(end)
                 last_end[s] = [end]
                 for i, g in zip(self.stage_variables[s], result[:len(variables)]):
-                    if g is not None:
-                        grads[i] = g if grads[i] is None else grads[i] + g
+                    grads[i] = add_gradients(grads[i], g)  # an embedding's: IndexedSlices
                 upstream = result[-1] if s > 0 else None
         # Differences of float64 timestamps, then float32 (the accumulators' dtype).
         span = tf.cast(tf.reduce_max(tf.stack(ends)) - tf.reduce_min(tf.stack(starts)),
@@ -151,16 +164,28 @@ def activation_bytes(stages, micro_batch, microbatches):
     gradients (same size), for every micro-batch."""
     out = []
     for stage in stages[:-1]:
-        forward = stage.output_bytes_per_example * micro_batch * microbatches
+        per_example = stage.output_bytes_per_example
+        forward = None if per_example is None else per_example * micro_batch * microbatches
         out.append({"forward": forward, "backward": forward})
     return out
+
+
+def total_activation_bytes(stages, micro_batch, microbatches):
+    """Both directions of every boundary per step; None when a size is known only at run time."""
+    sent = activation_bytes(stages, micro_batch, microbatches)
+    if any(b["forward"] is None for b in sent):
+        return None
+    return sum(b["forward"] + b["backward"] for b in sent)
 
 
 def transfer_probe(stages, devices, micro_batch, microbatches, repeats=20):
     """Seconds to move one step's boundary tensors between the stages' devices alone (each
     boundary's activation forward and its gradient back, for every micro-batch), as the spread of
-    `repeats` timings. Between logical devices of one CPU the tensors stay in host memory."""
+    `repeats` timings. Between logical devices of one CPU the tensors stay in host memory. None
+    when a boundary's shape is known only at run time."""
     shapes = [(micro_batch, *s.output_shape) for s in stages[:-1]]
+    if any(d is None for shape in shapes for d in shape):
+        return None
 
     @tf.function
     def transfer(scale):
@@ -208,7 +233,7 @@ def summary(stages, devices, micro_batch, microbatches, optimizer, stage_cost, e
         "num_stages": len(stages), "microbatches": microbatches, "micro_batch": micro_batch,
         "balanced_by": stage_cost,  # each stage's `cost`: parameters, or seconds measured
         "stages": out,
-        "activation_bytes_per_step": sum(b["forward"] + b["backward"] for b in sent[:-1]),
+        "activation_bytes_per_step": total_activation_bytes(stages, micro_batch, microbatches),
         "bubble": {"measured": metrics.spread(idle)["median"] if idle else None,
                    "measured_per_epoch": idle,
                    "formula": bubble_formula(len(stages), microbatches),

@@ -22,6 +22,8 @@ MEASURED = "measured (GPU allocator peak)"
 
 
 def _estimate(stage, batch, optimizer):
+    if stage.activation_bytes_per_example is None:  # a size known only at run time
+        return None
     return (stage.parameter_bytes * (2 + _OPTIMIZER_SLOTS.get(optimizer, 0))
             + stage.activation_bytes_per_example * batch)
 

@@ -204,9 +204,8 @@ def run_task(cfg, role, extra_config=None):
         if cfg.comm_probe else None
     if probe is not None and trainer.pipeline is not None:
         # Model parallelism's own traffic: each boundary's activations and their gradients.
-        probe["activation_bytes"] = sum(
-            b["forward"] + b["backward"] for b in gpipe.activation_bytes(
-                trainer.stages, trainer.per_replica_batch // cfg.microbatches, cfg.microbatches))
+        probe["activation_bytes"] = gpipe.total_activation_bytes(
+            trainer.stages, trainer.per_replica_batch // cfg.microbatches, cfg.microbatches)
         probe["activation_probe_s"] = gpipe.transfer_probe(
             trainer.stages, trainer.stage_devices, trainer.per_replica_batch // cfg.microbatches,
             cfg.microbatches)

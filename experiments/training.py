@@ -143,16 +143,6 @@ def make_optimizer(name, schedule):
     raise ValueError(f"unknown optimizer {name!r}; valid: sgd, momentum, adam")
 
 
-def _add_gradients(a, b):
-    """a + b for one variable's gradients from two micro-batches (None: no gradient)."""
-    if a is None or b is None:
-        return a if b is None else b
-    if isinstance(a, tf.IndexedSlices) and isinstance(b, tf.IndexedSlices):
-        return tf.IndexedSlices(tf.concat([a.values, b.values], 0),
-                                tf.concat([a.indices, b.indices], 0), a.dense_shape)
-    return tf.convert_to_tensor(a) + tf.convert_to_tensor(b)
-
-
 def _sum_on_read(shape=()):
     """A per-replica accumulator summed across replicas (and workers) when read: metrics cost
     no communication per step."""
@@ -352,7 +342,7 @@ class Trainer:
             grads, per_example, logits = self._micro_step(x, y)
             losses.append(per_example)
             all_logits.append(logits)
-            total = grads if total is None else [_add_gradients(a, b)
+            total = grads if total is None else [gpipe.add_gradients(a, b)
                                                  for a, b in zip(total, grads)]
         return total, tf.concat(losses, 0), tf.concat(all_logits, 0)
 

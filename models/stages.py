@@ -45,8 +45,9 @@ class Stage:
     parameters: int  # parameter count (every weight, trainable or not)
     parameter_bytes: int
     output_shape: tuple  # the tensor it hands to the next stage, without the batch dimension
-    output_bytes_per_example: int
-    activation_bytes_per_example: int  # every layer output it computes: held until backward
+    output_bytes_per_example: int | None  # None: a dimension known only at run time
+    activation_bytes_per_example: int | None  # every layer output it computes: held until
+    # backward; None as above
     cost: float  # what the split balanced (parameters or seconds)
 
 
@@ -110,6 +111,17 @@ def _size(shape):
     return int(np.prod([d for d in shape if d is not None] or [1]))
 
 
+def _bytes_per_example(tensors):
+    """Bytes of `tensors` per example (the batch dimension left out); None when a dimension is
+    only known at run time (a variable-length sequence)."""
+    total = 0
+    for t in tensors:
+        if any(d is None for d in t.shape[1:]):
+            return None
+        total += _size(t.shape[1:]) * tf.as_dtype(t.dtype).size
+    return total
+
+
 _REPEATS_PER_CALL = 10
 
 
@@ -121,6 +133,8 @@ def _segment_seconds(sub, x, wrap):
     activation, a flatten) a whole call's dispatch, and the split balanced dispatch instead of
     compute."""
     floating = x.dtype.is_floating
+    # training=False throughout: timing must not move BatchNormalization's moving statistics
+    # (nor, under MWMS, all-reduce them); the cost is the same layers' but for those updates.
     y = sub(x, training=False)
     dy = tf.random.stateless_normal(tf.shape(y), seed=[1, 2], dtype=y.dtype)
 
@@ -130,7 +144,7 @@ def _segment_seconds(sub, x, wrap):
             with tf.GradientTape() as tape:
                 if floating:
                     tape.watch(x)
-                out = sub(x, training=True)
+                out = sub(x, training=False)
             sources = ([x] if floating else []) + sub.trainable_variables
             grads = [g for g in tape.gradient(out, sources, output_gradients=dy)
                      if g is not None]
@@ -205,11 +219,10 @@ def split(model, num_stages, cost="params", sample=None, wrap=tf.function, agree
             model=subs[a] if b == a + 1 else keras.Model(entering, leaving),
             layers=[n.operation.name for n in nodes],
             parameters=sum(_size(w.shape) for w in weights),
-            parameter_bytes=sum(_size(w.shape) * np.dtype(w.dtype).itemsize for w in weights),
+            parameter_bytes=sum(_size(w.shape) * tf.as_dtype(w.dtype).size for w in weights),
             output_shape=tuple(leaving.shape[1:]),
-            output_bytes_per_example=_size(leaving.shape[1:]) * np.dtype(leaving.dtype).itemsize,
-            activation_bytes_per_example=sum(
-                _size(t.shape[1:]) * np.dtype(t.dtype).itemsize
-                for n in nodes for t in n.output_tensors),
+            output_bytes_per_example=_bytes_per_example([leaving]),
+            activation_bytes_per_example=_bytes_per_example(
+                [t for n in nodes for t in n.output_tensors]),
             cost=float(sum(costs[a:b]))))
     return stages

@@ -91,7 +91,7 @@ def workers_of(record):
     """N: local replicas of a one-process strategy, workers of a cluster, else 1."""
     if record["strategy"] in ("mirrored", "central_storage"):
         return record["num_replicas_in_sync"]
-    if record["strategy"] in ("multi_worker_mirrored", "parameter_server"):
+    if record["strategy"] in ("multi_worker_mirrored", "parameter_server", "hybrid"):
         return record["num_workers"]
     return 1
 

@@ -34,7 +34,19 @@ def is_parallelism_run(record):
 
 
 def configuration(record):
-    """'model parallel S=2 M=4', 'data parallel (MWMS) N=2', 'hybrid N=2 x S=2 M=4', ..."""
+    """'model parallel S=2 M=4', 'data parallel (MWMS) N=2', 'hybrid N=2 x S=2 M=4', ..., with
+    what else the run was given: a straggler, an emulated network."""
+    name = _configuration(record)
+    straggler = record.get("straggler") or {}
+    if straggler.get("task"):
+        name += f", {straggler['task']} +{straggler.get('delay_ms') or 0:g} ms/step"
+    network = record.get("network") or {}
+    if network.get("emulated_gbps"):
+        name += f", {network['emulated_gbps']:g} Gbit/s"
+    return name
+
+
+def _configuration(record):
     s, n = record["strategy"], record.get("num_workers") or 1
     pipe = record.get("pipeline") or {}
     stages = f"S={pipe.get('num_stages')} M={pipe.get('microbatches')}"
@@ -61,8 +73,8 @@ def _row(setting, config, runs):
     s = dict(zip(SETTING_KEYS, setting))
     times = metrics.spread([t for r in runs for t in _steady(r, "time_s")])
     rates = metrics.spread([t for r in runs for t in _steady(r, "examples_per_sec")])
-    memory = [max((d["bytes"] for d in r.get("memory_per_device") or []), default=None)
-              for r in runs]
+    memory = [max((d["bytes"] for d in r.get("memory_per_device") or []
+                   if d["bytes"] is not None), default=None) for r in runs]
     kinds = sorted({d["kind"] for r in runs for d in r.get("memory_per_device") or []})
     pipes = [r.get("pipeline") or {} for r in runs]
     bubble = [p.get("bubble") or {} for p in pipes]

@@ -145,6 +145,15 @@ def get_strategy(name, num_replicas=1, cluster_resolver=None, collective="auto",
     if name in ("multi_worker_mirrored", "hybrid"):
         if name == "hybrid":  # MWMS whose replica (one per worker) runs the stage pipeline
             _split_for_stages(num_stages)
+            if tf.config.list_physical_devices("GPU"):
+                # MWMS makes every local GPU a replica; a hybrid worker's GPUs are its stages'.
+                # MWMS counts the GPUs its resolver reports: one, the replica's (not run here).
+                resolver = cluster_resolver or \
+                    tf.distribute.cluster_resolver.TFConfigClusterResolver()
+                cluster_resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
+                    resolver.cluster_spec(), task_type=resolver.task_type,
+                    task_id=resolver.task_id, rpc_layer=resolver.rpc_layer or "grpc",
+                    num_accelerators={"GPU": 1})
         if collective not in COLLECTIVES:
             raise ValueError(f"unknown collective {collective!r}; valid: {', '.join(COLLECTIVES)}")
         implementation = (tf.distribute.experimental.CommunicationImplementation.RING

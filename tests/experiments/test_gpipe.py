@@ -146,3 +146,21 @@ def test_a_subclassed_model_is_refused_with_one_line(tmp_path):
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "subclassed" in proc.stderr and "Traceback" not in proc.stderr
     assert not records_in(results)
+
+
+@pytest.mark.parametrize("args, stages", [
+    # An embedding's gradient is IndexedSlices: summed over micro-batches by concatenation.
+    (["--model=embedding", "--dataset=synthetic_tokens", "--num_stages=2"], 2),
+    # 4 stages of the MLP: the first (Flatten) has no weights, its backward block nothing to do.
+    (["--model=mlp", "--num_stages=4"], 4),
+])
+def test_pipelines_of_sparse_gradients_and_weightless_stages(tmp_path, args, stages):
+    proc = run_module("experiments.run", "--strategy=model_parallel", "--microbatches=2", *args,
+                      *TINY[:-1], f"--results_dir={tmp_path}", timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (record,) = records_in(tmp_path)
+    pipe = record["pipeline"]
+    assert len(pipe["stages"]) == stages and len(record["memory_per_device"]) == stages
+    assert 0.0 <= pipe["bubble"]["measured"] < 1.0
+    assert all(0.0 <= s["busy_share"] <= 1.0 for s in pipe["stages"])
+    assert record["final_eval_accuracy"] > 0.15  # trained: 10 classes, chance 0.1
