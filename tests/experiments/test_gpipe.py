@@ -21,16 +21,15 @@ from experiments.datasets import get_info
 from experiments.training import Trainer
 from strategies.factory import get_strategy
 
-microbatches = int(sys.argv[1])
 cfg = RunConfig(model="cnn", epochs=2, train_examples=256, eval_examples=64, optimizer="sgd",
                 learning_rate=0.1, batch_size_per_replica=32, results_dir="/tmp/unused",
                 comm_probe=False)
-staged = dataclasses.replace(cfg, strategy="model_parallel", num_stages=2,
-                             microbatches=microbatches)
 strategy = get_strategy("model_parallel", num_stages=2)  # splits the CPU: first
 out = {}
-for name, c in (("one_device", cfg), ("model_parallel", staged), ("small_batch",
-                dataclasses.replace(cfg, batch_size_per_replica=16))):
+runs = [("one_device", cfg), ("small_batch", dataclasses.replace(cfg, batch_size_per_replica=16))]
+runs += [(f"m{m}", dataclasses.replace(cfg, strategy="model_parallel", num_stages=2,
+                                       microbatches=m)) for m in (1, 4)]
+for name, c in runs:
     s = tf.distribute.OneDeviceStrategy("/cpu:0") if c.strategy == "one_device" else strategy
     trainer = Trainer(c, get_info(c.dataset), s)
     for epoch in (1, 2):
@@ -45,8 +44,8 @@ print("RESULT " + json.dumps(out))
 """
 
 
-def _train(microbatches):
-    proc = subprocess.run([sys.executable, "-c", _SCRIPT, str(microbatches)], cwd=ROOT,
+def _train():
+    proc = subprocess.run([sys.executable, "-c", _SCRIPT], cwd=ROOT,
                           capture_output=True, text=True, timeout=300,
                           env={"TF_CPP_MIN_LOG_LEVEL": "2", "PATH": "/usr/bin:/bin"})
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -58,23 +57,23 @@ def _max_diff(a, b):
     return max(float(np.max(np.abs(np.array(x) - np.array(y)))) for x, y in zip(a, b))
 
 
-@pytest.mark.parametrize("microbatches", [1, 4])
-def test_two_stages_reach_the_weights_of_one_device(microbatches):
-    """Same seed, data and order, plain SGD: 2 stages x M micro-batches end with one device's
-    weights up to float rounding; half the batch (twice the updates) does not (the test can
-    fail)."""
-    out = _train(microbatches)
-    one, staged = out["one_device"], out["model_parallel"]
-    assert staged["steps"] == one["steps"] == 256 // 32
-    assert staged["loss"] == pytest.approx(one["loss"], rel=1e-5)
-    assert _max_diff(staged["weights"], one["weights"]) < 1e-5
+def test_two_stages_reach_the_weights_of_one_device():
+    """Same seed, data and order, plain SGD: 2 stages x M = 1 and 4 micro-batches end with one
+    device's weights up to float rounding; half the batch (twice the updates) does not (the test
+    can fail)."""
+    out = _train()
+    one = out["one_device"]
     assert _max_diff(out["small_batch"]["weights"], one["weights"]) > 1e-3
-    # Each stage's variables live on its own device.
-    for i, devices in enumerate(staged["devices"]):
-        assert devices and all(d.endswith(f"CPU:{i}") for d in devices), devices
-    # The bubble was measured: an idle share in [0, 1) and both stages busy some of the time.
-    assert 0.0 <= staged["idle"] < 1.0 and all(0.0 < b <= 1.0 for b in staged["busy"])
     assert one["idle"] is None
+    for staged in (out["m1"], out["m4"]):
+        assert staged["steps"] == one["steps"] == 256 // 32
+        assert staged["loss"] == pytest.approx(one["loss"], rel=1e-5)
+        assert _max_diff(staged["weights"], one["weights"]) < 1e-5
+        # Each stage's variables live on its own device.
+        for i, devices in enumerate(staged["devices"]):
+            assert devices and all(d.endswith(f"CPU:{i}") for d in devices), devices
+        # The bubble was measured: an idle share in [0, 1), both stages busy some of the time.
+        assert 0.0 <= staged["idle"] < 1.0 and all(0.0 < b <= 1.0 for b in staged["busy"])
 
 
 def test_bubble_formula():
