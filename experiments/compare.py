@@ -39,16 +39,20 @@ import sys
 import threading
 import time
 
-from absl import app, flags
+from experiments import tf_settings
 
-from experiments import network_flags
-from experiments.cli import bad_input, parse_flags
-from experiments.config import ConfigError, check_dataset, check_model
+tf_settings.apply()  # before anything imports TensorFlow; every run it starts inherits these
 
-from models import MODELS
-from results.records import load_records
-from strategies import COMPARED, LOCAL_REPLICAS
-from tf_config.task_output import is_startup_noise
+from absl import app, flags  # noqa: E402
+
+from experiments import network_flags  # noqa: E402
+from experiments.cli import bad_input, parse_flags  # noqa: E402
+from experiments.config import ConfigError, check_dataset, check_model  # noqa: E402
+
+from models import MODELS  # noqa: E402
+from results.records import load_records  # noqa: E402
+from strategies import COMPARED, LOCAL_REPLICAS  # noqa: E402
+from tf_config.task_output import is_startup_noise  # noqa: E402
 
 PRESETS = {
     # ~3-5 min on 2 vCPUs: 10 runs of the CNN, 4 epochs (3 steady); examples per epoch (at most
@@ -438,5 +442,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     app.run(main, flags_parser=parse_flags)

@@ -7,6 +7,8 @@ import sys
 import keras
 import tensorflow as tf
 
+from experiments import tf_settings
+
 
 def describe():
     return {
@@ -22,4 +24,5 @@ def describe():
         "gpus": len(tf.config.list_physical_devices("GPU")),
         "intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads(),
         "inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads(),
+        "onednn": tf_settings.onednn_enabled(),  # which CPU kernels ran (tf_settings.py)
     }

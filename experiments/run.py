@@ -24,8 +24,9 @@ import json
 import os
 import sys
 
-# Before TensorFlow is imported anywhere: keep its C++ INFO chatter out of the user's terminal.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from experiments import tf_settings  # noqa: E402
+
+tf_settings.apply()  # before TensorFlow is imported anywhere: quiet, and the same CPU kernels
 
 from absl import app, flags, logging  # noqa: E402
 

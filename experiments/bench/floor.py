@@ -10,11 +10,12 @@ states the toolkit's overhead against it: what TensorFlow itself does with this 
 machine, measured in the same comparison (docs/strategies.md, "Engine overhead").
 """
 import dataclasses
-import os
 import sys
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from experiments import tf_settings  # noqa: E402
+
+tf_settings.apply()  # the same TensorFlow settings as the toolkit's runs: only the loop differs
 
 from absl import app  # noqa: E402
 

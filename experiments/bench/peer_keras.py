@@ -9,9 +9,13 @@ Prints one JSON line: per-epoch times and examples/s (first epoch included, as i
 import json
 import time
 
-from absl import app, flags
+from experiments import tf_settings
 
-from models import MODELS
+tf_settings.apply()  # the toolkit's TensorFlow settings: only the training loop differs
+
+from absl import app, flags  # noqa: E402
+
+from models import MODELS  # noqa: E402
 
 _MODEL = flags.DEFINE_enum("model", "cnn", list(MODELS), "Model.")
 _EPOCHS = flags.DEFINE_integer("epochs", 4, "Epochs.", lower_bound=2)

@@ -160,7 +160,9 @@ def test_bad_tf_config_exits_2_before_anything_starts(tmp_path, strategy, tf_con
     assert not out.exists()
 
 
-def test_engine_floor_writes_a_record_beside_the_toolkit(tmp_path):
+def test_engine_floor_writes_a_record_beside_the_toolkit(tmp_path, monkeypatch):
+    # Neither entry point may depend on the caller's environment for its CPU kernels.
+    monkeypatch.delenv("TF_ENABLE_ONEDNN_OPTS", raising=False)
     common = ["--model=mlp", *TINY, f"--results_dir={tmp_path}", "--threads=1"]
     floor = run_module("experiments.bench.floor", *common, "--run_name=engine_floor/x")
     assert floor.returncode == 0, floor.stderr[-3000:]
@@ -174,6 +176,9 @@ def test_engine_floor_writes_a_record_beside_the_toolkit(tmp_path):
         assert floor_rec[key] == ours[key]
     assert abs(floor_rec["final_eval_accuracy"] - ours["final_eval_accuracy"]) < 0.05
     for record in (floor_rec, ours):  # a single process is the whole run: all tasks measured
+        # The same (oneDNN) kernels on every CPU: without them an AVX2 machine ran the
+        # distributed input path at half speed (experiments/tf_settings.py).
+        assert record["environment"]["onednn"] is True
         assert record["cpu"]["scope"] == "all tasks" and record["cpu"]["cores_used"] > 0
         assert record["cpu"]["examples_per_cpu_second"] > 0
 
