@@ -90,14 +90,15 @@ def _slices(variable, rows, dtype, value):
                             tf.constant(table.as_list(), tf.int64))
 
 
-def _timed(call, repeats):
+def _timed(call, repeats, per_call=1):
+    """Spread of seconds per synchronization; a call that makes `per_call` of them is divided."""
     for _ in range(_WARMUP):  # traces, and lets the collective's first-use setup happen
         call()
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
         call()
-        times.append(time.perf_counter() - start)
+        times.append((time.perf_counter() - start) / per_call)
     return metrics.spread(times)
 
 
@@ -124,8 +125,9 @@ def _allreduce_call(strategy, variables, kinds, dtype, synchronized_as):
     return call
 
 
-def _pushpull_call(coordinator, variables, kinds, dtype):
-    @tf.function
+def _pushpull_call(coordinator, variables, kinds, dtype, steps):
+    """One scheduled call of `steps` pull+push rounds: training schedules `steps_per_execution`
+    steps per call, so a step pays its pull and push but only a share of the dispatch."""
     def pushpull(scale):
         pulled = []
         for v, (kind, rows) in zip(variables, kinds):
@@ -149,26 +151,37 @@ def _pushpull_call(coordinator, variables, kinds, dtype):
                                                    push.dense_shape))
         return tf.add_n(pulled)
 
-    def call():  # one step's pull and push, dispatch included, as a scheduled step pays them
-        return coordinator.schedule(pushpull, args=(tf.constant(0.0),)).fetch()
+    @tf.function
+    def rounds(scale, n):
+        total = tf.constant(0.0, variables[0].dtype)
+        for _ in tf.range(n):  # each round reads what the last one wrote (resource order)
+            total += pushpull(scale)
+        return total
+
+    def call():  # `steps` steps' pulls and pushes and one dispatch, as a scheduled call pays
+        return coordinator.schedule(rounds, args=(tf.constant(0.0), tf.constant(steps))).fetch()
     return call
 
 
 def measure(strategy, variables, coordinator=None, repeats=_REPEATS, dtype="float32",
-            gradients=None):
+            gradients=None, steps_per_call=1):
     """Returns {method, dtype, gradient_bytes, dense_gradient_bytes, gradient_kinds,
     synchronized_as, pull_bytes (PSS), probe_s: spread of seconds per synchronization}.
     dtype: what the gradients are synchronized in (--gradient_sync_dtype); gradients: the
-    step's `describe` (None: every gradient dense)."""
+    step's `describe` (None: every gradient dense); steps_per_call: PSS only, the run's
+    --steps_per_execution (the steps that share one dispatch)."""
     kinds = _kinds(variables, gradients)
     out = {**sizes(variables, gradients, dtype), "dtype": dtype}
     pull = out.pop("pull_bytes")
     if coordinator is not None:
         return {**out, "pull_bytes": pull,
-                "method": "ps pull+push of every variable (scheduled on a worker)",
+                "method": f"ps pull+push of every variable, {steps_per_call} per call scheduled "
+                          f"on a worker (dispatch shared as in training)",
+                "steps_per_call": steps_per_call,
                 "synchronized_as": {k: "indexed_slices" if k == "indexed_slices" else "dense"
                                     for k, _ in kinds},
-                "probe_s": _timed(_pushpull_call(coordinator, variables, kinds, dtype), repeats)}
+                "probe_s": _timed(_pushpull_call(coordinator, variables, kinds, dtype,
+                                                 steps_per_call), repeats, steps_per_call)}
     if strategy.num_replicas_in_sync == 1:
         return {**out, "method": "none (one replica)", "synchronized_as": {},
                 "probe_s": {"median": 0.0, "min": 0.0, "max": 0.0, "n": 0}}

@@ -200,7 +200,8 @@ def run_task(cfg, role, extra_config=None):
     # After training, on every task that trains (the all-reduce probe is collective under MWMS).
     probe = comm_probe.measure(strategy, [v.value for v in trainer.model.trainable_variables],
                                coordinator, dtype=cfg.gradient_sync_dtype,
-                               gradients=trainer.gradients) \
+                               gradients=trainer.gradients,
+                               steps_per_call=cfg.steps_per_execution) \
         if cfg.comm_probe else None
     if probe is not None and trainer.pipeline is not None:
         # Model parallelism's own traffic: each boundary's activations and their gradients.

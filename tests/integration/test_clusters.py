@@ -46,6 +46,8 @@ def test_pss_two_workers_one_ps(tmp_path):
     assert sum(record["steps_by_worker"].values()) == 2 * record["steps_per_epoch"]
     assert [e["steps"] for e in record["epochs"]] == [16, 16]
     assert record["communication"]["method"].startswith("ps pull+push")
+    # The probe pulls and pushes as training does: 3 rounds share one dispatch.
+    assert record["communication"]["steps_per_call"] == 3
     assert 0 < record["communication_fraction"] <= 1
     assert record["final_eval_accuracy"] > 0.3
     assert not processes_mentioning(str(tmp_path))
