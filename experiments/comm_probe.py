@@ -132,10 +132,10 @@ def _pushpull_call(coordinator, variables, kinds, dtype, steps):
         pulled = []
         for v, (kind, rows) in zip(variables, kinds):
             if kind == "dense":
-                pulled.append(tf.reshape(tf.identity(v), [-1])[0])
+                pulled.append(tf.cast(tf.reshape(tf.identity(v), [-1])[0], tf.float32))
             else:  # a row-reading lookup pulls its rows only (ResourceGather on the ps)
                 rows_read = tf.gather(v, _slices(v, rows, v.dtype, 0.0).indices)
-                pulled.append(tf.reshape(rows_read, [-1])[0])
+                pulled.append(tf.cast(tf.reshape(rows_read, [-1])[0], tf.float32))
         for v, (kind, rows) in zip(variables, kinds):
             # The push is computed on the worker from a call argument, as a gradient is: a
             # constant (tf.zeros) could be folded by grappler, leaving only the pull. It travels
@@ -153,7 +153,7 @@ def _pushpull_call(coordinator, variables, kinds, dtype, steps):
 
     @tf.function
     def rounds(scale, n):
-        total = tf.constant(0.0, variables[0].dtype)
+        total = tf.constant(0.0)  # float32, whatever the variables' dtypes
         for _ in tf.range(n):  # each round reads what the last one wrote (resource order)
             total += pushpull(scale)
         return total

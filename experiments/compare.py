@@ -323,6 +323,11 @@ def same_run(record, name, run_flags):
     with (threads, pinning, epochs, batch, ...), not just the same name."""
     if record.get("run_name") != name:
         return False
+    # The same TensorFlow settings too: a record from before they were set (or under another
+    # TF_ENABLE_ONEDNN_OPTS) ran other CPU kernels, and its figures are not this run's.
+    if (record.get("environment") or {}).get("onednn_opts", "unrecorded") != \
+            os.environ.get("TF_ENABLE_ONEDNN_OPTS"):
+        return False
     config = record.get("config") or {}
     for flag in run_flags:
         key, _, value = flag[2:].partition("=")

@@ -25,4 +25,5 @@ def describe():
         "intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads(),
         "inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads(),
         "onednn": tf_settings.onednn_enabled(),  # which CPU kernels ran (tf_settings.py)
+        "onednn_opts": os.environ.get("TF_ENABLE_ONEDNN_OPTS"),  # what asked for them
     }

@@ -201,7 +201,9 @@ def run_task(cfg, role, extra_config=None):
     probe = comm_probe.measure(strategy, [v.value for v in trainer.model.trainable_variables],
                                coordinator, dtype=cfg.gradient_sync_dtype,
                                gradients=trainer.gradients,
-                               steps_per_call=cfg.steps_per_execution) \
+                               # a call never runs past its epoch (training.py)
+                               steps_per_call=min(cfg.steps_per_execution,
+                                                  trainer.steps_per_epoch)) \
         if cfg.comm_probe else None
     if probe is not None and trainer.pipeline is not None:
         # Model parallelism's own traffic: each boundary's activations and their gradients.

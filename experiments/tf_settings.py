@@ -5,12 +5,13 @@ driver, the benchmarks, the test session) calls `apply()` first. A value the use
 the environment wins.
 
 - TF_CPP_MIN_LOG_LEVEL=2: keep TensorFlow's C++ INFO chatter out of the user's terminal.
-- TF_ENABLE_ONEDNN_OPTS=1: the same CPU kernels on every machine. TensorFlow 2.21 turns its oneDNN
-  kernels on by default only on CPUs with AVX-512 deep-learning extensions; elsewhere (e.g. an
-  AVX2 AMD EPYC VM) the Eigen kernels run, and there the same CNN step fed from a strategy's
-  distributed dataset ran at half the speed of a plain loop (perf: page faults zeroing fresh pages
-  every step), while with oneDNN every input path ran alike, and faster. Measured figures:
-  docs/benchmarks.md ("Engine overhead"). Opt out with TF_ENABLE_ONEDNN_OPTS=0.
+- TF_ENABLE_ONEDNN_OPTS=1: the same CPU kernels on every machine. On Linux, TensorFlow 2.21
+  turns its oneDNN kernels on by default only on CPUs with AVX512_VNNI, AVX512_BF16, AVX_VNNI or
+  AMX (DefaultOneDnnPolicy, tensorflow/core/util/port.cc); elsewhere (e.g. an AVX2 AMD EPYC VM)
+  the Eigen kernels run, and there the same CNN step fed from a strategy's distributed dataset ran
+  at half the speed of a plain loop (perf: page faults zeroing fresh pages every step), while with
+  oneDNN every input path ran alike, and faster. Measured figures: docs/benchmarks.md ("Engine
+  overhead"). Opt out with TF_ENABLE_ONEDNN_OPTS=0.
 """
 import os
 

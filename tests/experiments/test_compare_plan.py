@@ -55,8 +55,9 @@ def test_pinned_plan_gives_each_cell_its_workers_cores():
         "parameter_server"], 1, 1)).values() for f in argv)
 
 
-def test_a_cell_is_done_only_with_the_same_flags():
-    record = {"run_name": "mirrored-n2/cnn/4096/r0",
+def test_a_cell_is_done_only_with_the_same_flags(monkeypatch):
+    monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", "1")
+    record = {"run_name": "mirrored-n2/cnn/4096/r0", "environment": {"onednn_opts": "1"},
               "config": {"strategy": "mirrored", "threads": 2, "epochs": 4,
                          "straggler_delay_ms": 50.0}}
     flags = ["--strategy=mirrored", "--threads=2", "--epochs=4", "--straggler_delay_ms=50"]
@@ -64,6 +65,11 @@ def test_a_cell_is_done_only_with_the_same_flags():
     assert not same_run(record, "mirrored-n2/cnn/4096/r1", flags)
     assert not same_run(record, "mirrored-n2/cnn/4096/r0", flags[:-1] + ["--epochs=5"])
     assert not same_run(record, "mirrored-n2/cnn/4096/r0", flags + ["--pin_cores=2"])
+    # ... and with the same CPU kernels: a record from before the setting, or under another
+    # value, ran other kernels and is run again.
+    assert not same_run({**record, "environment": {}}, "mirrored-n2/cnn/4096/r0", flags)
+    monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", "0")
+    assert not same_run(record, "mirrored-n2/cnn/4096/r0", flags)
 
 
 def test_straggler_plan_slows_the_last_worker_of_each_multi_worker_strategy():
