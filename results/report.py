@@ -76,22 +76,23 @@ def _straggler_table(rows):
 
 def markdown(rows, problems, plot_files, target_accuracy, straggler_rows=(), model_section="",
              network_section="", zoo_section="", parallelism_section=""):
-    parts = ["# Strategy comparison", "",
-             "Rebuilt from the records by `python -m experiments.report`. Epoch time is the "
-             "median over steady-state epochs (first epoch of every run excluded: tracing) and "
-             "repeats. Speedup = T1/TN, scaling % = T1/(N·TN)·100 and efficiency = speedup/N, "
-             "with T1 the baseline: the single device at one worker's threads (its share of "
-             "this machine); "
-             "'vs fastest 1-process' = T_ref/TN against the fastest single process measured in "
-             "the setting (named under each table); 'vs plain TF loop' = the row's throughput "
-             "over a plain TF loop's (engine_floor) at the same threads per task. Times are "
-             "per example trained (epochs are rounded to whole global batches)."
-             + (f" Time to {target_accuracy:.0%} eval accuracy is the median over the runs "
-                "that reached it, with how many did." if target_accuracy else ""), ""]
-    if not rows:  # only experiments with tables of their own (e.g. the parallelism preset)
-        parts = ["# Strategy comparison", "", "Rebuilt from the records by "
-                 "`python -m experiments.report`; epoch times are medians over steady-state "
-                 "epochs (the first epoch of every run, which traces, excluded) and repeats.", ""]
+    if rows:
+        intro = ("Rebuilt from the records by `python -m experiments.report`. Epoch time is the "
+                 "median over steady-state epochs (first epoch of every run excluded: tracing) "
+                 "and repeats. Speedup = T1/TN, scaling % = T1/(N·TN)·100 and efficiency = "
+                 "speedup/N, with T1 the baseline: the single device at one worker's threads "
+                 "(its share of this machine); "
+                 "'vs fastest 1-process' = T_ref/TN against the fastest single process measured "
+                 "in the setting (named under each table); 'vs plain TF loop' = the row's "
+                 "throughput over a plain TF loop's (engine_floor) at the same threads per task. "
+                 "Times are per example trained (epochs are rounded to whole global batches)."
+                 + (f" Time to {target_accuracy:.0%} eval accuracy is the median over the runs "
+                    "that reached it, with how many did." if target_accuracy else ""))
+    else:  # only experiments with tables of their own (e.g. the parallelism preset)
+        intro = ("Rebuilt from the records by `python -m experiments.report`; epoch times are "
+                 "medians over steady-state epochs (the first epoch of every run, which traces, "
+                 "excluded) and repeats.")
+    parts = ["# Strategy comparison", "", intro, ""]
     if zoo_section:  # several models: the answer per model first
         parts += [zoo_section, ""]
     for setting, group in groups(rows).items():

@@ -1,9 +1,8 @@
 import os
-import time
 
 import pytest
 
-from experiments import comm_probe, tf_settings
+from experiments import tf_settings
 
 
 def test_settings_fill_in_what_the_environment_lacks(monkeypatch):
@@ -26,14 +25,3 @@ def test_this_session_runs_the_onednn_kernels():
     # conftest.py applied the settings before TensorFlow was imported.
     assert tf_settings.onednn_enabled() is True
 
-
-def test_a_probe_call_of_k_synchronizations_is_divided_by_k():
-    # The PSS probe schedules steps_per_execution pull+push rounds per call, as training does.
-    calls = []
-
-    def call():
-        calls.append(1)
-        time.sleep(0.02)
-    spread = comm_probe._timed(call, repeats=3, per_call=4)
-    assert len(calls) == 3 + comm_probe._WARMUP
-    assert 0.004 <= spread["median"] < 0.02 and spread["n"] == 3
