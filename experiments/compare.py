@@ -187,7 +187,8 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
     datasets: {model: dataset} (each run gets --dataset=...; None: the runs' common flags say);
     batch: the per-replica batch (the parallelism cells hold 2 x batch as the global batch)."""
     available = available_cores or len(os.sched_getaffinity(0))
-    run, floor = "experiments.run", "experiments.bench.floor"
+    run, floor, sharing = "experiments.run", "experiments.bench.floor", \
+        "experiments.bench.sharing"
     runs = []
     for model in models:
         data = [f"--dataset={datasets[model]}"] if datasets else []
@@ -200,8 +201,15 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
                 cells += [("baseline", run, ["--strategy=one_device", f"--threads={threads}"],
                            threads),
                           ("hardware_reference", run, ["--strategy=one_device", "--threads=0"], 0)]
-                cells += [(f"{s}-n{n}", run, _strategy_flags(s, n, num_ps, threads), n * threads)
-                          for n in workers for s in strategies]
+                for n in workers:
+                    if floors and n == 2 and threads and any(
+                            s not in LOCAL_REPLICAS for s in strategies):
+                        # Right before the 2-worker clusters: how this machine shares its cores
+                        # between two such workers, for the scaling model's N=2 prediction.
+                        cells.append(("engine_floor_shared", sharing,
+                                      [f"--threads={threads}", "--processes=2"], 2 * threads))
+                    cells += [(f"{s}-n{n}", run, _strategy_flags(s, n, num_ps, threads),
+                               n * threads) for s in strategies]
             if "straggler" in experiments:
                 n = straggler_workers
                 for s in (s for s in strategies if s not in LOCAL_REPLICAS):
@@ -228,7 +236,7 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
             for k in accumulation:
                 for repeat in range(repeats):
                     for cell, module, extra, cores in cells:
-                        if k != 1 and module == floor:  # the plain loop does not accumulate
+                        if k != 1 and module in (floor, sharing):  # plain loops: K=1 only
                             continue
                         name = f"{cell}/{model}/{size}/" + (f"k{k}/" if k != 1 else "") + \
                             f"r{repeat}"

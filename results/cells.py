@@ -17,7 +17,8 @@ SETTING_KEYS = ("model", "dataset", "train_examples", "batch_size_per_replica",
 BASELINE_RUN = "baseline"  # one_device, 1 thread per task: one worker's share of the machine
 REFERENCE_RUN = "hardware_reference"  # one_device using every core
 ENGINE_FLOOR = "engine_floor"  # a plain TF loop without the toolkit: engine_floor/ (1 thread),
-ENGINE_FLOOR_RUNS = ("engine_floor", "engine_floor_all")  # engine_floor_all/ (every core)
+# engine_floor_all/ (every core), engine_floor_shared/ (K loops at once: experiments.bench.sharing)
+ENGINE_FLOOR_RUNS = ("engine_floor", "engine_floor_all", "engine_floor_shared")
 STRAGGLER_PREFIX = "straggler-"
 
 # Records whose config lacks a flag (old records, hand-made ones) fall back to the top level only
@@ -88,11 +89,14 @@ def setting_details(setting):
 
 
 def workers_of(record):
-    """N: local replicas of a one-process strategy, workers of a cluster, else 1."""
+    """N: local replicas of a one-process strategy, workers of a cluster, the plain loops run at
+    once by the sharing calibration, else 1."""
     if record["strategy"] in ("mirrored", "central_storage"):
         return record["num_replicas_in_sync"]
     if record["strategy"] in ("multi_worker_mirrored", "parameter_server", "hybrid"):
         return record["num_workers"]
+    if record["strategy"] == ENGINE_FLOOR and record.get("sharing"):
+        return record["sharing"]["processes"]
     return 1
 
 
@@ -137,14 +141,18 @@ def role_of(record):
 
 def single_process(strategy, n):
     """Runs in one process: every single-device run, mirrored and central_storage at any N; MWMS
-    only at N=1 (PSS always has a coordinator and a parameter server besides its workers)."""
-    return strategy in ("one_device", ENGINE_FLOOR, "mirrored", "central_storage") or (
-        strategy == "multi_worker_mirrored" and n == 1)
+    and the plain loop only at N=1 (PSS always has a coordinator and a parameter server besides
+    its workers; N plain loops are N processes)."""
+    return strategy in ("one_device", "mirrored", "central_storage") or (
+        strategy in ("multi_worker_mirrored", ENGINE_FLOOR) and n == 1)
 
 
 def label(row):
     """How a summary row is named in the report."""
     threads = row.get("threads_per_task")
+    if row["role"] == ENGINE_FLOOR and row["n"] > 1:
+        return (f"engine_floor ({row['n']} plain TF loops at once, {threads} "
+                f"thread{'s' * (threads != 1)} each)")
     if row["role"] == ENGINE_FLOOR:
         return f"engine_floor (plain TF loop, {threads} thread{'s' * (threads != 1)})"
     if row["role"] == BASELINE_RUN:

@@ -108,7 +108,7 @@ def curves(records, path):
     for r in records:
         key = (r["strategy"], workers_of(r), role_of(r), r.get("threads_per_task"),
                setting_of(r))
-        if key in seen:
+        if key in seen or r.get("sharing"):  # the sharing calibration's "epochs" are rounds
             continue
         seen.add(key)
         label = f"{r['model']} {r['strategy']} N={key[1]}" + (

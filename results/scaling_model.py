@@ -32,8 +32,8 @@ import collections
 import dataclasses
 
 from results import metrics
-from results.cells import (BASELINE_RUN, SETTING_KEYS, is_network_run, is_straggler_run, role_of,
-                           setting_of, sort_key, workers_of)
+from results.cells import (BASELINE_RUN, ENGINE_FLOOR, SETTING_KEYS, is_network_run,
+                           is_straggler_run, role_of, setting_of, sort_key, workers_of)
 
 PROJECT_NS = (1, 2, 4, 8, 16, 32, 64)
 COST_MODEL = {"multi_worker_mirrored": "ring all-reduce", "parameter_server": "K parameter servers"}
@@ -89,6 +89,8 @@ class Fit:
     t_sync: float
     measured: dict  # n -> (step time, probe seconds, examples/s)
     prediction_n2: tuple = None  # (predicted examples/s, measured examples/s, relative error)
+    own_cores_n2: float = None  # the N=2 prediction before this machine's sharing slowdown
+    slowdown: tuple = None  # (factor, phase, calibrations) applied to t_comp at N=2 here
     notes: list = dataclasses.field(default_factory=list)  # where t_comp came from, clamps
 
     @property
@@ -169,13 +171,33 @@ def cpu_cap(own_n1, runs_n2):
     return min(cores) * e1, min(cores), e1
 
 
+# Which phase of the sharing calibration a local cluster's workers resemble: MWMS workers wait for
+# each other every step (lockstep); PSS workers step independently (free).
+SHARING_PHASE = {"multi_worker_mirrored": "lockstep", "parameter_server": "free"}
+
+
+def slowdown_of(sharing, strategy):
+    """(factor, phase, calibrations): how much slower this machine runs a 1-worker step when the
+    2-worker cluster's processes share its cores, from the sharing calibrations of the setting
+    (experiments.bench.sharing; the median when repeated); None without one."""
+    phase = SHARING_PHASE[strategy]
+    values = [s["slowdown"][phase] for s in sharing or [] if s.get("processes") == 2]
+    if not values:
+        return None
+    return metrics.spread(values)["median"], phase, len(values)
+
+
 def fit(records):
     """One Fit per (setting, multi-worker strategy) with a probed run at N >= 2 and a t_comp
     (see `_t_comp`). Straggler runs and settings with a fixed global batch are left out."""
     baselines = collections.defaultdict(list)
     own_n1 = collections.defaultdict(list)
     runs = collections.defaultdict(lambda: collections.defaultdict(list))
+    sharing = collections.defaultdict(list)
     for r in records:
+        if r.get("sharing") and role_of(r) == ENGINE_FLOOR:
+            sharing[setting_of(r)].append(r["sharing"])
+            continue
         setting = setting_of(r)
         if is_straggler_run(r) or is_network_run(r) or not r.get("steps_per_epoch") or \
                 setting[SETTING_KEYS.index("global_batch_size")]:
@@ -212,7 +234,21 @@ def fit(records):
                 notes=notes)
         if 2 in measured:
             step, probe, rate = measured[2]
-            predicted = 2 * f.batch / (t_comp + probe)
+            f.own_cores_n2 = 2 * f.batch / (t_comp + probe)  # workers with cores of their own
+            predicted = f.own_cores_n2
+            slowdown = slowdown_of(sharing.get(setting), strategy)
+            if slowdown is not None:
+                # This machine's 2-worker cluster shares its cores: its workers' compute runs as
+                # much slower as two plain loops sharing them ran in the calibration.
+                f.slowdown = slowdown
+                predicted = 2 * f.batch / (t_comp * slowdown[0] + probe)
+                notes.append(f"N=2 prediction on this machine: t_comp x {slowdown[0]:.2f}, the "
+                             f"slowdown of two plain TF loops run {slowdown[1]} here "
+                             f"(sharing calibration, {slowdown[2]} run(s)); with cores of their "
+                             f"own {f.own_cores_n2:.0f} examples/s")
+            else:
+                notes.append("no sharing calibration in this setting: the N=2 prediction "
+                             "assumes each worker computes as fast as one process alone")
             cap = cpu_cap(own_n1.get((setting, strategy)), by_n[2])
             if cap is not None and cap[0] < predicted:
                 predicted = cap[0]

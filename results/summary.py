@@ -115,7 +115,7 @@ def _compare(group):
                key=lambda r: r["threads_per_task"] != 1, default=None)
     ref = reference_of(group)
     floors = {r["threads_per_task"]: r for r in group
-              if r["role"] == ENGINE_FLOOR and seconds_per_example(r)}
+              if r["role"] == ENGINE_FLOOR and r["n"] == 1 and seconds_per_example(r)}
     for row in group:
         t1, tn, n = (seconds_per_example(base) if base else None), seconds_per_example(row), \
             row["n"]

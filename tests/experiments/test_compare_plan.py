@@ -13,8 +13,18 @@ def test_scaling_plan_has_floors_baseline_reference_and_each_strategy_per_n():
     assert list(runs) == ["engine_floor/mlp/4096/r0", "engine_floor_all/mlp/4096/r0",
                           "baseline/mlp/4096/r0", "hardware_reference/mlp/4096/r0",
                           "mirrored-n1/mlp/4096/r0", "parameter_server-n1/mlp/4096/r0",
+                          "engine_floor_shared/mlp/4096/r0",
                           "mirrored-n2/mlp/4096/r0", "parameter_server-n2/mlp/4096/r0"]
     assert runs["engine_floor/mlp/4096/r0"][0] == "experiments.bench.floor"
+    # right before the 2-worker clusters: how two 1-thread workers share this machine's cores
+    assert runs["engine_floor_shared/mlp/4096/r0"] == [
+        "experiments.bench.sharing", "--model=mlp", "--train_examples=4096", "--threads=1",
+        "--processes=2"]
+    # one process with local replicas only (no cluster to predict), or no floors: no calibration
+    for kwargs in ({"strategies": ["mirrored"]}, {"floors": False}):
+        names = dict(plan(["mlp"], [1, 2], [4096], kwargs.get("strategies", [
+            "parameter_server"]), 1, 1, floors=kwargs.get("floors", True)))
+        assert not any(n.startswith("engine_floor_shared") for n in names)
     assert runs["baseline/mlp/4096/r0"][0] == "experiments.run"
     assert "--num_ps=1" in runs["parameter_server-n2/mlp/4096/r0"]
 
@@ -50,7 +60,7 @@ def test_pinned_plan_gives_each_cell_its_workers_cores():
     pins = {name.split("/")[0]: _flags(argv)["pin_cores"] for name, argv in runs.items()}
     assert pins == {"engine_floor": "1", "engine_floor_all": "8", "baseline": "1",
                     "hardware_reference": "8", "parameter_server-n1": "1",
-                    "parameter_server-n2": "2"}
+                    "engine_floor_shared": "2", "parameter_server-n2": "2"}
     assert not any("pin_cores" in f for argv in dict(plan(["cnn"], [2], [4096], [
         "parameter_server"], 1, 1)).values() for f in argv)
 
@@ -167,6 +177,7 @@ def test_accumulation_sweep_runs_every_cell_at_each_k_but_the_floors():
                      accumulation=(1, 4)))
     assert list(runs) == ["engine_floor/mlp/4096/r0", "engine_floor_all/mlp/4096/r0",
                           "baseline/mlp/4096/r0", "hardware_reference/mlp/4096/r0",
+                          "engine_floor_shared/mlp/4096/r0",
                           "multi_worker_mirrored-n2/mlp/4096/r0",
                           "baseline/mlp/4096/k4/r0", "hardware_reference/mlp/4096/k4/r0",
                           "multi_worker_mirrored-n2/mlp/4096/k4/r0"]

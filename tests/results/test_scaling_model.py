@@ -108,8 +108,8 @@ def test_t_comp_from_the_strategys_own_one_worker_run(results_dir):
     assert mw.prediction_n2[0] == pytest.approx(2 * 64 / (0.11 + 0.02))
     assert any("from multi_worker_mirrored N=1" in n for n in mw.notes)
     assert ps.t_comp == pytest.approx(0.1)
-    assert ps.notes == ["t_comp from the 1-thread baseline: no parameter_server N=1 run in "
-                        "this setting"]
+    assert ps.notes[0] == ("t_comp from the 1-thread baseline: no parameter_server N=1 run in "
+                           "this setting")
     # a PSS N=1 run's own push/pull (its probe) is not compute
     ps1 = _record("p1", "parameter_server", 1, 20 * 0.12, 20, probe=0.03)
     assert _fits(recs + [ps1])["parameter_server"].t_comp == pytest.approx(0.09)
@@ -171,3 +171,35 @@ def test_t_comp_falls_back_to_the_baseline_when_the_probe_covers_the_step(result
     fit = _fits(recs + [ps1])["parameter_server"]
     assert fit.t_comp == pytest.approx(0.1) and fit.prediction_n2 is not None
     assert any("probe is as long as its step" in n for n in fit.notes)
+
+
+def _sharing(free, lockstep, run_id="s"):
+    rec = _record(run_id, "engine_floor", 1, 1.0, 20, run_name="engine_floor_shared/cnn/1280/r0")
+    rec["num_workers"] = 2
+    rec["sharing"] = {"processes": 2, "rounds": 3, "steps_per_round": 20, "batch": 64,
+                      "examples_per_sec": {"solo": 640.0, "free": 640.0 / free,
+                                           "lockstep": 640.0 / lockstep},
+                      "slowdown": {"free": free, "lockstep": lockstep}}
+    return rec
+
+
+def test_two_worker_prediction_on_this_machine_uses_the_sharing_slowdown(results_dir):
+    """Two workers on one machine share its cores: the N=2 prediction multiplies t_comp by the
+    slowdown two plain loops showed there, lockstep for MWMS (its workers wait for each other
+    every step), free for PSS (they do not); the prediction for workers with cores of their own
+    stays beside it, and without a calibration nothing changes."""
+    recs, _ = records.load_records(str(results_dir))
+    before = _fits(recs)
+    assert before["multi_worker_mirrored"].slowdown is None
+    assert any("no sharing calibration" in n for n in before["multi_worker_mirrored"].notes)
+    fits = _fits(recs + [_sharing(free=1.2, lockstep=1.5), _sharing(1.4, 1.7, "s2")])
+    mw, ps = fits["multi_worker_mirrored"], fits["parameter_server"]
+    assert mw.slowdown[:2] == (pytest.approx(1.6), "lockstep") and mw.slowdown[2] == 2
+    assert mw.prediction_n2[0] == pytest.approx(2 * 64 / (0.1 * 1.6 + 0.02))
+    assert mw.own_cores_n2 == pytest.approx(before["multi_worker_mirrored"].prediction_n2[0])
+    assert ps.slowdown[:2] == (pytest.approx(1.3), "free")
+    assert ps.prediction_n2[0] == pytest.approx(2 * 64 / (0.1 * 1.3 + 0.01))
+    assert any("slowdown of two plain TF loops run lockstep" in n for n in mw.notes)
+    # the calibration is a floor: no fit of its own, and it does not move t_comp or t_sync
+    assert set(fits) == {"multi_worker_mirrored", "parameter_server"}
+    assert mw.t_comp == before["multi_worker_mirrored"].t_comp

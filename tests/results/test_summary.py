@@ -1,6 +1,7 @@
 """Summary rows: which runs pool into a row, and what each row is compared against."""
 import pytest
 
+from results.cells import label
 from results.summary import COLUMNS, SETTING_KEYS, groups, summarize
 from tests.results import fake
 
@@ -163,3 +164,19 @@ def test_a_k_sweep_names_each_setting_by_its_k():
     assert setting_title(k1) == "cnn, synthetic, 1024 training examples, 64 per replica"
     assert setting_title(k4) == ("cnn, synthetic, 1024 training examples, 64 per replica, "
                                  "4 micro-batches per update")
+
+
+def test_sharing_calibration_is_a_row_of_n_plain_loops_not_a_single_process():
+    """The machine's limit for 2 workers (two plain loops at once) is a row at N=2 named for
+    what it is; it is neither the 1-thread floor the toolkit is compared with nor a candidate
+    for the fastest single process, however fast."""
+    shared = fake.record("fs", "engine_floor", epoch_time=0.3, run_name="engine_floor_shared/cnn/"
+                         "1024/r0", sharing={"processes": 2, "slowdown": {"free": 1.1,
+                                                                          "lockstep": 1.3}})
+    rows = summarize(_with_floors() + [shared])
+    by = _by(rows)
+    row = by[("engine_floor", "engine_floor", 2, 1)]
+    assert label(row) == "engine_floor (2 plain TF loops at once, 1 thread each)"
+    assert row["scaling_percent"] == pytest.approx(1.0 / (2 * 0.3) * 100)
+    assert by[("baseline", "one_device", 1, 1)]["vs_engine_floor"] == pytest.approx(0.9)
+    assert row["reference_row"] != label(row) and row["vs_engine_floor"] is None

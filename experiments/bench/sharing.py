@@ -1,0 +1,208 @@
+"""How this machine shares its cores: K plain TF loops (the engine floor's) alone, at once, and
+in lockstep, timed back to back in the same K processes.
+
+    python -m experiments.bench.sharing --model=cnn --train_examples=6144 --threads=1 --processes=2
+
+A local cluster's workers share one machine's cores, so a 2-worker step is not "the 1-worker
+step plus synchronization": on a 2-vCPU VM two 1-thread processes that wait for each other after
+every step ran each step ~1.5x slower than one process alone, with no data exchanged at all
+(and MWMS's own compute ops, profiled, ~1.4x slower at N=2 than at N=1). The scaling model
+multiplies t_comp by these factors when it predicts this machine's 2-worker runs; projections
+to clusters whose workers have their own machines use t_comp as measured (results/scaling_model.py).
+
+Three phases, every process running the same plain loop one step per call (so each phase pays
+the same dispatch), taking turns for --rounds rounds:
+  solo      process 0 alone (the others wait)     -> the 1-process step
+  free      all K at once, independently           -> the machine's limit for K workers (PSS-like)
+  lockstep  all K at once, a barrier after each step -> what synchronous workers get (MWMS-like)
+Writes an `engine_floor` record with num_workers=K whose epochs are the free phase's rounds
+(examples/s summed over the K processes: the row "K plain TF loops at once" of the report) and
+`sharing` = {processes, rounds, steps_per_round, examples_per_sec: {solo, free, lockstep} per
+process, slowdown: {free, lockstep} = solo rate / per-process rate}.
+"""
+import multiprocessing
+import sys
+import time
+
+from experiments import tf_settings  # noqa: E402
+
+tf_settings.apply()  # the same TensorFlow settings as the toolkit's runs and the floor
+
+from absl import app  # noqa: E402
+from absl import flags  # noqa: E402
+
+from experiments import run  # noqa: E402  (its flags are this module's flags)
+from experiments.cli import bad_input, parse_flags  # noqa: E402
+from experiments.config import ConfigError, validate  # noqa: E402
+from results.cells import ENGINE_FLOOR  # noqa: E402
+
+_PROCESSES = flags.DEFINE_integer("processes", 2, "Plain loops run at once (K).", lower_bound=2)
+_ROUNDS = flags.DEFINE_integer("rounds", 4, "Timed rounds per phase; each round is "
+                               "min(an epoch, --steps_per_round) steps.", lower_bound=1)
+_STEPS_PER_ROUND = flags.DEFINE_integer("steps_per_round", 40, "At most this many steps a round.",
+                                        lower_bound=4)
+
+
+def _phase(loop, steps, barrier=None):
+    """(seconds, loss sum, correct) for `steps` steps of the plain loop, one step per call, each
+    waited for; with a barrier, every process waits for the others after each step."""
+    one, loss, correct = loop.tf.constant(1), 0.0, 0.0
+    start = time.perf_counter()
+    for _ in range(steps):
+        out = loop._train(loop._iterator, one)
+        loss += float(out[0])  # reading the loss waits for the step
+        correct += float(out[1])
+        if barrier is not None:
+            barrier.wait()
+    return time.perf_counter() - start, loss, correct
+
+
+def _median(values):
+    values = sorted(values)
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+
+
+def summarize(per_rank, batch, steps):
+    """The record's `sharing`: per-process medians of each phase, and the slowdowns: the median
+    over rounds of (process 0's solo rate / the processes' median rate in that round's phase)."""
+    rounds = len(per_rank[0]["solo"])
+
+    def phase(name, i):
+        return _median([rates[name][i] for rates in per_rank.values()])
+
+    return {"processes": len(per_rank), "rounds": rounds, "steps_per_round": steps,
+            "batch": batch,
+            "examples_per_sec": {
+                "solo": _median(per_rank[0]["solo"]),
+                "free": _median([r for rates in per_rank.values() for r in rates["free"]]),
+                "lockstep": _median([r for rates in per_rank.values()
+                                     for r in rates["lockstep"]])},
+            "slowdown": {name: _median([per_rank[0]["solo"][i] / phase(name, i)
+                                        for i in range(rounds)])
+                         for name in ("free", "lockstep")},
+            "rounds_examples_per_sec": {rank: rates for rank, rates in sorted(per_rank.items())}}
+
+
+def _write_record(cfg, loop, per_rank, free_sums, steps):
+    """Process 0's record. Its epochs are the free phase's rounds with the K processes'
+    examples/s summed (the machine's limit for K independent loops), each timed as an epoch
+    would take at that rate; no round traces (the warm-up did)."""
+    import dataclasses
+
+    from experiments import task
+    from experiments.training import EpochStats, weights_checksum
+
+    sharing = summarize(per_rank, loop.global_batch, steps)
+    print(f"sharing: {sharing['processes']} plain loops at {cfg.threads} thread(s) each: one "
+          f"alone {sharing['examples_per_sec']['solo']:.0f} examples/s; at once "
+          f"{sharing['examples_per_sec']['free']:.0f} each (slowdown "
+          f"{sharing['slowdown']['free']:.2f}x); in lockstep "
+          f"{sharing['examples_per_sec']['lockstep']:.0f} each "
+          f"({sharing['slowdown']['lockstep']:.2f}x)", flush=True)
+    eval_loss, eval_accuracy = loop._evaluate(loop._eval)
+    epochs = []
+    for i, (loss, correct) in enumerate(free_sums):
+        total = sum(rates["free"][i] for rates in per_rank.values())
+        seen = steps * loop.global_batch
+        epochs.append({**dataclasses.asdict(EpochStats(
+            epoch=i + 1, time_s=loop.examples_per_epoch / total, examples_per_sec=total,
+            train_loss=loss / seen, train_accuracy=correct / seen, eval_loss=eval_loss,
+            eval_accuracy=eval_accuracy, eval_time_s=0.0, learning_rate=loop.learning_rate,
+            steps=loop.steps_per_epoch, cpu_s=None)), "includes_tracing": False})
+    cfg = dataclasses.replace(cfg, strategy=ENGINE_FLOOR, num_workers=sharing["processes"])
+    run_id = task.new_run_id(cfg)
+    record = task.build_record(cfg, None, loop, loop.tf.distribute.get_strategy(), run_id,
+                               epochs, weights_checksum(loop.model), {})
+    record["strategy"] = ENGINE_FLOOR
+    record["sharing"] = sharing
+    record["config"]["processes"] = sharing["processes"]  # a resumed comparison matches on it
+    task.write(cfg, record)
+
+
+def _process(rank, cfg, processes, rounds, steps_per_round, barrier, results):
+    """One of the K processes: warm up, then solo (process 0 only), free, lockstep. The others
+    hand their rates to process 0, which writes the record."""
+    from experiments import task
+    from experiments.bench.floor import PlainLoop
+
+    task.set_threads(cfg.threads)
+    loop = PlainLoop(cfg)
+    steps = max(1, min(loop.steps_per_epoch, steps_per_round))
+    _phase(loop, steps)  # warm-up, every process at once: tracing, first allocations, caches
+    examples = steps * loop.global_batch
+    rates = {"solo": [], "free": [], "lockstep": []}
+    free_sums = []
+    # The phases take turns, round after round, so that the machine's drift (a shared host's
+    # speed changes from one minute to the next) falls on each of them alike.
+    for _ in range(rounds):
+        barrier.wait()
+        if rank == 0:
+            rates["solo"].append(examples / _phase(loop, steps)[0])
+        barrier.wait()
+        seconds, loss, correct = _phase(loop, steps)
+        rates["free"].append(examples / seconds)
+        free_sums.append((loss, correct))
+        barrier.wait()
+        rates["lockstep"].append(examples / _phase(loop, steps, barrier)[0])
+    if rank:
+        results.put((rank, rates))
+        return
+    per_rank = {0: rates}
+    while len(per_rank) < processes:
+        other, other_rates = results.get(timeout=600)
+        per_rank[other] = other_rates
+    _write_record(cfg, loop, per_rank, free_sums, steps)
+
+
+def _child(rank, cfg, processes, rounds, steps_per_round, barrier, results):
+    try:
+        _process(rank, cfg, processes, rounds, steps_per_round, barrier, results)
+    except BaseException:
+        barrier.abort()  # the others stop waiting and fail too, instead of hanging
+        raise
+
+
+def measure(cfg, processes, rounds, steps_per_round):
+    """Runs the K processes; returns the exit codes (0 each when process 0 wrote the record)."""
+    ctx = multiprocessing.get_context("spawn")  # fresh interpreters: TF is not fork-safe
+    barrier, results = ctx.Barrier(processes), ctx.Queue()
+    procs = [ctx.Process(target=_child, args=(rank, cfg, processes, rounds, steps_per_round,
+                                               barrier, results), daemon=True)
+             for rank in range(processes)]
+    for p in procs:
+        p.start()
+    try:
+        for p in procs:
+            p.join()
+    finally:
+        for p in procs:  # no process outlives the calibration (Ctrl-C, a failed peer)
+            if p.is_alive():
+                p.kill()
+                p.join()
+    return [p.exitcode for p in procs]
+
+
+def main(argv):
+    if len(argv) > 1:
+        bad_input(f"unexpected arguments {argv[1:]}; all options are --flags")
+    cfg = run._config()
+    try:
+        if cfg.strategy != "one_device":
+            raise ConfigError(f"--strategy={cfg.strategy}: the calibration runs plain loops, one "
+                              f"device each; use --strategy=one_device (the default)")
+        if cfg.threads == 0:
+            raise ConfigError("--threads=0: each of the K loops needs a fixed share of the "
+                              "cores; use --threads=1 (one core per loop)")
+        validate(cfg)
+    except ConfigError as e:
+        bad_input(e)
+    run.pin_cores(cfg.pin_cores)  # before TensorFlow is imported, as experiments.run does
+    codes = measure(cfg, _PROCESSES.value, _ROUNDS.value, _STEPS_PER_ROUND.value)
+    if any(codes):
+        sys.exit(f"sharing: a plain-loop process failed (exit codes {codes}); no record written")
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    app.run(main, flags_parser=parse_flags)

@@ -1,0 +1,39 @@
+"""The sharing calibration (experiments.bench.sharing): two real plain-loop processes timed
+alone, at once and in lockstep, one record written by process 0, nothing left running."""
+import pytest
+
+from tests.helpers import TINY, processes_mentioning, records_in, run_module
+
+
+def test_two_plain_loops_write_one_sharing_record(tmp_path):
+    out = tmp_path / "sharing-out"
+    proc = run_module("experiments.bench.sharing", "--model=mlp", *TINY, "--threads=1",
+                      "--rounds=2", "--steps_per_round=4", f"--results_dir={out}",
+                      "--run_name=engine_floor_shared/mlp/512/r0")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "sharing: 2 plain loops at 1 thread(s) each" in proc.stdout
+    (record,) = records_in(out)
+    sharing = record["sharing"]
+    assert record["strategy"] == "engine_floor" and record["num_workers"] == 2
+    assert record["run_name"] == "engine_floor_shared/mlp/512/r0"
+    assert record["config"]["processes"] == 2 and record["threads_per_task"] == 1
+    assert sharing["processes"] == 2 and sharing["rounds"] == 2 and sharing["steps_per_round"] == 4
+    rounds = sharing["rounds_examples_per_sec"]
+    assert set(rounds) == {"0", "1"} and len(rounds["0"]["solo"]) == 2 and not rounds["1"]["solo"]
+    for name in ("free", "lockstep"):
+        # process 0's solo rate over the phase's per-process rate, round by round, the median
+        ratios = [rounds["0"]["solo"][i] / ((rounds["0"][name][i] + rounds["1"][name][i]) / 2)
+                  for i in range(2)]
+        assert sharing["slowdown"][name] == pytest.approx(sum(ratios) / 2)
+    # the record's epochs: the free rounds, both processes' examples/s summed
+    assert [e["examples_per_sec"] for e in record["epochs"]] == [
+        rounds["0"]["free"][i] + rounds["1"]["free"][i] for i in range(2)]
+    assert not processes_mentioning(str(out))
+
+
+def test_sharing_needs_a_fixed_thread_count(tmp_path):
+    out = tmp_path / "bad"
+    proc = run_module("experiments.bench.sharing", "--threads=0", f"--results_dir={out}",
+                      timeout=120)
+    assert proc.returncode == 2 and "--threads=0" in proc.stderr.strip().splitlines()[-1]
+    assert not out.exists()
