@@ -6,6 +6,7 @@ counts only wall time hides the cores they use. The chief reads the CPU time of:
   - a local cluster (tasks started by `tf_config.launch`): the launcher and every task it started,
   - a task of a real cluster (TF_CONFIG from a platform): itself only, marked partial.
 """
+import json
 import os
 
 import psutil
@@ -17,9 +18,22 @@ ALL_TASKS = "all tasks"
 PARTIAL = "this task only (partial: other hosts not measured)"
 
 
+LAUNCHER = "launcher"
+PROCESS = "process"
+
+
 def _cpu_seconds(proc):
     times = proc.cpu_times()
     return times.user + times.system
+
+
+def _task_of(proc):
+    """`chief:0`, `worker:1`, `ps:0`: the task in the process's TF_CONFIG (None without one)."""
+    try:
+        task = json.loads(proc.environ().get("TF_CONFIG") or "{}").get("task") or {}
+    except (ValueError, AttributeError):
+        return None
+    return f"{task['type']}:{task.get('index', 0)}" if task.get("type") else None
 
 
 class CpuMeter:
@@ -29,28 +43,56 @@ class CpuMeter:
         self._root = psutil.Process(os.getppid() if local_cluster else os.getpid())
         self._tree = local_cluster
         self.scope = ALL_TASKS if local_cluster or not in_cluster else PARTIAL
+        self._names = {}  # pid -> task name: read once per process (a restarted task is new)
+
+    def _name(self, proc):
+        if proc.pid not in self._names:
+            if proc.pid == self._root.pid:
+                self._names[proc.pid] = LAUNCHER if self._tree else (
+                    _task_of(proc) or PROCESS)
+            else:  # a task's own helpers (none today) count with the launcher
+                self._names[proc.pid] = _task_of(proc) or LAUNCHER
+        return self._names[proc.pid]
+
+    def seconds_by_task(self):
+        """{task: CPU seconds (user + system) used so far} by the processes in scope that are
+        alive: every task of a local cluster by its TF_CONFIG name, and the launcher."""
+        procs = [self._root] + (self._root.children(recursive=True) if self._tree else [])
+        out = {}
+        for proc in procs:
+            try:
+                name = self._name(proc)
+                out[name] = out.get(name, 0.0) + _cpu_seconds(proc)
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                pass  # a task that died (and was restarted) took its CPU time with it
+        return out
 
     def seconds(self):
         """CPU seconds (user + system) used so far by the processes in scope that are alive."""
-        procs = [self._root] + (self._root.children(recursive=True) if self._tree else [])
-        total = 0.0
-        for proc in procs:
-            try:
-                total += _cpu_seconds(proc)
-            except (psutil.NoSuchProcess, psutil.AccessDenied):
-                pass  # a task that died (and was restarted) took its CPU time with it
-        return total
+        return sum(self.seconds_by_task().values())
+
+
+def difference(after, before):
+    """Per-task CPU seconds between two `seconds_by_task` readings (a task absent before, e.g.
+    restarted, counts from 0; one gone after is left out)."""
+    return {task: seconds - before.get(task, 0.0) for task, seconds in after.items()}
 
 
 def summarize(epochs, scope):
     """The record's `cpu`: CPU seconds over the steady-state epochs' timed spans, cores used
-    (CPU seconds / wall seconds) and examples per CPU-second. None when nothing was measured."""
+    (CPU seconds / wall seconds), examples per CPU-second and, where measured, the cores each
+    task used. None when nothing was measured."""
     kept = [e for e in steady_epochs(epochs) if e.get("cpu_s") is not None]
     seconds = sum(e["cpu_s"] for e in kept)
     wall = sum(e["time_s"] for e in kept)
     if not kept or seconds <= 0 or wall <= 0:
         return None
     examples = sum(e["examples_per_sec"] * e["time_s"] for e in kept)
-    return {"seconds": seconds, "wall_s": wall, "cores_used": seconds / wall,
-            "examples_per_cpu_second": examples / seconds, "scope": scope,
-            "epochs_used": [e["epoch"] for e in kept]}
+    out = {"seconds": seconds, "wall_s": wall, "cores_used": seconds / wall,
+           "examples_per_cpu_second": examples / seconds, "scope": scope,
+           "epochs_used": [e["epoch"] for e in kept]}
+    if all(e.get("cpu_by_task_s") for e in kept):
+        tasks = sorted({t for e in kept for t in e["cpu_by_task_s"]})
+        out["cores_by_task"] = {t: sum(e["cpu_by_task_s"].get(t, 0.0) for e in kept) / wall
+                                for t in tasks}
+    return out

@@ -23,7 +23,7 @@ import time
 import keras
 import tensorflow as tf
 
-from experiments import comm_probe, gpipe, pipeline, user_data, user_model
+from experiments import comm_probe, cpu_usage, gpipe, pipeline, user_data, user_model
 from experiments.datasets import FUNCTION
 from experiments.user_code import UserCodeError
 from models import stages as model_stages
@@ -48,6 +48,8 @@ class EpochStats:
     hooks_time_s: float = 0.0
     # CPU seconds the run's processes used during time_s (see experiments/cpu_usage.py).
     cpu_s: float | None = None
+    # The same by task (chief:0, worker:1, ps:0, launcher; a single process: `process`).
+    cpu_by_task_s: dict | None = None
     # model_parallel / hybrid: the pipeline's measured idle share over the epoch's steps, and
     # each stage's busy share of the pipeline's span (experiments/gpipe.py).
     pipeline_idle_share: float | None = None
@@ -426,7 +428,7 @@ class Trainer:
         progbar = self._progbar()
         if progbar is not None:
             print(f"Epoch {epoch}/{self.cfg.epochs}", flush=True)
-        cpu_start = self.cpu.seconds() if self.cpu is not None else None
+        cpu_start = self.cpu.seconds_by_task() if self.cpu is not None else None
         start = time.perf_counter()
         step, hooks_s = first_step, 0.0
         while step < self.steps_per_epoch:
@@ -473,7 +475,9 @@ class Trainer:
         else:  # reading waits for the last step: the end of the timed span
             totals = [float(v.read_value()) for v in (self.loss_sum, self.correct, self.seen)]
         elapsed = time.perf_counter() - start - hooks_s
-        cpu_s = self.cpu.seconds() - cpu_start if cpu_start is not None else None
+        by_task = cpu_usage.difference(self.cpu.seconds_by_task(), cpu_start) \
+            if cpu_start is not None else None
+        cpu_s = sum(by_task.values()) if by_task is not None else None
         loss_sum, correct, seen = totals
         train_loss = loss_sum / max(seen, 1.0)
         train_accuracy = correct / max(seen, 1.0)
@@ -495,7 +499,8 @@ class Trainer:
                            eval_loss=eval_loss, eval_accuracy=eval_accuracy,
                            eval_time_s=eval_time, learning_rate=lr,
                            steps=self.steps_per_epoch - first_step, hooks_time_s=hooks_s,
-                           cpu_s=cpu_s, pipeline_idle_share=idle, stage_busy_share=busy_share)
+                           cpu_s=cpu_s, cpu_by_task_s=by_task, pipeline_idle_share=idle,
+                           stage_busy_share=busy_share)
         if progbar is not None:
             progbar.update(self.steps_per_epoch, values=[
                 ("loss", train_loss), ("accuracy", train_accuracy), ("eval_loss", eval_loss),

@@ -59,6 +59,14 @@ def _table(rows, target_accuracy=None):
     return "\n".join(lines)
 
 
+def _cores_by_task(group):
+    """Where a local cluster's cores went, task by task (the cpu record's cores_by_task)."""
+    parts = [f"{label(r) if r['role'] != 'strategy' else r['strategy']} N={r['n']}: "
+             f"{r['cores_by_task'].replace('=', ' ')}"
+             for r in group if r["cores_by_task"] and " " in r["cores_by_task"]]
+    return ("Cores used by task (local clusters): " + "; ".join(parts) + ".") if parts else ""
+
+
 def _straggler_table(rows):
     head = ("model", "examples", "strategy", "N", "slowed task", "delay ms/step", "examples/s",
             "throughput kept", "straggler's share of steps")
@@ -98,7 +106,8 @@ def markdown(rows, problems, plot_files, target_accuracy, straggler_rows=(), mod
     for setting, group in groups(rows).items():
         ref = reference_of(group)
         notes = [f"Fastest single process (the reference): {label(ref)}." if ref else
-                 "No single-process run: no reference.", overhead_sentence(group)]
+                 "No single-process run: no reference.", overhead_sentence(group),
+                 _cores_by_task(group)]
         parts += [f"## {setting_title(setting)}", "", setting_details(setting), "",
                   _table(group, target_accuracy), "", " ".join(n for n in notes if n), ""]
     if straggler_rows:

@@ -29,7 +29,7 @@ COLUMNS = (
     "speedup_vs_reference", "reference_row", "vs_engine_floor", "final_eval_accuracy",
     "final_eval_loss", "accuracy_delta", "loss_delta", "time_to_target_s",
     "target_reached_runs", "step_time_s", "communication_fraction", "cores_used",
-    "examples_per_cpu_second", "cpu_scope",
+    "examples_per_cpu_second", "cpu_scope", "cores_by_task",
 )
 _ROLE_ORDER = {ENGINE_FLOOR: 0, BASELINE_RUN: 1, REFERENCE_RUN: 2, "strategy": 3}
 # Single-process rows whose work matches the plain TF loop's (one replica, or mirrored/MWMS at 1).
@@ -62,9 +62,14 @@ def _cpu(runs):
     scope(s) of the measurement (a partial one counts this process only)."""
     cpus = [r.get("cpu") or {} for r in runs]
     scopes = sorted({c["scope"] for c in cpus if c.get("scope")})
+    by_task = [c["cores_by_task"] for c in cpus if c.get("cores_by_task")]
+    tasks = sorted({t for b in by_task for t in b})
     return {"cores_used": _median([c.get("cores_used") for c in cpus]),
             "examples_per_cpu_second": _median([c.get("examples_per_cpu_second") for c in cpus]),
-            "cpu_scope": " / ".join(scopes) or None}
+            "cpu_scope": " / ".join(scopes) or None,
+            # "chief:0=0.28 ps:0=0.26 worker:0=0.63": one CSV cell, medians over the runs
+            "cores_by_task": " ".join(f"{t}={_median([b.get(t) for b in by_task]):.2f}"
+                                      for t in tasks) or None}
 
 
 def _row(role, strategy, n, setting, threads, runs, target_accuracy):

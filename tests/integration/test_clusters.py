@@ -40,6 +40,11 @@ def test_pss_two_workers_one_ps(tmp_path):
     assert sorted(record["cluster"]["roles"]) == ["chief", "ps", "worker"]
     # The chief coordinates; the workers compute: the CPU count covers every task's process.
     assert record["cpu"]["scope"] == "all tasks" and record["cpu"]["cores_used"] > 0.8
+    # ... task by task (named from each process's TF_CONFIG), adding up to the whole
+    by_task = record["cpu"]["cores_by_task"]
+    assert set(by_task) == {"launcher", "chief:0", "ps:0", "worker:0", "worker:1"}
+    assert sum(by_task.values()) == pytest.approx(record["cpu"]["cores_used"])
+    assert by_task["worker:0"] > 0.1 and by_task["worker:1"] > 0.1
     # Epochs are defined by steps: the same examples per epoch as a single device.
     assert record["steps_per_epoch"] * record["global_batch_size"] == 512
     # 3 steps per scheduled call (16 = 5 x 3 + 1 per epoch): every step still counted once.

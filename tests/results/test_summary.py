@@ -180,3 +180,24 @@ def test_sharing_calibration_is_a_row_of_n_plain_loops_not_a_single_process():
     assert row["scaling_percent"] == pytest.approx(1.0 / (2 * 0.3) * 100)
     assert by[("baseline", "one_device", 1, 1)]["vs_engine_floor"] == pytest.approx(0.9)
     assert row["reference_row"] != label(row) and row["vs_engine_floor"] is None
+
+
+def test_cores_by_task_are_medians_per_task_and_reported_for_clusters():
+    def cpu(chief, worker):
+        return {"cores_used": chief + worker, "examples_per_cpu_second": 1.0, "scope": "all tasks",
+                "cores_by_task": {"chief:0": chief, "worker:0": worker}}
+    recs = fake.sweep() + [
+        fake.record("p2a", "parameter_server", 2, 1.2, run_name="parameter_server-n2/cnn/r1",
+                    cpu=cpu(0.2, 0.9)),
+        fake.record("p2b", "parameter_server", 2, 1.2, run_name="parameter_server-n2/cnn/r2",
+                    cpu=cpu(0.4, 0.7)),
+        fake.record("p2c", "parameter_server", 2, 1.2, run_name="parameter_server-n2/cnn/r3",
+                    cpu=cpu(0.3, 0.8))]
+    rows = summarize(recs)
+    row = _by(rows)[("strategy", "parameter_server", 2, 1)]
+    assert row["cores_by_task"] == "chief:0=0.30 worker:0=0.80"
+    assert _by(rows)[("baseline", "one_device", 1, 1)]["cores_by_task"] is None
+    from results.report import markdown
+    text = markdown(rows, [], [], None)
+    assert "Cores used by task (local clusters): parameter_server N=2: chief:0 0.30 " \
+           "worker:0 0.80." in text
