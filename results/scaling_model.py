@@ -20,9 +20,11 @@ has S_N = E / (N b) steps):
            clamped to >= 0 (a negative residual means t_comp is too slow for these runs: noted).
 
 Validation: the 2-worker throughput predicted from the 1-worker run plus the communication probe
-measured in that 2-worker run (t_comp + probe, no fitted term) against the measurement, capped
-by what this machine's cores deliver at the N=1 run's examples per CPU-second (a local cluster's
-workers, ps and chief share the machine; the projections to other clusters are not capped).
+measured in that 2-worker run (t_comp + probe, no fitted term) against the measurement. A local
+cluster's workers share this machine's cores, so there t_comp is multiplied by the slowdown two
+plain TF loops showed sharing them (experiments/bench/sharing.py: in lockstep for MWMS, free for
+PSS), and the prediction is capped by what the cores deliver at the N=1 run's examples per
+CPU-second (workers, ps and chief alike); the projections to other clusters use neither.
 Assumptions (stated in the report): every worker has its own cores (no sharing), synchronization
 does not overlap compute, the network is full duplex and uncontended, per-replica batch fixed
 (settings with a fixed --global_batch_size are not fitted). An efficiency above 100% (a measured

@@ -81,7 +81,8 @@ def summarize(per_rank, batch, steps):
             "slowdown": {name: _median([per_rank[0]["solo"][i] / phase(name, i)
                                         for i in range(rounds)])
                          for name in ("free", "lockstep")},
-            "rounds_examples_per_sec": {rank: rates for rank, rates in sorted(per_rank.items())}}
+            "rounds_examples_per_sec": {rank: {name: rates[name] for name in (
+                "solo", "free", "lockstep")} for rank, rates in sorted(per_rank.items())}}
 
 
 def _write_record(cfg, loop, per_rank, free_sums, steps):
@@ -105,16 +106,23 @@ def _write_record(cfg, loop, per_rank, free_sums, steps):
     for i, (loss, correct) in enumerate(free_sums):
         total = sum(rates["free"][i] for rates in per_rank.values())
         seen = steps * loop.global_batch
+        time_s = loop.examples_per_epoch / total
+        # CPU seconds of each loop over its free round, scaled like the round to an epoch
+        by_task = {f"loop:{rank}": rates["free_cpu_s"][i] * rates["free"][i] / total *
+                   loop.examples_per_epoch / seen for rank, rates in per_rank.items()}
         epochs.append({**dataclasses.asdict(EpochStats(
-            epoch=i + 1, time_s=loop.examples_per_epoch / total, examples_per_sec=total,
-            train_loss=loss / seen, train_accuracy=correct / seen, eval_loss=eval_loss,
-            eval_accuracy=eval_accuracy, eval_time_s=0.0, learning_rate=loop.learning_rate,
-            steps=loop.steps_per_epoch, cpu_s=None)), "includes_tracing": False})
+            epoch=i + 1, time_s=time_s, examples_per_sec=total,
+            train_loss=loss / seen, train_accuracy=correct / seen, eval_loss=None,
+            eval_accuracy=None, eval_time_s=0.0, learning_rate=loop.learning_rate,
+            steps=loop.steps_per_epoch, cpu_s=sum(by_task.values()), cpu_by_task_s=by_task)),
+            "includes_tracing": False})
     cfg = dataclasses.replace(cfg, strategy=ENGINE_FLOOR, num_workers=sharing["processes"])
     run_id = task.new_run_id(cfg)
     record = task.build_record(cfg, None, loop, loop.tf.distribute.get_strategy(), run_id,
                                epochs, weights_checksum(loop.model), {})
     record["strategy"] = ENGINE_FLOOR
+    # evaluated once, at the end (the rounds are timing, not a training curve)
+    record["final_eval_loss"], record["final_eval_accuracy"] = eval_loss, eval_accuracy
     record["sharing"] = sharing
     record["config"]["processes"] = sharing["processes"]  # a resumed comparison matches on it
     task.write(cfg, record)
@@ -140,8 +148,10 @@ def _process(rank, cfg, processes, rounds, steps_per_round, barrier, results):
         if rank == 0:
             rates["solo"].append(examples / _phase(loop, steps)[0])
         barrier.wait()
+        cpu_start = time.process_time()  # this process's CPU, all its threads
         seconds, loss, correct = _phase(loop, steps)
         rates["free"].append(examples / seconds)
+        rates.setdefault("free_cpu_s", []).append(time.process_time() - cpu_start)
         free_sums.append((loss, correct))
         barrier.wait()
         rates["lockstep"].append(examples / _phase(loop, steps, barrier)[0])
