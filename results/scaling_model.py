@@ -21,10 +21,11 @@ has S_N = E / (N b) steps):
 
 Validation: the 2-worker throughput predicted from the 1-worker run plus the communication probe
 measured in that 2-worker run (t_comp + probe, no fitted term) against the measurement. A local
-cluster's workers share this machine's cores, so there t_comp is multiplied by the slowdown two
-plain TF loops showed sharing them (experiments/bench/sharing.py: in lockstep for MWMS, free for
-PSS), and the prediction is capped by what the cores deliver at the N=1 run's examples per
-CPU-second (workers, ps and chief alike); the projections to other clusters use neither.
+cluster's processes share this machine's cores and wait on each other every step (MWMS workers
+for the all-reduce, a PSS worker for the ps), so there t_comp is multiplied by the slowdown two
+plain TF loops in lockstep showed sharing them (experiments/bench/sharing.py), and the prediction
+is capped by what the cores deliver at the N=1 run's examples per CPU-second (workers, ps and
+chief alike) over the same slowdown; the projections to other clusters use neither.
 Assumptions (stated in the report): every worker has its own cores (no sharing), synchronization
 does not overlap compute, the network is full duplex and uncontended, per-replica batch fixed
 (settings with a fixed --global_batch_size are not fitted). An efficiency above 100% (a measured
@@ -173,9 +174,12 @@ def cpu_cap(own_n1, runs_n2):
     return min(cores) * e1, min(cores), e1
 
 
-# Which phase of the sharing calibration a local cluster's workers resemble: MWMS workers wait for
-# each other every step (lockstep); PSS workers step independently (free).
-SHARING_PHASE = {"multi_worker_mirrored": "lockstep", "parameter_server": "free"}
+# Which phase of the sharing calibration a local cluster's processes resemble. Both wait on
+# another process every step: MWMS workers on each other (the all-reduce), a PSS worker on the ps
+# (its pull and push). With every core busy, each such hand-off waits for a core as well; the
+# lockstep phase measures that. (The free phase, independent loops, is the report's "machine's
+# limit" row.)
+SHARING_PHASE = {"multi_worker_mirrored": "lockstep", "parameter_server": "lockstep"}
 
 
 def slowdown_of(sharing, strategy):
@@ -252,11 +256,16 @@ def fit(records):
                 notes.append("no sharing calibration in this setting: the N=2 prediction "
                              "assumes each worker computes as fast as one process alone")
             cap = cpu_cap(own_n1.get((setting, strategy)), by_n[2])
-            if cap is not None and cap[0] < predicted:
-                predicted = cap[0]
+            # Cores shared by processes that wait on each other every step do 1/slowdown of the
+            # work they do for one process alone: the cap counts that too.
+            factor = slowdown[0] if slowdown is not None else 1.0
+            if cap is not None and cap[0] / factor < predicted:
+                predicted = cap[0] / factor
                 notes.append(f"N=2 prediction capped by this machine's CPU: {cap[1]} cores x the "
-                             f"N=1 run's {cap[2]:.0f} examples per CPU-second (its tasks, ps and "
-                             f"chief included, need more cores than there are)")
+                             f"N=1 run's {cap[2]:.0f} examples per CPU-second"
+                             + (f" / {factor:.2f} (the same slowdown)" if factor != 1.0 else "")
+                             + " (its tasks, ps and chief included, need more cores than there "
+                             "are)")
             f.prediction_n2 = (predicted, rate, (predicted - rate) / rate)
         fits.append(f)
     return fits

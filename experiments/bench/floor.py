@@ -75,6 +75,15 @@ class PlainLoop:
 
         self._train, self._evaluate = train, make_evaluate(self.model)
 
+    def run_steps(self, n):
+        """`n` training steps in one call; returns (loss sum, correct) as tensors (reading one
+        waits for the steps)."""
+        return self._train(self._iterator, self.tf.constant(n))
+
+    def evaluate(self):
+        """(eval loss, eval accuracy) of the model as it is."""
+        return self._evaluate(self._eval)
+
     def train_epoch(self, epoch):
         from experiments.training import EpochStats
 
@@ -83,7 +92,7 @@ class PlainLoop:
         sums, step = [], 0
         while step < self.steps_per_epoch:
             k = min(self.cfg.steps_per_execution, self.steps_per_epoch - step)
-            sums.append(self._train(self._iterator, self.tf.constant(k)))
+            sums.append(self.run_steps(k))
             step += k
             if self.first_step_done_at is None:
                 float(sums[0][0])
@@ -93,7 +102,7 @@ class PlainLoop:
         cpu_s = self.cpu.seconds() - cpu_start
         correct = sum(float(s[1]) for s in sums)
         eval_start = time.perf_counter()
-        eval_loss, eval_accuracy = self._evaluate(self._eval)
+        eval_loss, eval_accuracy = self.evaluate()
         seen = self.examples_per_epoch
         stats = EpochStats(epoch=epoch, time_s=elapsed, examples_per_sec=seen / elapsed,
                            train_loss=loss_sum / seen, train_accuracy=correct / seen,

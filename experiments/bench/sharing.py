@@ -4,11 +4,13 @@ in lockstep, timed back to back in the same K processes.
     python -m experiments.bench.sharing --model=cnn --train_examples=6144 --threads=1 --processes=2
 
 A local cluster's workers share one machine's cores, so a 2-worker step is not "the 1-worker
-step plus synchronization": on a 2-vCPU VM two 1-thread processes that wait for each other after
-every step ran each step ~1.5x slower than one process alone, with no data exchanged at all
-(and MWMS's own compute ops, profiled, ~1.4x slower at N=2 than at N=1). The scaling model
-multiplies t_comp by these factors when it predicts this machine's 2-worker runs; projections
-to clusters whose workers have their own machines use t_comp as measured (results/scaling_model.py).
+step plus synchronization". On a 2-vCPU VM (2026-11-23) two 1-thread plain loops that waited for
+each other after every step ran each step 1.10-1.25x slower than one loop alone, with no data
+exchanged at all, while two independent ones ran at 0.9-1.0x; in a TF profile, MWMS's own compute
+ops (not its all-reduce) took 48.5 ms per step at N=2 against 35.5 ms at N=1. The scaling model
+multiplies t_comp by these factors when it predicts this machine's 2-worker runs; projections to
+clusters whose workers have machines of their own use t_comp as measured
+(results/scaling_model.py).
 
 Three phases, every process running the same plain loop one step per call (so each phase pays
 the same dispatch), taking turns for --rounds rounds:
@@ -34,6 +36,7 @@ from absl import flags  # noqa: E402
 from experiments import run  # noqa: E402  (its flags are this module's flags)
 from experiments.cli import bad_input, parse_flags  # noqa: E402
 from experiments.config import ConfigError, validate  # noqa: E402
+from results import metrics  # noqa: E402
 from results.cells import ENGINE_FLOOR  # noqa: E402
 
 _PROCESSES = flags.DEFINE_integer("processes", 2, "Plain loops run at once (K).", lower_bound=2)
@@ -46,10 +49,10 @@ _STEPS_PER_ROUND = flags.DEFINE_integer("steps_per_round", 40, "At most this man
 def _phase(loop, steps, barrier=None):
     """(seconds, loss sum, correct) for `steps` steps of the plain loop, one step per call, each
     waited for; with a barrier, every process waits for the others after each step."""
-    one, loss, correct = loop.tf.constant(1), 0.0, 0.0
+    loss, correct = 0.0, 0.0
     start = time.perf_counter()
     for _ in range(steps):
-        out = loop._train(loop._iterator, one)
+        out = loop.run_steps(1)
         loss += float(out[0])  # reading the loss waits for the step
         correct += float(out[1])
         if barrier is not None:
@@ -58,9 +61,7 @@ def _phase(loop, steps, barrier=None):
 
 
 def _median(values):
-    values = sorted(values)
-    mid = len(values) // 2
-    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+    return metrics.spread(values)["median"]
 
 
 def summarize(per_rank, batch, steps):
@@ -101,7 +102,7 @@ def _write_record(cfg, loop, per_rank, free_sums, steps):
           f"{sharing['slowdown']['free']:.2f}x); in lockstep "
           f"{sharing['examples_per_sec']['lockstep']:.0f} each "
           f"({sharing['slowdown']['lockstep']:.2f}x)", flush=True)
-    eval_loss, eval_accuracy = loop._evaluate(loop._eval)
+    eval_loss, eval_accuracy = loop.evaluate()
     epochs = []
     for i, (loss, correct) in enumerate(free_sums):
         total = sum(rates["free"][i] for rates in per_rank.values())

@@ -158,6 +158,10 @@ def test_two_worker_prediction_capped_by_the_machines_cores(results_dir):
     fit = _fits(recs + [ps1])["parameter_server"]
     assert fit.prediction_n2[0] == pytest.approx(2 * rate / 1.5) and 2 * rate / 1.5 < uncapped
     assert any("capped by this machine's CPU: 2 cores" in n for n in fit.notes)
+    # shared cores whose processes wait on each other do 1/slowdown of their work: so does the cap
+    slowed = _fits(recs + [ps1, _sharing(free=1.0, lockstep=1.25)])["parameter_server"]
+    assert slowed.prediction_n2[0] == pytest.approx(2 * rate / 1.5 / 1.25)
+    assert any("examples per CPU-second / 1.25" in n for n in slowed.notes)
     # a partial CPU figure (one task of a real cluster) says nothing about the whole cluster
     ps1["cpu"]["scope"] = "this task only (partial: other hosts not measured)"
     assert _fits(recs + [ps1])["parameter_server"].prediction_n2[0] == pytest.approx(uncapped)
@@ -185,9 +189,9 @@ def _sharing(free, lockstep, run_id="s"):
 
 def test_two_worker_prediction_on_this_machine_uses_the_sharing_slowdown(results_dir):
     """Two workers on one machine share its cores: the N=2 prediction multiplies t_comp by the
-    slowdown two plain loops showed there, lockstep for MWMS (its workers wait for each other
-    every step), free for PSS (they do not); the prediction for workers with cores of their own
-    stays beside it, and without a calibration nothing changes."""
+    slowdown two plain loops in lockstep showed there (MWMS workers wait for each other every
+    step, a PSS worker for the ps); the prediction for workers with cores of their own stays
+    beside it, and without a calibration nothing changes."""
     recs, _ = records.load_records(str(results_dir))
     before = _fits(recs)
     assert before["multi_worker_mirrored"].slowdown is None
@@ -197,8 +201,8 @@ def test_two_worker_prediction_on_this_machine_uses_the_sharing_slowdown(results
     assert mw.slowdown[:2] == (pytest.approx(1.6), "lockstep") and mw.slowdown[2] == 2
     assert mw.prediction_n2[0] == pytest.approx(2 * 64 / (0.1 * 1.6 + 0.02))
     assert mw.own_cores_n2 == pytest.approx(before["multi_worker_mirrored"].prediction_n2[0])
-    assert ps.slowdown[:2] == (pytest.approx(1.3), "free")
-    assert ps.prediction_n2[0] == pytest.approx(2 * 64 / (0.1 * 1.3 + 0.01))
+    assert ps.slowdown[:2] == (pytest.approx(1.6), "lockstep")
+    assert ps.prediction_n2[0] == pytest.approx(2 * 64 / (0.1 * 1.6 + 0.01))
     assert any("slowdown of two plain TF loops run lockstep" in n for n in mw.notes)
     # the calibration is a floor: no fit of its own, and it does not move t_comp or t_sync
     assert set(fits) == {"multi_worker_mirrored", "parameter_server"}
