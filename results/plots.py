@@ -89,6 +89,11 @@ def scaling(rows, throughput_path, efficiency_path):
                 if ref:
                     ax.axhline(ref["examples_per_sec"], color="tab:red", ls=":",
                                label=f"fastest single process: {ref['reference_row']}")
+                # N plain loops at once (the sharing calibration): what N workers could reach
+                limits = [r for r in group if r["role"] == ENGINE_FLOOR and r["n"] > 1]
+                if limits:
+                    ax.plot([r["n"] for r in limits], [r["examples_per_sec"] for r in limits],
+                            "k*", markersize=11, label="machine's limit: N plain TF loops at once")
                 ax.set_ylabel("throughput (examples/s)")
             if kind == "efficiency":
                 ax.axhline(100, color="k", ls="--", label="ideal (100 %)")
