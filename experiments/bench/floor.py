@@ -116,18 +116,29 @@ class PlainLoop:
         return stats
 
 
-def main(argv):
+def plain_loop_config(argv, what, fixed_threads=False):
+    """The run flags as a checked one_device Config for plain loops (bad input: one line, exit
+    2), this process pinned as --pin_cores asks. `what` names the loops in the error;
+    fixed_threads: --threads=0 (all cores) is refused, each loop needing a fixed share."""
     if len(argv) > 1:
         bad_input(f"unexpected arguments {argv[1:]}; all options are --flags")
     cfg = run._config()
     try:
         if cfg.strategy != "one_device":
-            raise ConfigError(f"--strategy={cfg.strategy}: the engine floor is one process, one "
-                              f"device; use --strategy=one_device (the default)")
+            raise ConfigError(f"--strategy={cfg.strategy}: {what}; use --strategy=one_device "
+                              f"(the default)")
+        if fixed_threads and cfg.threads == 0:
+            raise ConfigError("--threads=0: each loop needs a fixed share of the cores; use "
+                              "--threads=1 (one core per loop)")
         validate(cfg)
     except ConfigError as e:
         bad_input(e)
     run.pin_cores(cfg.pin_cores)  # before TensorFlow is imported, as experiments.run does
+    return cfg
+
+
+def main(argv):
+    cfg = plain_loop_config(argv, "the engine floor is one process, one device")
     from experiments import task
     from experiments.training import weights_checksum
 

@@ -33,9 +33,9 @@ tf_settings.apply()  # the same TensorFlow settings as the toolkit's runs and th
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
-from experiments import run  # noqa: E402  (its flags are this module's flags)
-from experiments.cli import bad_input, parse_flags  # noqa: E402
-from experiments.config import ConfigError, validate  # noqa: E402
+from experiments import run  # noqa: E402,F401  (its flags are this module's flags)
+from experiments.bench.floor import plain_loop_config  # noqa: E402
+from experiments.cli import parse_flags  # noqa: E402
 from results import metrics  # noqa: E402
 from results.cells import ENGINE_FLOOR  # noqa: E402
 
@@ -195,20 +195,8 @@ def measure(cfg, processes, rounds, steps_per_round):
 
 
 def main(argv):
-    if len(argv) > 1:
-        bad_input(f"unexpected arguments {argv[1:]}; all options are --flags")
-    cfg = run._config()
-    try:
-        if cfg.strategy != "one_device":
-            raise ConfigError(f"--strategy={cfg.strategy}: the calibration runs plain loops, one "
-                              f"device each; use --strategy=one_device (the default)")
-        if cfg.threads == 0:
-            raise ConfigError("--threads=0: each of the K loops needs a fixed share of the "
-                              "cores; use --threads=1 (one core per loop)")
-        validate(cfg)
-    except ConfigError as e:
-        bad_input(e)
-    run.pin_cores(cfg.pin_cores)  # before TensorFlow is imported, as experiments.run does
+    cfg = plain_loop_config(argv, "the calibration runs plain loops, one device each",
+                            fixed_threads=True)
     codes = measure(cfg, _PROCESSES.value, _ROUNDS.value, _STEPS_PER_ROUND.value)
     if any(codes):
         sys.exit(f"sharing: a plain-loop process failed (exit codes {codes}); no record written")
