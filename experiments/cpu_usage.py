@@ -54,28 +54,31 @@ class CpuMeter:
                 self._names[proc.pid] = _task_of(proc) or LAUNCHER
         return self._names[proc.pid]
 
-    def seconds_by_task(self):
-        """{task: CPU seconds (user + system) used so far} by the processes in scope that are
-        alive: every task of a local cluster by its TF_CONFIG name, and the launcher."""
+    def reading(self):
+        """{pid: (task, CPU seconds (user + system) used so far)} of the processes in scope that
+        are alive: every task of a local cluster, named from its TF_CONFIG, and the launcher."""
         procs = [self._root] + (self._root.children(recursive=True) if self._tree else [])
         out = {}
         for proc in procs:
             try:
-                name = self._name(proc)
-                out[name] = out.get(name, 0.0) + _cpu_seconds(proc)
+                out[proc.pid] = (self._name(proc), _cpu_seconds(proc))
             except (psutil.NoSuchProcess, psutil.AccessDenied):
                 pass  # a task that died (and was restarted) took its CPU time with it
         return out
 
     def seconds(self):
-        """CPU seconds (user + system) used so far by the processes in scope that are alive."""
-        return sum(self.seconds_by_task().values())
+        """CPU seconds used so far by the processes in scope that are alive."""
+        return sum(seconds for _, seconds in self.reading().values())
 
 
-def difference(after, before):
-    """Per-task CPU seconds between two `seconds_by_task` readings (a task absent before, e.g.
-    restarted, counts from 0; one gone after is left out)."""
-    return {task: seconds - before.get(task, 0.0) for task, seconds in after.items()}
+def by_task(after, before):
+    """{task: CPU seconds} between two readings, process by process: a task restarted in
+    between is a new process counted from 0 (its old process's seconds are gone with it)."""
+    out = {}
+    for pid, (task, seconds) in after.items():
+        previous = before.get(pid)
+        out[task] = out.get(task, 0.0) + seconds - (previous[1] if previous else 0.0)
+    return out
 
 
 def summarize(epochs, scope):

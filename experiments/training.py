@@ -428,7 +428,7 @@ class Trainer:
         progbar = self._progbar()
         if progbar is not None:
             print(f"Epoch {epoch}/{self.cfg.epochs}", flush=True)
-        cpu_start = self.cpu.seconds_by_task() if self.cpu is not None else None
+        cpu_start = self.cpu.reading() if self.cpu is not None else None
         start = time.perf_counter()
         step, hooks_s = first_step, 0.0
         while step < self.steps_per_epoch:
@@ -475,7 +475,7 @@ class Trainer:
         else:  # reading waits for the last step: the end of the timed span
             totals = [float(v.read_value()) for v in (self.loss_sum, self.correct, self.seen)]
         elapsed = time.perf_counter() - start - hooks_s
-        by_task = cpu_usage.difference(self.cpu.seconds_by_task(), cpu_start) \
+        by_task = cpu_usage.by_task(self.cpu.reading(), cpu_start) \
             if cpu_start is not None else None
         cpu_s = sum(by_task.values()) if by_task is not None else None
         loss_sum, correct, seen = totals

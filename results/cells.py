@@ -96,7 +96,7 @@ def workers_of(record):
     if record["strategy"] in ("multi_worker_mirrored", "parameter_server", "hybrid"):
         return record["num_workers"]
     if record["strategy"] == ENGINE_FLOOR and record.get("sharing"):
-        return record["sharing"]["processes"]
+        return record["sharing"].get("processes") or 1
     return 1
 
 
@@ -147,10 +147,16 @@ def single_process(strategy, n):
         strategy in ("multi_worker_mirrored", ENGINE_FLOOR) and n == 1)
 
 
+def is_machine_limit(row):
+    """A summary row of the sharing calibration: N plain TF loops at once, the machine's limit
+    for N workers. A reference, not a setup: no accuracy, step time or superlinear flag."""
+    return row["role"] == ENGINE_FLOOR and row["n"] > 1
+
+
 def label(row):
     """How a summary row is named in the report."""
     threads = row.get("threads_per_task")
-    if row["role"] == ENGINE_FLOOR and row["n"] > 1:
+    if is_machine_limit(row):
         return (f"engine_floor ({row['n']} plain TF loops at once, {threads} "
                 f"thread{'s' * (threads != 1)} each)")
     if row["role"] == ENGINE_FLOOR:

@@ -3,7 +3,8 @@ numbers cannot show. A result that should be impossible (scaling above 100%, or 
 setup faster than the fastest single process) is flagged "superlinear" with the likely cause the
 data points to, never reported as a plain win.
 """
-from results.cells import BASELINE_RUN, ENGINE_FLOOR, label, setting_title, single_process
+from results.cells import (BASELINE_RUN, ENGINE_FLOOR, is_machine_limit, label, setting_title,
+                           single_process)
 from results.summary import groups, reference_of, seconds_per_example
 
 _SLACK = 1.05  # measurements on a shared machine move by a few percent
@@ -76,8 +77,24 @@ def cause_of(row, group):
 
 
 def _flags(group):
+    # The machine's-limit row is a reference (K independent loops), not a setup to believe.
     return {id(r): f"superlinear ({why}); likely cause: {cause_of(r, group)}"
-            for r in group if (why := superlinear(r, group))}
+            for r in group if not is_machine_limit(r) and (why := superlinear(r, group))}
+
+
+def _machine_limit(group, strat):
+    """How far each multi-process setup is from N plain TF loops at once on these cores."""
+    out = []
+    for limit in (r for r in group if is_machine_limit(r) and r["examples_per_sec"]):
+        peers = [r for r in strat if r["n"] == limit["n"] and not single_process(
+            r["strategy"], r["n"]) and r["examples_per_sec"]]
+        shares = ", ".join(f"{r['strategy']} N={r['n']} "
+                           f"{r['examples_per_sec'] / limit['examples_per_sec'] * 100:.0f}%"
+                           for r in peers)
+        out.append(f"  - The machine's limit for {limit['n']} workers, {limit['n']} plain TF "
+                   f"loops at once, is {limit['examples_per_sec']:.0f} examples/s"
+                   + (f"; of it: {shares}." if shares else "."))
+    return out
 
 
 def _fastest(group, strat, flags):
@@ -162,7 +179,7 @@ def findings(rows):
         lines = []
         if strat:
             lines += _against_reference(group, strat) + _slower_than_one_device(group, strat)
-            lines += _adding_workers(strat) + _accuracy(strat)
+            lines += _machine_limit(group, strat) + _adding_workers(strat) + _accuracy(strat)
         lines += [f"  - {label(r)}: {flag}." for r in group if (flag := flags.get(id(r)))]
         if not strat and not lines:
             continue

@@ -8,8 +8,8 @@ matplotlib.use("Agg")  # headless: CI, containers, Vertex
 import matplotlib.pyplot as plt  # noqa: E402
 
 from results.records import write_atomic  # noqa: E402
-from results.cells import (ENGINE_FLOOR, REFERENCE_RUN, SETTING_KEYS, role_of,  # noqa: E402
-                           setting_of, sort_key, workers_of)
+from results.cells import (ENGINE_FLOOR, REFERENCE_RUN, SETTING_KEYS,  # noqa: E402
+                           is_machine_limit, role_of, setting_of, sort_key, workers_of)
 from results.summary import groups as _groups, reference_of  # noqa: E402
 from strategies import COMPARED  # noqa: E402
 
@@ -90,7 +90,7 @@ def scaling(rows, throughput_path, efficiency_path):
                     ax.axhline(ref["examples_per_sec"], color="tab:red", ls=":",
                                label=f"fastest single process: {ref['reference_row']}")
                 # N plain loops at once (the sharing calibration): what N workers could reach
-                limits = [r for r in group if r["role"] == ENGINE_FLOOR and r["n"] > 1]
+                limits = [r for r in group if is_machine_limit(r)]
                 if limits:
                     ax.plot([r["n"] for r in limits], [r["examples_per_sec"] for r in limits],
                             "k*", markersize=11, label="machine's limit: N plain TF loops at once")

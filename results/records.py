@@ -39,6 +39,7 @@ _OPTIONAL = {
     "num_ps": (_INT, True), "steps_per_epoch": (_INT, True), "threads_per_task": (_INT, True),
     "communication": (_DICT, True), "communication_fraction": (_NUMBER, True),
     "straggler": (_DICT, True), "steps_by_worker": (_DICT, True), "cpu": (_DICT, True),
+    "sharing": (_DICT, True),
 }
 _EPOCH_SCHEMA = {"epoch": (_INT, False), "time_s": (_NUMBER, False),
                  "examples_per_sec": (_NUMBER, False), "train_loss": (_NUMBER, True),

@@ -19,8 +19,8 @@ import collections
 from results import metrics
 from results.parallelism import is_parallelism_run
 from results.cells import (BASELINE_RUN, ENGINE_FLOOR, REFERENCE_RUN, SETTING_KEYS,  # noqa: F401
-                           is_network_run, is_straggler_run, label, role_of, setting_of,
-                           setting_of_row, single_process, sort_key, workers_of)
+                           is_machine_limit, is_network_run, is_straggler_run, label, role_of,
+                           setting_of, setting_of_row, single_process, sort_key, workers_of)
 
 COLUMNS = (
     "role", "strategy", "n", *SETTING_KEYS, "threads_per_task", "examples_per_epoch",
@@ -139,6 +139,9 @@ def _compare(group):
         row["accuracy_delta"] = row["final_eval_accuracy"] - base["final_eval_accuracy"] \
             if base else None
         row["loss_delta"] = row["final_eval_loss"] - base["final_eval_loss"] if base else None
+        if is_machine_limit(row):  # timing rounds of K loops: no training curve, no one step
+            row.update(accuracy_delta=None, loss_delta=None, time_to_target_s=None,
+                       target_reached_runs=None, step_time_s=None)
 
 
 def summarize(records, target_accuracy=None):

@@ -13,8 +13,9 @@ from tf_config.events import ATTEMPT_ENV
 from tf_config.task_output import ConsoleFilter
 
 
-def _die_with_parent():
-    """Runs in the child before exec: SIGKILL it if the launcher dies, however it dies."""
+def die_with_parent():
+    """SIGKILL this process if its parent dies, however it dies (a launched task runs it
+    before exec; the sharing calibration's loops at their start)."""
     try:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except OSError:
@@ -38,7 +39,7 @@ class Task:
         self.tail.clear()  # the last process's lines must not explain the new one's end
         self.proc = subprocess.Popen(self._argv, env=self._env, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     start_new_session=True, preexec_fn=_die_with_parent)
+                                     start_new_session=True, preexec_fn=die_with_parent)
         self._log.write(f"--- launch: {self.name} started, pid {self.proc.pid}, attempt "
                         f"{self._env[ATTEMPT_ENV]} ---")
         self.reader = threading.Thread(target=self._pump, args=(self.proc, ConsoleFilter(

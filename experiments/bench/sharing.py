@@ -6,27 +6,31 @@ in lockstep, timed back to back in the same K processes.
 A local cluster's workers share one machine's cores, so a 2-worker step is not "the 1-worker
 step plus synchronization". On a 2-vCPU VM (2026-11-23) two 1-thread plain loops that waited for
 each other after every step ran each step 1.10-1.25x slower than one loop alone, with no data
-exchanged at all, while two independent ones ran at 0.9-1.0x; in a TF profile, MWMS's own compute
-ops (not its all-reduce) took 48.5 ms per step at N=2 against 35.5 ms at N=1. The scaling model
-multiplies t_comp by these factors when it predicts this machine's 2-worker runs; projections to
-clusters whose workers have machines of their own use t_comp as measured
+exchanged at all, while two independent ones ran at 0.9-1.06x; in a TF profile, MWMS's own
+compute ops (not its all-reduce) took 48.5 ms per step at N=2 against 35.5 ms at N=1. The scaling
+model multiplies t_comp (and divides its CPU cap) by the lockstep slowdown when it predicts this
+machine's 2-worker runs; projections to clusters whose workers have machines of their own do not
 (results/scaling_model.py).
 
 Three phases, every process running the same plain loop one step per call (so each phase pays
 the same dispatch), taking turns for --rounds rounds:
-  solo      process 0 alone (the others wait)     -> the 1-process step
-  free      all K at once, independently           -> the machine's limit for K workers (PSS-like)
-  lockstep  all K at once, a barrier after each step -> what synchronous workers get (MWMS-like)
+  solo      process 0 alone (the others wait)        -> the 1-process step
+  free      all K at once, independently              -> the machine's limit for K workers
+  lockstep  all K at once, a barrier after each step  -> processes that wait on each other every
+            step, as MWMS workers do (the all-reduce) and a PSS worker does (its ps)
 Writes an `engine_floor` record with num_workers=K whose epochs are the free phase's rounds
 (examples/s summed over the K processes: the row "K plain TF loops at once" of the report) and
-`sharing` = {processes, rounds, steps_per_round, examples_per_sec: {solo, free, lockstep} per
-process, slowdown: {free, lockstep} = solo rate / per-process rate}.
+`sharing` = {processes, rounds, steps_per_round, batch, examples_per_sec: {solo, free, lockstep}
+per process, slowdown: {free, lockstep} = solo rate / per-process rate, cores_per_process: {free,
+lockstep}, rounds_examples_per_sec} (docs/records.md).
 """
+import dataclasses
 import multiprocessing
+import multiprocessing.connection
 import sys
 import time
 
-from experiments import tf_settings  # noqa: E402
+from experiments import tf_settings
 
 tf_settings.apply()  # the same TensorFlow settings as the toolkit's runs and the floor
 
@@ -38,10 +42,13 @@ from experiments.bench.floor import plain_loop_config  # noqa: E402
 from experiments.cli import parse_flags  # noqa: E402
 from results import metrics  # noqa: E402
 from results.cells import ENGINE_FLOOR  # noqa: E402
+from experiments.user_code import UserCodeError  # noqa: E402
+from tf_config.task_process import die_with_parent  # noqa: E402
 
 _PROCESSES = flags.DEFINE_integer("processes", 2, "Plain loops run at once (K).", lower_bound=2)
 _ROUNDS = flags.DEFINE_integer("rounds", 4, "Timed rounds per phase; each round is "
                                "min(an epoch, --steps_per_round) steps.", lower_bound=1)
+_WAIT_S = 600  # longest a loop waits for another (a round is seconds): then it gives up
 _STEPS_PER_ROUND = flags.DEFINE_integer("steps_per_round", 40, "At most this many steps a round.",
                                         lower_bound=4)
 
@@ -82,16 +89,20 @@ def summarize(per_rank, batch, steps):
             "slowdown": {name: _median([per_rank[0]["solo"][i] / phase(name, i)
                                         for i in range(rounds)])
                          for name in ("free", "lockstep")},
-            "rounds_examples_per_sec": {rank: {name: rates[name] for name in (
-                "solo", "free", "lockstep")} for rank, rates in sorted(per_rank.items())}}
+            "rounds_examples_per_sec": {str(rank): {name: rates[name] for name in (
+                "solo", "free", "lockstep")} for rank, rates in sorted(per_rank.items())},
+            # each loop's CPU seconds over its wall seconds, per phase (medians over loops and
+            # rounds): below 1 in lockstep is a core left idle while a loop waited
+            "cores_per_process": {name: _median([
+                rates[f"{name}_cpu_s"][i] * rates[name][i] / (steps * batch)
+                for rates in per_rank.values() for i in range(rounds)])
+                for name in ("free", "lockstep")}}
 
 
 def _write_record(cfg, loop, per_rank, free_sums, steps):
     """Process 0's record. Its epochs are the free phase's rounds with the K processes'
     examples/s summed (the machine's limit for K independent loops), each timed as an epoch
     would take at that rate; no round traces (the warm-up did)."""
-    import dataclasses
-
     from experiments import task
     from experiments.training import EpochStats, weights_checksum
 
@@ -140,7 +151,7 @@ def _process(rank, cfg, processes, rounds, steps_per_round, barrier, results):
     steps = max(1, min(loop.steps_per_epoch, steps_per_round))
     _phase(loop, steps)  # warm-up, every process at once: tracing, first allocations, caches
     examples = steps * loop.global_batch
-    rates = {"solo": [], "free": [], "lockstep": []}
+    rates = {"solo": [], "free": [], "lockstep": [], "free_cpu_s": [], "lockstep_cpu_s": []}
     free_sums = []
     # The phases take turns, round after round, so that the machine's drift (a shared host's
     # speed changes from one minute to the next) falls on each of them alike.
@@ -148,49 +159,61 @@ def _process(rank, cfg, processes, rounds, steps_per_round, barrier, results):
         barrier.wait()
         if rank == 0:
             rates["solo"].append(examples / _phase(loop, steps)[0])
-        barrier.wait()
-        cpu_start = time.process_time()  # this process's CPU, all its threads
-        seconds, loss, correct = _phase(loop, steps)
-        rates["free"].append(examples / seconds)
-        rates.setdefault("free_cpu_s", []).append(time.process_time() - cpu_start)
-        free_sums.append((loss, correct))
-        barrier.wait()
-        rates["lockstep"].append(examples / _phase(loop, steps, barrier)[0])
+        for name, wait in (("free", None), ("lockstep", barrier)):
+            barrier.wait()
+            cpu_start = time.process_time()  # this process's CPU, all its threads
+            seconds, loss, correct = _phase(loop, steps, wait)
+            rates[name].append(examples / seconds)
+            rates[f"{name}_cpu_s"].append(time.process_time() - cpu_start)
+            if name == "free":
+                free_sums.append((loss, correct))
     if rank:
         results.put((rank, rates))
         return
     per_rank = {0: rates}
     while len(per_rank) < processes:
-        other, other_rates = results.get(timeout=600)
+        other, other_rates = results.get(timeout=_WAIT_S)
         per_rank[other] = other_rates
     _write_record(cfg, loop, per_rank, free_sums, steps)
 
 
 def _child(rank, cfg, processes, rounds, steps_per_round, barrier, results):
+    die_with_parent()  # a parent killed outright (compare's timeout) takes its loops along
     try:
         _process(rank, cfg, processes, rounds, steps_per_round, barrier, results)
+    except UserCodeError as e:  # your model or data, found bad once TensorFlow runs it
+        barrier.abort()
+        print(f"error: {e}", file=sys.stderr, flush=True)
+        sys.exit(2)
     except BaseException:
         barrier.abort()  # the others stop waiting and fail too, instead of hanging
         raise
 
 
 def measure(cfg, processes, rounds, steps_per_round):
-    """Runs the K processes; returns the exit codes (0 each when process 0 wrote the record)."""
+    """Runs the K processes; returns their exit codes (all 0 when process 0 wrote the record).
+    The first to fail stops the others: none is left waiting for it."""
     ctx = multiprocessing.get_context("spawn")  # fresh interpreters: TF is not fork-safe
-    barrier, results = ctx.Barrier(processes), ctx.Queue()
+    # A peer that dies without a word (SIGKILL, out of memory) cannot abort the barrier: the
+    # timeout breaks it instead.
+    barrier, results = ctx.Barrier(processes, timeout=_WAIT_S), ctx.Queue()
     procs = [ctx.Process(target=_child, args=(rank, cfg, processes, rounds, steps_per_round,
                                                barrier, results), daemon=True)
              for rank in range(processes)]
     for p in procs:
         p.start()
     try:
-        for p in procs:
-            p.join()
+        running = list(procs)
+        while running:
+            multiprocessing.connection.wait([p.sentinel for p in running])
+            running = [p for p in running if p.exitcode is None]
+            if any(p.exitcode for p in procs):
+                break
     finally:
         for p in procs:  # no process outlives the calibration (Ctrl-C, a failed peer)
             if p.is_alive():
                 p.kill()
-                p.join()
+            p.join()
     return [p.exitcode for p in procs]
 
 
@@ -198,6 +221,8 @@ def main(argv):
     cfg = plain_loop_config(argv, "the calibration runs plain loops, one device each",
                             fixed_threads=True)
     codes = measure(cfg, _PROCESSES.value, _ROUNDS.value, _STEPS_PER_ROUND.value)
+    if 2 in codes:  # bad input found by a loop (your model or data): it said why in one line
+        sys.exit(2)
     if any(codes):
         sys.exit(f"sharing: a plain-loop process failed (exit codes {codes}); no record written")
     sys.exit(0)

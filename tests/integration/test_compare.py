@@ -15,15 +15,15 @@ def test_tiny_comparison_and_rebuild(tmp_path):
             "--train_examples=1024", "--epochs=2", f"--results_dir={tmp_path}"]
     proc = run_module("experiments.compare", *args, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "run 6/6" in proc.stdout and "left" in proc.stdout  # progress with an estimate
+    assert "run 7/7" in proc.stdout and "left" in proc.stdout  # progress with an estimate
     assert "cuInit" not in proc.stdout  # start-up chatter stays out of the console
     recs = records_in(tmp_path)
     assert sorted(r["run_name"].split("/")[0] for r in recs) == [
-        "baseline", "engine_floor", "engine_floor_all", "hardware_reference", "mirrored-n2",
-        "multi_worker_mirrored-n2"]
+        "baseline", "engine_floor", "engine_floor_all", "engine_floor_shared",
+        "hardware_reference", "mirrored-n2", "multi_worker_mirrored-n2"]
     # every strategy's workers at N=2 got the same explicit threads; the baseline too
     threads = {r["run_name"].split("/")[0]: r["threads_per_task"] for r in recs}
-    assert threads["baseline"] == threads["engine_floor"] == 1
+    assert threads["baseline"] == threads["engine_floor"] == threads["engine_floor_shared"] == 1
     assert threads["multi_worker_mirrored-n2"] == 1 and threads["mirrored-n2"] == 2
     assert all(r["cpu"]["cores_used"] > 0 for r in recs)
     for name in ("summary.csv", "report.md", "epoch_time.png", "throughput_vs_workers.png",
@@ -39,10 +39,16 @@ def test_tiny_comparison_and_rebuild(tmp_path):
     assert float(mw["speedup"]) == pytest.approx(t1 / t2)
     assert float(mw["scaling_percent"]) == pytest.approx(t1 / (2 * t2) * 100)
     assert float(mw["efficiency"]) == pytest.approx(t1 / t2 / 2)
+    # the sharing calibration, right before the 2-worker cluster, is the machine's limit row
+    # and the scaling model's slowdown
+    report = (tmp_path / "report.md").read_text()
+    assert "engine_floor (2 plain TF loops at once, 1 thread each)" in report
+    assert "The machine's limit for 2 workers" in report
+    assert "the slowdown of two plain TF loops run lockstep here" in report
 
     # resume: nothing left to run
     again = run_module("experiments.compare", *args, timeout=300)
-    assert again.returncode == 0 and "6 already recorded, 0 to go" in again.stdout
+    assert again.returncode == 0 and "7 already recorded, 0 to go" in again.stdout
     # other settings are other runs, even with the same cell names
     changed = run_module("experiments.compare", *args, "--batch_size_per_replica=32",
                          "--strategies=mirrored", timeout=600)

@@ -28,6 +28,9 @@ def test_two_plain_loops_write_one_sharing_record(tmp_path):
     # the record's epochs: the free rounds, both processes' examples/s summed
     assert [e["examples_per_sec"] for e in record["epochs"]] == [
         rounds["0"]["free"][i] + rounds["1"]["free"][i] for i in range(2)]
+    # each loop's cores per phase: a loop waiting at the barrier leaves its core idle
+    assert 0 < sharing["cores_per_process"]["lockstep"] <= 1.2
+    assert 0 < sharing["cores_per_process"]["free"] <= 1.2
     # both loops' CPU over the free rounds: the row's cores used, by loop
     assert set(record["cpu"]["cores_by_task"]) == {"loop:0", "loop:1"}
     assert 0.5 < record["cpu"]["cores_used"] <= 2.2

@@ -204,6 +204,11 @@ def test_two_worker_prediction_on_this_machine_uses_the_sharing_slowdown(results
     assert ps.slowdown[:2] == (pytest.approx(1.6), "lockstep")
     assert ps.prediction_n2[0] == pytest.approx(2 * 64 / (0.1 * 1.6 + 0.01))
     assert any("slowdown of two plain TF loops run lockstep" in n for n in mw.notes)
-    # the calibration is a floor: no fit of its own, and it does not move t_comp or t_sync
+    # the calibration is a floor: no fit of its own, and it does not move t_comp; the N=2
+    # run's slower compute is this machine's, so it leaves t_sync (which projections carry)
     assert set(fits) == {"multi_worker_mirrored", "parameter_server"}
     assert mw.t_comp == before["multi_worker_mirrored"].t_comp
+    mild = _fits(recs + [_sharing(free=1.0, lockstep=1.2)])
+    assert mild["multi_worker_mirrored"].t_sync == pytest.approx(0.15 - 0.1 * 1.2 - 0.02)
+    assert mild["parameter_server"].t_sync == pytest.approx(0.15 - 0.1 * 1.2 - 0.01)
+    assert before["multi_worker_mirrored"].t_sync == pytest.approx(0.15 - 0.1 - 0.02)

@@ -180,6 +180,15 @@ def test_sharing_calibration_is_a_row_of_n_plain_loops_not_a_single_process():
     assert row["scaling_percent"] == pytest.approx(1.0 / (2 * 0.3) * 100)
     assert by[("baseline", "one_device", 1, 1)]["vs_engine_floor"] == pytest.approx(0.9)
     assert row["reference_row"] != label(row) and row["vs_engine_floor"] is None
+    # timing rounds, not a training run: no accuracy against the baseline, no step, no target
+    assert row["accuracy_delta"] is None and row["step_time_s"] is None
+    assert row["time_to_target_s"] is None
+    # a reference, not a setup: never flagged superlinear; the findings measure setups by it
+    from results.findings import findings
+    text = findings(rows)
+    assert "2 plain TF loops at once, 1 thread each): superlinear" not in text
+    assert "The machine's limit for 2 workers, 2 plain TF loops at once, is 3413 examples/s; " \
+           "of it: multi_worker_mirrored N=2 " in text
 
 
 def test_cores_by_task_are_medians_per_task_and_reported_for_clusters():
