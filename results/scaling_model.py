@@ -328,8 +328,9 @@ def markdown(fits, rows, net):
              "synchronization its probe measured (the 1-thread baseline's step when there is no "
              "N=1 run: see the notes); c(N): ring all-reduce 2(N-1)/N·M/B + 2(N-1)·a "
              "(MWMS) or K parameter servers 2M/B·max(1, N/K) + 2a (PSS); t_sync: mean residual of "
-             "the measured runs after compute and the measured communication probe, clamped to "
-             ">= 0. "
+             "the measured runs after compute (at N=2 on this machine: t_comp x the sharing "
+             "calibration's lockstep slowdown, when there is one) and the measured communication "
+             "probe, clamped to >= 0. "
              f"Projected network: B = {net.bandwidth_gbps:g} Gbit/s per link, "
              f"a = {net.latency_us:g} µs per message (`--network_gbps`, `--network_latency_us`).",
              "",
