@@ -6,34 +6,22 @@ counts only wall time hides the cores they use. The chief reads the CPU time of:
   - a local cluster (tasks started by `tf_config.launch`): the launcher and every task it started,
   - a task of a real cluster (TF_CONFIG from a platform): itself only, marked partial.
 """
-import json
 import os
 
 import psutil
 
 from results.metrics import steady_epochs
-from tf_config.events import LAUNCH_T0_ENV
+from tf_config.events import LAUNCH_T0_ENV, task_name
 
 ALL_TASKS = "all tasks"
 PARTIAL = "this task only (partial: other hosts not measured)"
-
-
-LAUNCHER = "launcher"
-PROCESS = "process"
+LAUNCHER = "launcher"  # the launcher's own process (and anything without a TF_CONFIG task)
+PROCESS = "process"  # a single-process run
 
 
 def _cpu_seconds(proc):
     times = proc.cpu_times()
     return times.user + times.system
-
-
-def _task_of(proc):
-    """`chief:0`, `worker:1`, `ps:0`: the task in the process's TF_CONFIG (None without one)."""
-    try:
-        task = json.loads(proc.environ().get("TF_CONFIG") or "{}").get("task") or {}
-    except (ValueError, AttributeError):
-        return None
-    return f"{task['type']}:{task.get('index', 0)}" if task.get("type") else None
 
 
 class CpuMeter:
@@ -46,12 +34,13 @@ class CpuMeter:
         self._names = {}  # pid -> task name: read once per process (a restarted task is new)
 
     def _name(self, proc):
+        """The process's task (`chief:0`, `worker:1`, `ps:0`) from its TF_CONFIG."""
         if proc.pid not in self._names:
             if proc.pid == self._root.pid:
                 self._names[proc.pid] = LAUNCHER if self._tree else (
-                    _task_of(proc) or PROCESS)
+                    task_name(proc.environ()) or PROCESS)
             else:  # a task's own helpers (none today) count with the launcher
-                self._names[proc.pid] = _task_of(proc) or LAUNCHER
+                self._names[proc.pid] = task_name(proc.environ()) or LAUNCHER
         return self._names[proc.pid]
 
     def reading(self):

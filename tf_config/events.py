@@ -79,6 +79,15 @@ def write_launch_events(path, journal):
     os.replace(tmp, path)
 
 
+def task_name(env):
+    """`worker:1`: the task in an environment's TF_CONFIG; None without one (or malformed)."""
+    try:
+        task = json.loads(env.get("TF_CONFIG") or "{}")["task"]
+        return f"{task['type']}:{task['index']}"
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
 def running_tasks(tag):
     """{task name: psutil.Process} of a launch's live tasks (found by RUN_TAG_ENV = `tag`): for
     faults injected from outside (the chaos benchmark, tests) and for leftover checks."""
@@ -88,11 +97,10 @@ def running_tasks(tag):
     for proc in psutil.process_iter(["pid"]):
         try:
             env = proc.environ()
-            if env.get(RUN_TAG_ENV) != tag or "TF_CONFIG" not in env:
+            name = task_name(env)
+            if env.get(RUN_TAG_ENV) != tag or name is None:
                 continue
-            task = json.loads(env["TF_CONFIG"])["task"]
             # unshare / netns wrappers carry the same environment; the task is the innermost.
-            name = f"{task['type']}:{task['index']}"
             if name not in found or proc.ppid() == found[name].pid:
                 found[name] = proc
         except (psutil.Error, ValueError, KeyError):

@@ -24,4 +24,3 @@ def test_a_user_can_opt_out_of_onednn(monkeypatch):
 def test_this_session_runs_the_onednn_kernels():
     # conftest.py applied the settings before TensorFlow was imported.
     assert tf_settings.onednn_enabled() is True
-
