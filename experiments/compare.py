@@ -350,6 +350,7 @@ def same_run(record, name, run_flags):
 def main(argv):
     if len(argv) > 1:
         bad_input(f"unexpected arguments {argv[1:]}; all options are --flags")
+    tf_settings.show_startup_messages(_VERBOSE.value)
     preset = PRESETS[_PRESET.value]
     try:
         models = _MODELS.value or preset["models"].split(",")

@@ -16,6 +16,7 @@ from strategies import (COLLECTIVES, LOCAL_REPLICAS, MULTI_WORKER, PIPELINED, ST
 OPTIMIZERS = ("sgd", "momentum", "adam")
 FAIL_MODES = ("kill", "preempt")
 SYNC_DTYPES = ("float32", "float16", "bfloat16")
+FLOAT_DTYPES = ("float32", "float64")
 LR_SCALING = ("none", "linear", "sqrt")
 MODEL_WEIGHTS = ("fresh", "saved")  # --model=PATH.keras: re-initialized from --seed, or as saved
 
@@ -60,6 +61,7 @@ class RunConfig:
     checkpoint_dir: str = ""  # per-epoch checkpoints; a rerun with the same dir resumes
     checkpoint_every_steps: int = 0  # also save every N global steps (0: epoch ends only)
     gradient_sync_dtype: str = "float32"  # dtype gradients are all-reduced / pushed in
+    float_dtype: str = "float32"  # Keras floatx of the model: float64 for exact comparisons
     steps_per_execution: int = 1  # training steps per tf.function call (Keras's meaning)
     # K micro-batches (of the per-replica batch) per step: one optimizer update and one gradient
     # synchronization per K micro-batches; a step's batch is K x the global batch.
@@ -193,6 +195,7 @@ def validate(cfg):
     _choice("collective", cfg.collective, COLLECTIVES)
     _choice("fail_mode", cfg.fail_mode, FAIL_MODES)
     _choice("gradient_sync_dtype", cfg.gradient_sync_dtype, SYNC_DTYPES)
+    _choice("float_dtype", cfg.float_dtype, FLOAT_DTYPES)
     for name in ("epochs", "train_examples", "eval_examples", "batch_size_per_replica",
                  "num_replicas", "num_workers", "learning_rate", "steps_per_execution",
                  "accumulation_steps", "num_stages", "microbatches"):

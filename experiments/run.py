@@ -31,9 +31,12 @@ tf_settings.apply()  # before TensorFlow is imported anywhere: quiet, and the sa
 from absl import app, flags, logging  # noqa: E402
 
 from experiments.cli import bad_input, parse_flags  # noqa: E402
-from experiments.config import (FAIL_MODES, LR_SCALING, MODEL_WEIGHTS, OPTIMIZERS,  # noqa: E402
-                                SYNC_DTYPES, ConfigError, RunConfig, validate)
+from experiments.config import (FAIL_MODES, FLOAT_DTYPES, LR_SCALING,  # noqa: E402
+                                MODEL_WEIGHTS, OPTIMIZERS, SYNC_DTYPES, ConfigError, RunConfig,
+                                validate)
+from experiments import npz_data  # noqa: E402
 from experiments.datasets import DATASETS  # noqa: E402
+from experiments.user_code import UserCodeError  # noqa: E402
 from models import MODELS, STAGE_COSTS  # noqa: E402
 from strategies import (COLLECTIVES, MULTI_WORKER, STRATEGIES,  # noqa: E402
                         all_reduce_workers)
@@ -125,6 +128,10 @@ _ACCUMULATION = flags.DEFINE_integer("accumulation_steps", _D.accumulation_steps
 _SYNC_DTYPE = flags.DEFINE_string("gradient_sync_dtype", _D.gradient_sync_dtype,
                                   f"dtype gradients are synchronized in (all-reduce, ps push): "
                                   f"{', '.join(SYNC_DTYPES)}; 16-bit halves the bytes.")
+_FLOAT_DTYPE = flags.DEFINE_string("float_dtype", _D.float_dtype,
+                                   f"Keras floatx of the model: {', '.join(FLOAT_DTYPES)}. float64 "
+                                   f"(slower) makes strategies comparable to ~1e-12: the "
+                                   f"equivalence tests use it.")
 _PROFILE_STEPS = flags.DEFINE_string("profile_steps", "", "FIRST,LAST: TF profiler trace of these "
                                      "global steps on the chief (TensorBoard Profile tab).")
 _COMM_PROBE = flags.DEFINE_bool("comm_probe", True, "After training, time one step's gradient "
@@ -182,10 +189,30 @@ def _config():
         accumulation_steps=_ACCUMULATION.value,
         num_stages=_NUM_STAGES.value, microbatches=_MICROBATCHES.value,
         stage_cost=_STAGE_COST.value,
-        gradient_sync_dtype=_SYNC_DTYPE.value,
+        gradient_sync_dtype=_SYNC_DTYPE.value, float_dtype=_FLOAT_DTYPE.value,
         straggler_task=_STRAGGLER_TASK.value, straggler_delay_ms=_STRAGGLER_DELAY.value,
         checkpoint_dir=_CHECKPOINT_DIR.value, pin_cores=_PIN_CORES.value,
         require_gpus=_REQUIRE_GPUS.value, tpu=_TPU.value, tpu_timeout_s=_TPU_TIMEOUT.value)
+
+
+def _sizes_from_data(cfg):
+    """--dataset=PATH.npz without --train_examples / --eval_examples: all of its splits (the
+    synthetic set's default sizes are not the user's). Says so once, before the run starts."""
+    given = _TRAIN_EXAMPLES.present, _EVAL_EXAMPLES.present
+    if not cfg.dataset.endswith(".npz") or all(given):
+        return cfg
+    try:
+        info = npz_data.info(cfg.dataset)
+    except UserCodeError:
+        return cfg  # validate() reports it
+    cfg = dataclasses.replace(cfg, train_examples=cfg.train_examples if given[0] else
+                              info.train_size, eval_examples=cfg.eval_examples if given[1]
+                              else info.eval_size)
+    if not os.environ.get("TF_CONFIG"):  # the launcher says it, not every task again
+        print(f"{cfg.dataset}: training on {cfg.train_examples} and evaluating on "
+              f"{cfg.eval_examples} examples (all of a split unless --train_examples / "
+              f"--eval_examples say otherwise)", flush=True)
+    return cfg
 
 
 def pin_cores(count):
@@ -248,7 +275,8 @@ def main(argv):
         logging.set_verbosity(logging.WARNING)  # TF's Python INFO lines drown the progress bars
     if len(argv) > 1:
         bad_input(f"unexpected arguments {argv[1:]}; all options are --flags")
-    cfg = _config()
+    tf_settings.show_startup_messages(_VERBOSE.value)
+    cfg = _sizes_from_data(_config())
     # Vertex AI tells a job where its outputs go; an explicit --results_dir still wins.
     if os.environ.get("AIP_MODEL_DIR") and not _RESULTS_DIR.present:
         cfg = dataclasses.replace(cfg, results_dir=os.environ["AIP_MODEL_DIR"])

@@ -15,6 +15,7 @@ tests/integration/test_clusters.py). A step's batch (`global_batch`, and the rec
 global_batch_size) is K x the global batch; --lr_scaling scales with it. BatchNormalization sees
 micro-batches, so a BN model is not equal to the large batch.
 """
+import contextlib
 import dataclasses
 import math
 import sys
@@ -145,6 +146,23 @@ def make_optimizer(name, schedule):
     raise ValueError(f"unknown optimizer {name!r}; valid: sgd, momentum, adam")
 
 
+@contextlib.contextmanager
+def _floatx(dtype):
+    """Keras's default float dtype while the model, its optimizer and loss are built:
+    --float_dtype=float64 trains in double precision (the strategy-equivalence tests: their
+    rounding is then ~1e-16 per operation whatever kernels the CPU picks)."""
+    # Layers take their dtype from the global policy, which Keras fixes from floatx on first
+    # use: both are set, and both restored.
+    previous, policy = keras.config.floatx(), keras.config.dtype_policy()
+    keras.config.set_floatx(dtype)
+    keras.config.set_dtype_policy(dtype)
+    try:
+        yield
+    finally:
+        keras.config.set_floatx(previous)
+        keras.config.set_dtype_policy(policy)
+
+
 def _sum_on_read(shape=()):
     """A per-replica accumulator summed across replicas (and workers) when read: metrics cost
     no communication per step."""
@@ -178,7 +196,7 @@ class Trainer:
         self.learning_rate = learning_rate_for(cfg, self.global_batch)
         warmup_steps = int(round(cfg.warmup_epochs * self.steps_per_epoch))
         keras.utils.set_random_seed(cfg.seed)  # --seed covers initialization too: reruns compare
-        with strategy.scope():
+        with strategy.scope(), _floatx(cfg.float_dtype):
             self.model = user_model.build(cfg.model, info.feature_shape, info.num_classes,
                                           batchnorm=cfg.batchnorm,
                                           sync_batchnorm=cfg.sync_batchnorm,
@@ -195,9 +213,14 @@ class Trainer:
             if self.stages is not None:  # the pipeline's timings, summed over steps
                 self.stage_busy, self.pipeline_span = (_sum_on_read([cfg.num_stages]),
                                                        _sum_on_read())
+            # A Keras loss casts the logits to its own dtype, floatx when it is made.
+            self._loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True,
+                                                                    reduction=None)
         self._check_input(is_chief)
-        self._sync_dtype = tf.as_dtype(cfg.gradient_sync_dtype)
-        self._loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
+        # 16-bit sync is opt-in compression; "float32" (the default) means no cast, so a
+        # float64 model's gradients stay float64.
+        self._sync_dtype = (None if cfg.gradient_sync_dtype == "float32"
+                            else tf.as_dtype(cfg.gradient_sync_dtype))
         self.pipeline = None
         if self.stages is not None:
             self.pipeline = gpipe.Pipeline(self.stages, self.stage_devices, cfg.microbatches,
@@ -358,7 +381,7 @@ class Trainer:
                 grads, per_example, logits = self._micro_step(images, labels)
             else:
                 grads, per_example, logits = self._accumulated(images, labels)
-            if self._sync_dtype != tf.float32:
+            if self._sync_dtype is not None:
                 # Keras all-reduces (or pushes to the ps) the gradients it is given and casts
                 # them back to the variable's dtype in the update: casting here halves the
                 # bytes every step synchronizes (gradient compression, opt-in).
@@ -368,7 +391,7 @@ class Trainer:
             self.gradients = comm_probe.describe(grads)
             self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables))
             predicted = tf.argmax(logits, axis=-1, output_type=tf.int32)
-            sums = (tf.reduce_sum(per_example),
+            sums = (tf.cast(tf.reduce_sum(per_example), tf.float32),  # float64 models too
                     tf.reduce_sum(tf.cast(predicted == labels, tf.float32)),
                     tf.cast(tf.shape(labels)[0], tf.float32))
             if self.coordinator is not None:

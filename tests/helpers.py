@@ -5,11 +5,25 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import psutil
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY = ["--epochs=2", "--train_examples=512", "--eval_examples=512", "--batch_size_per_replica=32",
         "--cluster_timeout=120"]
+
+# Tolerances of the tests that compare training across strategies, batch shapes, devices or
+# processes, from the dtype, not from one machine. Two ways of computing a step (a pipeline, K
+# accumulated micro-batches, another worker count) compute the same sums in another order, with
+# other kernels (oneDNN or Eigen, AVX2 or AVX-512, chosen by batch shape and thread pool): they
+# differ by rounding, ~eps per operation, and training amplifies that. 16 float32 SGD steps
+# turned it into 9.7e-3 on an AVX-512 CPU (~1.6e5 x eps). Such tests therefore train in float64
+# (--float_dtype=float64), where the same amplification leaves < 4e-11: 1e7 x eps (2.2e-9)
+# keeps a 50x margin and sits orders of magnitude below each test's control. One float32 step
+# has no amplification: a reordered sum of k terms differs by a few eps x sqrt(k) (measured: 12
+# eps); sqrt(eps) (3.5e-4) leaves room for a rare ReLU input within rounding of 0.
+TOLERANCE_FLOAT64 = 1e7 * float(np.finfo(np.float64).eps)
+TOLERANCE_FLOAT32_ONE_STEP = float(np.sqrt(np.finfo(np.float32).eps))
 
 
 def run_module(module, *args, env=None, timeout=600):

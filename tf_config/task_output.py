@@ -20,7 +20,9 @@ from tf_config import events
 _STARTUP_NOISE = re.compile(
     r"^(WARNING: All log messages before absl::InitializeLog\(\)"
     r"|[IW]\d{4} [\d:. ]+\d+ \S+\.cc:\d+\]"
-    r"|E\d{4} [\d:. ]+\d+ cuda_\w+\.cc:\d+\] failed call to cuInit)")
+    r"|E\d{4} [\d:. ]+\d+ cuda_\w+\.cc:\d+\] failed call to cuInit"
+    # cpu_feature_guard's second line (its first is an I line)
+    r"|To enable the following instructions: [\w ]+, in other operations, rebuild TensorFlow)")
 # An absl/TF log line (C++ or Python): severity letter, date, time, thread, file:line].
 _LOG_LINE = re.compile(r"^[EWIF]\d{4} [\d:. ]+\d+ \S+:\d+\]")
 _PEER_LOST = re.compile(

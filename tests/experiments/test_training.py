@@ -12,6 +12,7 @@ from experiments.checkpoints import Checkpoints
 from experiments.config import RunConfig
 from experiments.datasets import get_info
 from experiments.training import Trainer, learning_rate_for
+from tests.helpers import TOLERANCE_FLOAT64
 
 CFG = RunConfig(model="mlp", epochs=2, train_examples=256, eval_examples=64,
                 batch_size_per_replica=32, results_dir="/tmp/unused", comm_probe=False)
@@ -113,7 +114,9 @@ def test_central_storage_feeds_its_distributed_dataset_even_with_one_replica():
 
 
 def _sgd_weights(**kw):
-    cfg = dataclasses.replace(CFG, optimizer="sgd", learning_rate=0.1, **kw)
+    # float64: the comparison's tolerance holds on any CPU (tests/helpers.py)
+    cfg = dataclasses.replace(CFG, optimizer="sgd", learning_rate=0.1, float_dtype="float64",
+                              **kw)
     trainer = _trainer(cfg)
     for epoch in (1, 2):
         stats = trainer.train_epoch(epoch)
@@ -121,16 +124,18 @@ def _sgd_weights(**kw):
 
 
 def test_two_micro_batches_of_16_give_the_weights_of_one_batch_of_32():
-    """Plain SGD: accumulating K=2 micro-batches of 16 is one update on the 32 examples that one
-    batch of 32 trains on (same data, same order), up to float rounding; K=1 at 16 is not."""
+    """Plain SGD in float64: accumulating K=2 micro-batches of 16 is one update on the 32
+    examples that one batch of 32 trains on (same data, same order), up to rounding; K=1 at 16
+    is not."""
     accumulated, trainer, stats = _sgd_weights(batch_size_per_replica=16, accumulation_steps=2)
     large, _, large_stats = _sgd_weights(batch_size_per_replica=32)
     small, _, _ = _sgd_weights(batch_size_per_replica=16)
     assert trainer.global_batch == 32 and trainer.per_replica_batch == 16
     assert trainer.steps_per_epoch == stats.steps == large_stats.steps == 256 // 32
     assert stats.train_loss == pytest.approx(large_stats.train_loss, rel=1e-5)
+    assert all(a.dtype == np.float64 for a in accumulated)
     for a, b in zip(accumulated, large):
-        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(a, b, rtol=0, atol=TOLERANCE_FLOAT64)
     # Twice the updates of half the batch: measurably elsewhere (the test can fail).
     assert max(float(np.max(np.abs(a - b))) for a, b in zip(small, large)) > 1e-3
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from experiments.config import ConfigError, RunConfig, validate
-from tests.helpers import run_module
+from tests.helpers import records_in, run_module
 
 USER_MODULE = textwrap.dedent('''
     import keras
@@ -155,3 +155,25 @@ def test_bad_input_through_the_command(tmp_path, user_dir):
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "expected (2, 10)" in errors[0], proc.stderr[-2000:]
     assert not out.exists()
+
+
+def test_an_npz_without_sizes_is_used_whole_and_an_explicit_size_must_fit(tmp_path):
+    """No --train_examples/--eval_examples: all of the user's arrays (not the synthetic set's
+    8192), said on the first line; an explicit size beyond them is still refused."""
+    rng = np.random.default_rng(0)
+    data = tmp_path / "data.npz"
+    np.savez(data, x_train=rng.random((96, 6), dtype=np.float32), y_train=rng.integers(0, 2, 96),
+             x_test=rng.random((40, 6), dtype=np.float32), y_test=rng.integers(0, 2, 40))
+    out = tmp_path / "out"
+    proc = run_module("experiments.run", "--model=mlp", f"--dataset={data}", "--epochs=1",
+                      "--batch_size_per_replica=32", "--comm_probe=false",
+                      f"--results_dir={out}", timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.splitlines()[0].startswith(f"{data}: training on 96 and evaluating on 40")
+    (record,) = records_in(out)
+    assert record["config"]["train_examples"] == 96 and record["config"]["eval_examples"] == 40
+    refused = tmp_path / "refused"
+    proc = run_module("experiments.run", "--model=mlp", f"--dataset={data}",
+                      "--train_examples=200", f"--results_dir={refused}", timeout=120)
+    assert proc.returncode == 2 and "--train_examples=200 exceeds the 96" in proc.stderr
+    assert not refused.exists()

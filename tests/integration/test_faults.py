@@ -136,6 +136,8 @@ def test_mwms_lost_worker_restarts_the_cluster_from_the_last_checkpoint(tmp_path
     assert record["resumed_epochs"] == [1]
     assert record["epochs"][1]["steps"] == 16 - record["resumed_from_step"]
     assert record["final_eval_accuracy"] > 0.3
+    # Workers apply the same all-reduced updates with the same kernels (one machine, binary and
+    # environment): equal to the bit on any CPU.
     assert len(set(re.findall(r"weights checksum (\S+)", proc.stdout))) == 1
     assert not processes_mentioning(str(tmp_path))
 
