@@ -33,44 +33,26 @@ against the GPipe formula.
 Every run is an ordinary `python -m experiments.run` record tagged with its cell (`--run_name`), so
 an interrupted comparison continues with `--resume` (cells already recorded are skipped).
 """
-import os
-import subprocess
 import sys
-import threading
 import time
 
-from experiments import tf_settings
+from experiments.engine import tf_settings
 
 tf_settings.apply()  # before anything imports TensorFlow; every run it starts inherits these
 
 from absl import app, flags  # noqa: E402
 
-from experiments import network_flags  # noqa: E402
-from experiments.cli import bad_input, parse_flags  # noqa: E402
+from experiments.config import network_flags  # noqa: E402
+from experiments.config.cli import bad_input, parse_flags  # noqa: E402
 from experiments.config import ConfigError, check_dataset, check_model  # noqa: E402
+from experiments.comparison import runner  # noqa: E402
+from experiments.comparison.plan import plan, same_run, size_started  # noqa: E402
+from experiments.comparison.presets import (EXPERIMENT_NAMES, MODEL_DATASETS, PRESETS,  # noqa: E402
+                                            ZOO_SIZES)
 
 from models import MODELS  # noqa: E402
 from results.records import load_records  # noqa: E402
 from strategies import COMPARED, LOCAL_REPLICAS  # noqa: E402
-from tf_config.task_output import is_startup_noise  # noqa: E402
-
-PRESETS = {
-    # ~3-5 min on 2 vCPUs: 10 runs of the CNN, 4 epochs (3 steady); examples per epoch (at most
-    # 16384) sized to --time_budget_min.
-    "default": dict(models="cnn", workers="1,2", train_examples="16384", repeats=1, epochs=4),
-    "full": dict(models="mlp,cnn", workers="1,2,4,8", train_examples="5000,10000,20000,40000",
-                 repeats=3, epochs=5),
-    # ~10 min on 2 vCPUs: 15 runs (5 per model), 3 epochs (2 steady) sized per model below.
-    "zoo": dict(models="resnet,wide_mlp,embedding", workers="2", train_examples="", repeats=1,
-                epochs=3, floors=False),
-    # ~6-7 min on 2 vCPUs (measured 6m11s-6m19s): 10 runs (5 per model), 3 epochs (2 steady).
-    "parallelism": dict(models="cnn,wide_mlp", workers="2", train_examples="", repeats=1,
-                        epochs=3, floors=False, experiments="parallelism"),
-}
-# The zoo's examples per epoch: a few seconds per steady epoch of each model on 2 vCPUs.
-ZOO_SIZES = {"resnet": 1536, "wide_mlp": 3072, "embedding": 8192}
-# The dataset each model runs on unless --dataset says otherwise.
-MODEL_DATASETS = {"resnet": "synthetic_cifar", "embedding": "synthetic_tokens"}
 
 _PRESET = flags.DEFINE_enum("preset", "default", list(PRESETS), "Sweep size; lists below override.")
 _MODELS = flags.DEFINE_list("models", None, f"Models to compare ({', '.join(MODELS)}).")
@@ -98,7 +80,6 @@ _EXPERIMENTS = flags.DEFINE_list("experiments", "scaling",
                                  "straggler: MWMS and PSS with one worker slowed by each delay; "
                                  "network: MWMS and PSS at N=2 under each --bandwidths; "
                                  "parallelism: one device, data, model and hybrid parallelism.")
-_EXPERIMENT_NAMES = ("scaling", "straggler", "network", "parallelism")
 _BANDWIDTHS = flags.DEFINE_list("bandwidths", "0.02,0.1,0.5,0", "Network experiment: emulated "
                                 "bandwidths (Gbit/s, shared by the cluster's links; 0: the real "
                                 "loopback, which the model is fitted to).")
@@ -139,170 +120,6 @@ def _ints(name, values, minimum=1):
     return out
 
 
-def _strategy_flags(strategy, n, num_ps, threads):
-    """Every strategy at N gets `threads` per worker (N workers = N x threads cores of work)."""
-    if strategy in LOCAL_REPLICAS:  # one process feeding N replicas: the cores of N workers
-        return [f"--strategy={strategy}", f"--num_replicas={n}", f"--threads={n * threads}"]
-    if strategy == "multi_worker_mirrored":
-        return [f"--strategy={strategy}", f"--num_workers={n}", f"--threads={threads}",
-                f"--threads_per_worker={threads}"]
-    return [f"--strategy={strategy}", f"--num_workers={n}", f"--num_ps={num_ps}",
-            f"--threads_per_worker={threads}"]
-
-
-def _parallelism_cells(threads, batch):
-    """One device, data parallel, model parallel (S=2, M=1 and 4) and hybrid at one global batch
-    (2 x batch) on the same 2 x threads cores; stages balanced by measured time (the GPipe
-    bubble formula assumes equal stages). (name, flags, cores) each."""
-    same = [f"--global_batch_size={2 * batch}"]
-    pipe = ["--num_stages=2", "--stage_cost=time"]
-    return [
-        ("parallel-one_device", ["--strategy=one_device", f"--threads={2 * threads}", *same]),
-        ("parallel-mwms-n2", [*_strategy_flags("multi_worker_mirrored", 2, 0, threads), *same]),
-        ("parallel-model_parallel-s2-m1", ["--strategy=model_parallel", *pipe,
-                                           "--microbatches=1", f"--threads={2 * threads}",
-                                           *same]),
-        ("parallel-model_parallel-s2-m4", ["--strategy=model_parallel", *pipe,
-                                           "--microbatches=4", f"--threads={2 * threads}",
-                                           *same]),
-        ("parallel-hybrid-n2-s2-m4", ["--strategy=hybrid", "--num_workers=2", *pipe,
-                                      "--microbatches=4", f"--threads={threads}",
-                                      f"--threads_per_worker={threads}", *same]),
-    ]
-
-
-def _pinned(run_flags, cores, available):
-    """--pin_cores for a cell that should use `cores` cores (0: all of them)."""
-    return [*run_flags, f"--pin_cores={min(cores or available, available)}"]
-
-
-def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scaling",),
-         delays=(), straggler_workers=2, threads=1, pin_cores=False, available_cores=None,
-         bandwidths=(), floors=True, datasets=None, accumulation=(1,), batch=64):
-    """[(run_name, [module, flags...])] in execution order. `threads`: intra-op threads of every
-    worker (and of the baseline); pin_cores: each cell pinned to the cores its workers get.
-    accumulation: --accumulation_steps values, every cell run at each (K=1 keeps the names
-    without a K, so older results directories resume; the plain-loop floors run at K=1 only).
-    sizes: a list for every model, or {model: list}; floors: the engine-floor cells;
-    datasets: {model: dataset} (each run gets --dataset=...; None: the runs' common flags say);
-    batch: the per-replica batch (the parallelism cells hold 2 x batch as the global batch)."""
-    available = available_cores or len(os.sched_getaffinity(0))
-    run, floor, sharing = "experiments.run", "experiments.bench.floor", \
-        "experiments.bench.sharing"
-    runs = []
-    for model in models:
-        data = [f"--dataset={datasets[model]}"] if datasets else []
-        for size in (sizes[model] if isinstance(sizes, dict) else sizes):
-            cells = []  # (name, module, flags, cores the cell should use: 0 = all)
-            if "scaling" in experiments:
-                if floors:
-                    cells += [("engine_floor", floor, [f"--threads={threads}"], threads),
-                              ("engine_floor_all", floor, ["--threads=0"], 0)]
-                cells += [("baseline", run, ["--strategy=one_device", f"--threads={threads}"],
-                           threads),
-                          ("hardware_reference", run, ["--strategy=one_device", "--threads=0"], 0)]
-                for n in workers:
-                    if floors and n == 2 and threads and any(
-                            s not in LOCAL_REPLICAS for s in strategies):
-                        # Right before the 2-worker clusters: how this machine shares its cores
-                        # between two such workers, for the scaling model's N=2 prediction.
-                        cells.append(("engine_floor_shared", sharing,
-                                      [f"--threads={threads}", "--processes=2"], 2 * threads))
-                    cells += [(f"{s}-n{n}", run, _strategy_flags(s, n, num_ps, threads),
-                               n * threads) for s in strategies]
-            if "straggler" in experiments:
-                n = straggler_workers
-                for s in (s for s in strategies if s not in LOCAL_REPLICAS):
-                    for d in delays:
-                        slow = [f"--straggler_task=worker:{n - 1}",
-                                f"--straggler_delay_ms={d}"] if d else []
-                        cells.append((f"straggler-{s}-n{n}-d{d}", run,
-                                      _strategy_flags(s, n, num_ps, threads) + slow,
-                                      n * threads))
-            if "network" in experiments:
-                # N=1 and the real loopback (b=0) give the model its t_comp and t_sync; the
-                # shaped N=2 runs are what it must predict (results/network.py).
-                for s in (s for s in strategies if s not in LOCAL_REPLICAS):
-                    cells.append((f"network-{s}-n1", run, _strategy_flags(s, 1, num_ps, threads),
-                                  threads))
-                    for b in bandwidths:
-                        shaped = [f"--emulate_bandwidth_gbps={b:g}"] if b else []
-                        cells.append((f"network-{s}-n2-b{b:g}", run,
-                                      _strategy_flags(s, 2, num_ps, threads) + shaped,
-                                      2 * threads))
-            if "parallelism" in experiments:
-                cells += [(name, run, extra, 2 * threads)
-                          for name, extra in _parallelism_cells(threads, batch)]
-            for k in accumulation:
-                for repeat in range(repeats):
-                    for cell, module, extra, cores in cells:
-                        if k != 1 and module in (floor, sharing):  # plain loops: K=1 only
-                            continue
-                        name = f"{cell}/{model}/{size}/" + (f"k{k}/" if k != 1 else "") + \
-                            f"r{repeat}"
-                        extra = _pinned(extra, cores, available) if pin_cores else extra
-                        extra = [*extra, f"--accumulation_steps={k}"] if k != 1 else extra
-                        runs.append((name, [module, f"--model={model}", f"--train_examples={size}",
-                                            *data, *extra]))
-    return runs
-
-
-# Per-run cost beyond the epochs (start-up, tracing, evaluation, probe), as a share of the
-# calibration run's own overhead: a local cluster starts several processes.
-_CLUSTER_STARTUP_FACTOR = 1.5
-_SIZE_QUANTUM = 1024  # the default global batches (64 x N, N <= 2) x 8 steps per call
-
-
-def calibrated_size(budget_s, runs, epochs, rate, overhead_s, largest):
-    """Examples per epoch so that `runs` runs of `epochs` epochs fit in `budget_s`, each run
-    costing `overhead_s` plus its epochs at `rate` examples/s (the plain loop at 1 thread: the
-    slowest any cell computes). Rounded down to _SIZE_QUANTUM, within [_SIZE_QUANTUM, largest]."""
-    per_epoch_s = (budget_s - runs * overhead_s * _CLUSTER_STARTUP_FACTOR) / (runs * epochs)
-    size = int(per_epoch_s * rate) // _SIZE_QUANTUM * _SIZE_QUANTUM
-    return max(_SIZE_QUANTUM, min(largest, size))
-
-
-def _calibrate(model, epochs_planned, runs, budget_s, largest, threads):
-    """Times the plain loop briefly on this machine; returns the sized examples per epoch."""
-    from experiments.bench.runs import run_record
-
-    record, wall = run_record([f"--model={model}", "--epochs=2",
-                               f"--train_examples={_SIZE_QUANTUM * 2}", f"--threads={threads}"],
-                              "experiments.bench.floor")
-    rate = record["steady_state"]["examples_per_sec"]["median"]
-    overhead = max(0.0, wall - sum(e["time_s"] for e in record["epochs"][1:]))
-    size = calibrated_size(budget_s, runs, epochs_planned, rate, overhead, largest)
-    print(f"compare: calibration: the plain loop runs {model} at {rate:.0f} examples/s on "
-          f"{threads} thread(s), {overhead:.1f} s per run besides epochs -> {size} examples per "
-          f"epoch for {runs} runs in about {budget_s / 60:g} min (--time_budget_min; "
-          f"--train_examples to choose)", flush=True)
-    return size
-
-
-def _run(command, timeout, verbose):
-    """Runs one cell, passing its output on without TensorFlow's start-up chatter (unless
-    verbose). Returns its exit code, or "timeout"."""
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            errors="replace")
-
-    def pump():
-        for line in proc.stdout:
-            if verbose or not is_startup_noise(line):
-                sys.stdout.write(line)
-                sys.stdout.flush()
-
-    reader = threading.Thread(target=pump, daemon=True)
-    reader.start()
-    try:
-        code = proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:  # the child's launcher stops its own cluster on SIGKILL
-        proc.kill()
-        proc.wait()
-        code = "timeout"
-    reader.join(timeout=5)
-    return code
-
-
 def _bandwidths(values):
     out = []
     for v in values:
@@ -317,34 +134,6 @@ def _bandwidths(values):
     if out and 0.0 not in out:
         raise ValueError("--bandwidths needs 0 (the real loopback): the model is fitted to it")
     return out
-
-
-def size_started(records, model):
-    """The examples per epoch the comparison in `records` started with for `model` (the latest
-    record's), or None."""
-    sizes = [r["config"]["train_examples"] for r in records if r["model"] == model]
-    return sizes[-1] if sizes else None
-
-
-def same_run(record, name, run_flags):
-    """A cell counts as done only if recorded under its name with every flag it would be run
-    with (threads, pinning, epochs, batch, ...), not just the same name."""
-    if record.get("run_name") != name:
-        return False
-    # The same TensorFlow settings too: a record from before they were set (or under another
-    # TF_ENABLE_ONEDNN_OPTS) ran other CPU kernels, and its figures are not this run's.
-    if (record.get("environment") or {}).get("onednn_opts", "unrecorded") != \
-            os.environ.get("TF_ENABLE_ONEDNN_OPTS"):
-        return False
-    config = record.get("config") or {}
-    for flag in run_flags:
-        key, _, value = flag[2:].partition("=")
-        recorded = config.get(key)
-        if isinstance(recorded, float):  # "--straggler_delay_ms=50" was recorded as 50.0
-            recorded, value = recorded, float(value)
-        if recorded is None or str(recorded) != str(value):
-            return False
-    return True
 
 
 def main(argv):
@@ -368,10 +157,10 @@ def main(argv):
                              f"{', '.join(COMPARED)}")
         experiments = _EXPERIMENTS.value if _EXPERIMENTS.present else \
             preset.get("experiments", ",".join(_EXPERIMENTS.value)).split(",")
-        bad = [e for e in experiments if e not in _EXPERIMENT_NAMES]
+        bad = [e for e in experiments if e not in EXPERIMENT_NAMES]
         if bad or not experiments:
             raise ValueError(f"--experiments={','.join(experiments)}: choose from "
-                             f"{', '.join(_EXPERIMENT_NAMES)}")
+                             f"{', '.join(EXPERIMENT_NAMES)}")
         for experiment in ("straggler", "network"):
             if experiment in experiments and set(strategies) <= set(LOCAL_REPLICAS):
                 raise ValueError(f"--experiments={experiment} needs multi_worker_mirrored or "
@@ -406,7 +195,7 @@ def main(argv):
             count = len(plan(models, workers, sizes, strategies, _NUM_PS.value, repeats,
                              experiments, delays, _STRAGGLER_WORKERS.value,
                              bandwidths=bandwidths, accumulation=accumulation))
-            sizes = [_calibrate(models[0], epochs, count, _BUDGET.value * 60, max(sizes),
+            sizes = [runner.calibrate(models[0], epochs, count, _BUDGET.value * 60, max(sizes),
                                 _THREADS.value)]
     runs = plan(models, workers, sizes, strategies, _NUM_PS.value, repeats, experiments,
                 delays, _STRAGGLER_WORKERS.value, _THREADS.value, _PIN.value,
@@ -436,7 +225,7 @@ def main(argv):
                    f"--run_name={name}"]
         if _VERBOSE.value:
             command.append("--verbose")
-        code = _run(command, _RUN_TIMEOUT.value, _VERBOSE.value)
+        code = runner.run_cell(command, _RUN_TIMEOUT.value, _VERBOSE.value)
         durations.append(time.monotonic() - start)
         if code != 0:
             failures.append(f"{name} (exit {code})")

@@ -14,7 +14,7 @@ the printed `experiments.compare --experiments=network` command does (N=2 only).
 """
 from absl import app, flags
 
-from experiments.cli import bad_input, parse_flags
+from experiments.config.cli import bad_input, parse_flags
 
 _RESULTS_DIR = flags.DEFINE_string("results_dir", "runs/network", "Records of a comparison with "
                                    "N=1 and N=2 runs of MWMS and PSS (the network experiment's).")

@@ -7,8 +7,8 @@ import os
 
 from absl import app, flags
 
-from experiments import network_flags
-from experiments.cli import bad_input, parse_flags
+from experiments.config import network_flags
+from experiments.config.cli import bad_input, parse_flags
 
 _RESULTS_DIR = flags.DEFINE_string("results_dir", "runs/compare", "Directory holding records/.")
 _TARGET = flags.DEFINE_float("target_accuracy", 0.9, "Eval accuracy for time-to-accuracy (0: off).")

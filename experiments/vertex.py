@@ -28,11 +28,12 @@ import json
 
 from absl import app, flags
 
-from experiments.cli import bad_input, parse_flags
+from experiments.config.cli import bad_input, parse_flags
 
-from experiments.jobspec import (DEFAULT_MACHINE, PLACEHOLDER_IMAGE, TPU_MACHINE, JobSpec,
-                                 build_custom_job,
-                                 is_placeholder_image, tfjob, tfjob_yaml, vertex_custom_job)
+from experiments.cloud.jobspec import (DEFAULT_MACHINE, PLACEHOLDER_IMAGE, TPU_MACHINE, JobSpec,
+                                       is_placeholder_image)
+from experiments.cloud.tfjob import tfjob, tfjob_yaml
+from experiments.cloud.vertex_job import build_custom_job, vertex_custom_job
 from strategies import STRATEGIES
 
 _STRATEGY = flags.DEFINE_enum("strategy", "multi_worker_mirrored", list(STRATEGIES), "Strategy.")

@@ -9,6 +9,7 @@ from them: `--train_examples=5000` trains 4992 examples per epoch on one device 
 replica on one device but 32 on 8. Keyed on the derived counts, those runs would lose their
 baseline; the derived counts stay in the rows as data.
 """
+from strategies import PIPELINED
 
 SETTING_KEYS = ("model", "dataset", "train_examples", "batch_size_per_replica",
                 "global_batch_size", "epochs", "steps_per_execution", "optimizer", "learning_rate",
@@ -17,7 +18,7 @@ SETTING_KEYS = ("model", "dataset", "train_examples", "batch_size_per_replica",
 BASELINE_RUN = "baseline"  # one_device, 1 thread per task: one worker's share of the machine
 REFERENCE_RUN = "hardware_reference"  # one_device using every core
 ENGINE_FLOOR = "engine_floor"  # a plain TF loop without the toolkit: engine_floor/ (1 thread),
-# engine_floor_all/ (every core), engine_floor_shared/ (K loops at once: experiments.bench.sharing)
+# engine_floor_all/ (every core), engine_floor_shared/ (K loops at once: experiments.comparison.sharing)
 ENGINE_FLOOR_RUNS = ("engine_floor", "engine_floor_all", "engine_floor_shared")
 STRAGGLER_PREFIX = "straggler-"
 
@@ -122,6 +123,13 @@ def is_network_run(record):
     """A run on an emulated network (or one that asked for it): network.py's, not the
     summary's nor the scaling fit's (their network is the machine's own)."""
     return bool(record.get("network"))
+
+
+def is_parallelism_run(record):
+    """A pipeline run, or a cell of the parallelism experiment (compare's 'parallel-' cells):
+    parallelism.py's table, not the summary's."""
+    return record.get("strategy") in PIPELINED or \
+        (record.get("run_name") or "").startswith("parallel-")
 
 
 def role_of(record):

@@ -21,10 +21,12 @@ probe's bytes over its time give the shaper's delivered rate: the calibration co
 import collections
 import math
 
-from results import metrics
+from results import metrics, plots
 from results.cells import (SETTING_KEYS, bandwidth_of, is_straggler_run, setting_of, sort_key,
                            workers_of)
+from results.records import write_text_atomic
 from results.scaling_model import cpu_cap, probe_of, step_time_of
+from results.tables import Section, csv_text, markdown_table
 
 COLUMNS = (*SETTING_KEYS, "strategy", "n", "bandwidth_gbps", "runs", "examples_per_sec",
            "predicted_examples_per_sec", "error", "probe_s", "predicted_comm_s",
@@ -157,18 +159,19 @@ def markdown(network_rows, fitted):
              "link (`--emulate_bandwidth_gbps`, tc tbf). Predicted from the unshaped runs' "
              "t_comp and t_sync plus the shared-shaper cost model: MWMS 2(N-1)·M·8/B per step, "
              "PSS 2M·8/B per worker step and the cluster bounded by B (results/network.py). "
-             "'Delivered' is the probe's bytes over its time: the shaper's real rate.", "",
-             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+             "'Delivered' is the probe's bytes over its time: the shaper's real rate.", ""]
     ms = lambda s: f"{s * 1e3:.1f}" if s is not None else "–"  # noqa: E731
+    cells = []
     for r in network_rows:
-        lines.append("| " + " | ".join([
+        cells.append([
             r["model"], r["strategy"], str(r["n"]),
             f"{r['bandwidth_gbps']:g}" if r["bandwidth_gbps"] else "real loopback",
             f"{r['examples_per_sec']:.0f}", f"{r['predicted_examples_per_sec']:.0f}",
             (f"{r['error'] * 100:+.1f}%" if r["error"] is not None else "–")
             + (f" ({r['note']})" if r["note"] else ""),
             ms(r["probe_s"]), ms(r["predicted_comm_s"]),
-            f"{r['delivered_gbps']:.3f}" if r["delivered_gbps"] else "–"]) + " |")
+            f"{r['delivered_gbps']:.3f}" if r["delivered_gbps"] else "–"])
+    lines.append(markdown_table(head, cells))
     checked = [abs(r["error"]) for r in network_rows if r["bandwidth_gbps"] and r["error"]
                is not None]
     if checked:
@@ -183,3 +186,13 @@ def markdown(network_rows, fitted):
                                        "1 Mbit/s and 100 Gbit/s (N=2)."))
     return "\n".join(lines)
 
+
+def section(records, path):
+    """The network experiment's part of the report, its plot and CSV; None without shaped runs."""
+    shaped = rows(records)
+    if not shaped:
+        return None
+    fitted = models(records)
+    return Section(markdown(shaped, fitted), plots=[plots.network(shaped, fitted,
+                                                                  path("network.png"))],
+                   files=[write_text_atomic(path("network.csv"), csv_text(shaped, COLUMNS))])

@@ -5,18 +5,18 @@ a comparison cell named `parallel-...`, lands here and not in the scaling tables
 
 A row per configuration of a model's setting: steady epoch time and throughput (medians over
 repeats), throughput against the setting's one-device row, final eval accuracy, peak memory per
-device (the largest device's: experiments/memory.py, measured on GPUs, estimated from tensor
+device (the largest device's: experiments/measure/memory.py, measured on GPUs, estimated from tensor
 sizes on a CPU), the communication share of a step (gradient all-reduce and activations between
 stages, each timed alone by the record's probes) and, for pipelines, the bubble measured next to
 the GPipe formula for equal stages and for the split's measured stage times.
 """
 import collections
 
-from results import metrics
-from results.cells import SETTING_KEYS, setting_of, sort_key
+from results import metrics, plots
+from results.cells import SETTING_KEYS, is_parallelism_run, setting_of, sort_key
+from results.records import write_text_atomic
+from results.tables import Section, csv_text, markdown_table
 
-PREFIX = "parallel-"
-PIPELINED = ("model_parallel", "hybrid")
 COLUMNS = ("model", "dataset", "train_examples", "global_batch_size", "configuration",
            "strategy", "workers", "num_stages", "microbatches", "devices", "runs",
            "epoch_time_s", "epoch_time_min_s", "epoch_time_max_s", "examples_per_sec",
@@ -26,11 +26,6 @@ COLUMNS = ("model", "dataset", "train_examples", "global_batch_size", "configura
            "stage_busy_shares")
 _ORDER = {"one_device": 0, "mirrored": 1, "multi_worker_mirrored": 2, "parameter_server": 3,
           "model_parallel": 4, "hybrid": 5}
-
-
-def is_parallelism_run(record):
-    return record.get("strategy") in PIPELINED or \
-        (record.get("run_name") or "").startswith(PREFIX)
 
 
 def configuration(record):
@@ -156,8 +151,8 @@ def markdown(parallel_rows):
              "pipeline's idle share measured with timestamps inside the step, next to GPipe's "
              "(S-1)/(M+S-1) and the same formula for this split's unequal stage times; stage "
              "busy shares: each stage's working share of the pipeline's span (they sum to "
-             "more than 1 where the stages worked at the same time).", "",
-             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+             "more than 1 where the stages worked at the same time).", ""]
+    cells = []
     for r in parallel_rows:
         bubble = "–" if r["bubble_measured"] is None else (
             f"{r['bubble_measured']:.2f} ({_f(r['bubble_formula'], '.2f')}; "
@@ -166,7 +161,7 @@ def markdown(parallel_rows):
             _f(b, ".2f") for b in r["stage_busy_shares"])
         memory = _f(r["peak_memory_per_device_mb"], ".1f") + (
             "*" if (r["peak_memory_kind"] or "").startswith("estimate") else "")
-        lines.append("| " + " | ".join([
+        cells.append([
             f"{r['model']} ({r['dataset']}, {r['train_examples']}, {r['global_batch_size']})",
             r["configuration"], str(r["devices"]),
             f"{_f(r['epoch_time_s'], '.3g')} ({_f(r['epoch_time_min_s'], '.3g')}–"
@@ -174,8 +169,8 @@ def markdown(parallel_rows):
             _f(r["vs_one_device"], ".2f") + ("x" if r["vs_one_device"] else ""),
             _f(r["final_eval_accuracy"], ".3f"), memory,
             _f(r["communication_share"] and r["communication_share"] * 100, ".1f") +
-            ("%" if r["communication_share"] is not None else ""), bubble, busy]) + " |")
-    lines += ["", "\\* estimated from tensor sizes (CPU devices share one process's memory).",
+            ("%" if r["communication_share"] is not None else ""), bubble, busy])
+    lines += [markdown_table(head, cells), "", "\\* estimated from tensor sizes (CPU devices share one process's memory).",
               "", *findings(parallel_rows)]
     return "\n".join(lines)
 
@@ -233,3 +228,16 @@ def findings(parallel_rows):
         out += [f"  - {sentence.strip()}" for sentence in map(_bubble_sentence, group)
                 if sentence]
     return out
+
+
+def section(records, path):
+    """The parallelism experiment's part of the report, its plot and CSV; None without one."""
+    parallel = rows(records)
+    if not parallel:
+        return None
+    csv_rows = [{**r, "stage_busy_shares": " + ".join(f"{b:.3f}" for b in r["stage_busy_shares"])
+                 if r["stage_busy_shares"] else None} for r in parallel]
+    return Section(markdown(parallel), plots=[plots.parallelism(parallel,
+                                                                path("parallelism.png"))],
+                   files=[write_text_atomic(path("parallelism.csv"), csv_text(csv_rows,
+                                                                               COLUMNS))])

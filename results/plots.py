@@ -11,24 +11,17 @@ from results.records import write_atomic  # noqa: E402
 from results.cells import (ENGINE_FLOOR, REFERENCE_RUN, SETTING_KEYS,  # noqa: E402
                            is_machine_limit, role_of, setting_of, sort_key, workers_of)
 from results.summary import groups as _groups, reference_of  # noqa: E402
-from strategies import COMPARED  # noqa: E402
+from strategies import COMPARED, REGISTRY  # noqa: E402
 
-_SHORT = {"one_device": "1 device", "mirrored": "mirrored", "central_storage": "central",
-          "multi_worker_mirrored": "MWMS",
-          "parameter_server": "PSS", ENGINE_FLOOR: "TF loop"}
-_LABELS = {"one_device": "one device", "mirrored": "Mirrored (replicas)",
-           "central_storage": "CentralStorage (replicas)",
-           "multi_worker_mirrored": "MWMS (workers)", "parameter_server": "PSS (workers)"}
-
-_STRATEGY_COLORS = {"mirrored": "tab:green", "central_storage": "tab:purple",
-                    "multi_worker_mirrored": "tab:blue",
-                    "parameter_server": "tab:orange"}
+def _short(strategy):
+    """A strategy's tick label (strategies.REGISTRY); the engine floor is no strategy."""
+    return "TF loop" if strategy == ENGINE_FLOOR else REGISTRY[strategy].short
 
 
 def _tick(row):
     """A bar's label: strategy, N and, for single-device rows, which one."""
     tag = {REFERENCE_RUN: "\n(all cores)", ENGINE_FLOOR: f"\n({row['threads_per_task']} thr.)"}
-    return f"{_SHORT[row['strategy']]}\nN={row['n']}" + tag.get(row["role"], "")
+    return f"{_short(row['strategy'])}\nN={row['n']}" + tag.get(row["role"], "")
 
 
 def _title(setting):
@@ -81,8 +74,8 @@ def scaling(rows, throughput_path, efficiency_path):
                     continue
                 ys = [r["examples_per_sec"] if kind == "throughput" else
                       (r["efficiency"] or 0) * 100 for _, r in pts]
-                ax.plot([n for n, _ in pts], ys, "o-", color=_STRATEGY_COLORS[strategy],
-                        label=_LABELS[strategy])
+                ax.plot([n for n, _ in pts], ys, "o-", color=REGISTRY[strategy].color,
+                        label=REGISTRY[strategy].label)
             if kind == "throughput" and base:
                 ax.plot(ns, [base["examples_per_sec"] * n for n in ns], "k--",
                         label="ideal: N x one worker (1 thread)")
@@ -168,10 +161,10 @@ def straggler(rows, path):
     for (setting, strategy, n), group in sorted(lines.items(), key=lambda item: (
             sort_key(item[0][0]), item[0][1:])):
         model, size = group[0]["model"], group[0]["train_examples"]
-        label = f"{_SHORT[strategy]} N={n} ({model}, {size} ex.)"
+        label = f"{_short(strategy)} N={n} ({model}, {size} ex.)"
         pts = [(r["delay_ms"], r["relative_throughput"] * 100) for r in group
                if r["relative_throughput"] is not None]
-        color = _STRATEGY_COLORS[strategy]  # the same strategy has the same colour in both panels
+        color = REGISTRY[strategy].color  # the same strategy has the same colour in both panels
         if pts:
             kept.plot(*zip(*pts), "o-", color=color, label=label)
         pts = [(r["delay_ms"], r["straggler_step_share"] * 100) for r in group
@@ -206,15 +199,15 @@ def network(rows, fitted, path):
         real_x = high  # the real loopback is drawn at the right edge, labelled
         grid = [low * (high / low) ** (i / 100) for i in range(101)]
         for strategy in sorted({r["strategy"] for r in group}):
-            color = _STRATEGY_COLORS[strategy]
+            color = REGISTRY[strategy].color
             model = fitted.get((setting, strategy))
             n = max(r["n"] for r in group if r["strategy"] == strategy)
             if model is not None:
                 ax.plot(grid, [model.rate(n, b) for b in grid], "-", color=color,
-                        label=f"{_SHORT[strategy]} N={n} model")
+                        label=f"{_short(strategy)} N={n} model")
             pts = [(r["bandwidth_gbps"] or real_x, r["examples_per_sec"]) for r in group
                    if r["strategy"] == strategy]
-            ax.plot(*zip(*pts), "o", color=color, label=f"{_SHORT[strategy]} N={n} measured")
+            ax.plot(*zip(*pts), "o", color=color, label=f"{_short(strategy)} N={n} measured")
         b = crossover(fitted, setting, low=low, high=high)
         if b:
             ax.axvline(b, color="k", ls="--", lw=1, label=f"crossover {b:.3g} Gbit/s")
@@ -265,8 +258,8 @@ def projection(rows, path):
     for (setting, strategy), kinds in sorted(lines.items(), key=lambda item: (
             sort_key(item[0][0]), item[0][1])):
         model, size = kinds["projected"][0]["model"], kinds["projected"][0]["train_examples"]
-        color = _STRATEGY_COLORS[strategy]
-        label = f"{_SHORT[strategy]} ({model}, {size} ex.)"
+        color = REGISTRY[strategy].color
+        label = f"{_short(strategy)} ({model}, {size} ex.)"
         proj = sorted(kinds["projected"], key=lambda r: r["n"])
         tput.plot([r["n"] for r in proj], [r["examples_per_sec"] for r in proj], "-",
                   color=color, label=f"{label}: projected")
@@ -300,7 +293,7 @@ def zoo(zoo_rows, path):
     """Per model (results/zoo.py), each strategy's throughput relative to one process on every
     core, its communication share hatched inside the bar, the winner's margin written above it."""
     strategies = sorted({s[1] for r in zoo_rows for s in r["strategies"]},
-                        key=list(_STRATEGY_COLORS).index)
+                        key=list(REGISTRY).index)
     width = 0.8 / max(1, len(strategies))
     fig, ax = plt.subplots(figsize=(max(6.5, 2.6 * len(zoo_rows)), 4.6))
     for i, r in enumerate(zoo_rows):
@@ -309,8 +302,8 @@ def zoo(zoo_rows, path):
                 continue
             x = i + (strategies.index(strategy) - (len(strategies) - 1) / 2) * width
             first = i == 0 or not any(s[1] == strategy for s in zoo_rows[0]["strategies"])
-            ax.bar(x, vs, width * 0.95, color=_STRATEGY_COLORS[strategy],
-                   label=f"{_LABELS[strategy]}, N={name.split('N=')[-1]}" if first else None)
+            ax.bar(x, vs, width * 0.95, color=REGISTRY[strategy].color,
+                   label=f"{REGISTRY[strategy].label}, N={name.split('N=')[-1]}" if first else None)
             if comm:
                 ax.bar(x, vs * comm, width * 0.95, color="none", edgecolor="black", hatch="//",
                        lw=0, label="communication share (probe)" if i == 0 and
@@ -339,15 +332,13 @@ def parallelism(parallel_rows, path):
     device of each configuration, side by side; a pipeline's measured bubble written on its bar."""
     models = list(dict.fromkeys(r["model"] for r in parallel_rows))
     fig, axes = plt.subplots(len(models), 2, figsize=(11, 3.6 * len(models)), squeeze=False)
-    colors = {**_STRATEGY_COLORS, "one_device": "tab:gray", "model_parallel": "tab:red",
-              "hybrid": "tab:brown"}
     for (speed, memory), model in zip(axes, models):
         group = [r for r in parallel_rows if r["model"] == model]
         names = [r["configuration"].replace(" S=", "\nS=").replace(" (", "\n(")
                  .replace("hybrid ", "hybrid\n").replace(" x\n", "\nx ") for r in group]
         x = range(len(group))
         bars = speed.bar(x, [r["vs_one_device"] or 0 for r in group],
-                         color=[colors.get(r["strategy"], "tab:gray") for r in group])
+                         color=[REGISTRY[r["strategy"]].color for r in group])
         for bar, r in zip(bars, group):
             if r["bubble_measured"] is not None:
                 speed.text(bar.get_x() + bar.get_width() / 2, bar.get_height(),
@@ -360,7 +351,7 @@ def parallelism(parallel_rows, path):
         speed.set_ylim(top=speed.get_ylim()[1] * 1.2)
         speed.legend(fontsize=7, loc="upper right")
         memory.bar(x, [r["peak_memory_per_device_mb"] or 0 for r in group],
-                   color=[colors.get(r["strategy"], "tab:gray") for r in group])
+                   color=[REGISTRY[r["strategy"]].color for r in group])
         memory.set_xticks(x, names, fontsize=7)
         estimated = any((r["peak_memory_kind"] or "").startswith("estimate") for r in group)
         memory.set_ylabel("MB on the largest device" + (" (estimate)" if estimated else ""))

@@ -3,8 +3,6 @@ with two or more models, zoo.csv and zoo.png: which strategy wins per model, res
 
     python -m experiments.report --results_dir=runs/compare
 """
-import csv
-import io
 import os
 
 from results import network as network_experiment
@@ -13,29 +11,14 @@ from results.cells import label, setting_details, setting_title
 from results.findings import findings, overhead_sentence
 from results.records import load_records, write_text_atomic
 from results.summary import COLUMNS, groups, reference_of, summarize
-
-
-def _fmt(value, digits=3):
-    if value is None:
-        return "–"
-    if isinstance(value, float):
-        return f"{value:.{digits}g}" if abs(value) < 1000 else f"{value:.0f}"
-    return str(value)
-
-
-def _csv(rows, columns):
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    return out.getvalue()
+from results.tables import csv_text, fmt, markdown_table
 
 
 def _target(r):
     """Time to target with how many runs reached it: the median is over those runs only."""
     if r["target_reached_runs"] is None:
         return "–"
-    return f"{_fmt(r['time_to_target_s'])} ({r['target_reached_runs']}/{r['runs']})"
+    return f"{fmt(r['time_to_target_s'])} ({r['target_reached_runs']}/{r['runs']})"
 
 
 def _table(rows, target_accuracy=None):
@@ -44,19 +27,17 @@ def _table(rows, target_accuracy=None):
             "Δ acc vs baseline"]
     if target_accuracy:
         head.append(f"s to {target_accuracy:.0%} acc (runs reached)")
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    cells = []
     for r in rows:
-        cells = [label(r) if r["role"] != "strategy" else r["strategy"], str(r["n"]),
-                 _fmt(r["threads_per_task"]),
-                 f"{_fmt(r['epoch_time_s'])} ({_fmt(r['epoch_time_min_s'])}–"
-                 f"{_fmt(r['epoch_time_max_s'])})", _fmt(r["examples_per_sec"], 4),
-                 _fmt(r["speedup"]), _fmt(r["scaling_percent"]), _fmt(r["speedup_vs_reference"]),
-                 _fmt(r["vs_engine_floor"]), _fmt(r["cores_used"], 2),
-                 _fmt(r["final_eval_accuracy"]), _fmt(r["accuracy_delta"], 2)]
-        if target_accuracy:
-            cells.append(_target(r))
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        cells.append([label(r) if r["role"] != "strategy" else r["strategy"], str(r["n"]),
+                      fmt(r["threads_per_task"]),
+                      f"{fmt(r['epoch_time_s'])} ({fmt(r['epoch_time_min_s'])}–"
+                      f"{fmt(r['epoch_time_max_s'])})", fmt(r["examples_per_sec"], 4),
+                      fmt(r["speedup"]), fmt(r["scaling_percent"]),
+                      fmt(r["speedup_vs_reference"]), fmt(r["vs_engine_floor"]),
+                      fmt(r["cores_used"], 2), fmt(r["final_eval_accuracy"]),
+                      fmt(r["accuracy_delta"], 2)] + ([_target(r)] if target_accuracy else []))
+    return markdown_table(head, cells)
 
 
 def _cores_by_task(group):
@@ -67,23 +48,9 @@ def _cores_by_task(group):
     return ("Cores used by task (local clusters): " + "; ".join(parts) + ".") if parts else ""
 
 
-def _straggler_table(rows):
-    head = ("model", "examples", "strategy", "N", "slowed task", "delay ms/step", "examples/s",
-            "throughput kept", "straggler's share of steps")
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in rows:
-        kept = r["relative_throughput"]
-        share = r["straggler_step_share"]
-        lines.append("| " + " | ".join([
-            r["model"], str(r["train_examples"]), r["strategy"], str(r["n"]),
-            r["straggler_task"] or "–", _fmt(r["delay_ms"]), _fmt(r["examples_per_sec"], 4),
-            f"{kept * 100:.0f}%" if kept is not None else "–",
-            f"{share * 100:.0f}%" if share is not None else "–"]) + " |")
-    return "\n".join(lines)
-
-
-def markdown(rows, problems, plot_files, target_accuracy, straggler_rows=(), model_section="",
-             network_section="", zoo_section="", parallelism_section=""):
+def markdown(rows, problems, plot_files, target_accuracy, sections=()):
+    """report.md: the intro, the zoo's answer per model (a section marked first), a table per
+    setting, every other experiment's section in order, the findings, the plots."""
     if rows:
         intro = ("Rebuilt from the records by `python -m experiments.report`. Epoch time is the "
                  "median over steady-state epochs (first epoch of every run excluded: tracing) "
@@ -101,8 +68,7 @@ def markdown(rows, problems, plot_files, target_accuracy, straggler_rows=(), mod
                  "medians over steady-state epochs (the first epoch of every run, which traces, "
                  "excluded) and repeats.")
     parts = ["# Strategy comparison", "", intro, ""]
-    if zoo_section:  # several models: the answer per model first
-        parts += [zoo_section, ""]
+    parts += [p for section in sections if section.first for p in (section.markdown, "")]
     for setting, group in groups(rows).items():
         ref = reference_of(group)
         notes = [f"Fastest single process (the reference): {label(ref)}." if ref else
@@ -110,18 +76,7 @@ def markdown(rows, problems, plot_files, target_accuracy, straggler_rows=(), mod
                  _cores_by_task(group)]
         parts += [f"## {setting_title(setting)}", "", setting_details(setting), "",
                   _table(group, target_accuracy), "", " ".join(n for n in notes if n), ""]
-    if straggler_rows:
-        parts += ["## Straggler experiment", "",
-                  "One worker's input pipeline sleeps the given time before each batch "
-                  "(`--straggler_task`, `--straggler_delay_ms`). Throughput kept is relative to "
-                  "the same setting without a straggler.", "", _straggler_table(straggler_rows),
-                  "", *straggler.findings(straggler_rows), ""]
-    if model_section:
-        parts += [model_section, ""]
-    if network_section:
-        parts += [network_section, ""]
-    if parallelism_section:
-        parts += [parallelism_section, ""]
+    parts += [p for section in sections if not section.first for p in (section.markdown, "")]
     if rows:
         parts += ["## Findings", "", findings(rows), ""]
     parts += ["## Plots", ""]
@@ -138,50 +93,29 @@ def build(results_dir, target_accuracy=None, network=scaling_model.Network()):
     if not records:
         raise ValueError(f"no readable records under {os.path.join(results_dir, 'records')}")
     rows = summarize(records, target_accuracy)
-    j = lambda name: os.path.join(results_dir, name)  # noqa: E731
+    path = lambda name: os.path.join(results_dir, name)  # noqa: E731
     files = []
     if rows:  # none when every record belongs to an experiment of its own (e.g. parallelism)
-        files += [plots.epoch_time(rows, j("epoch_time.png")),
-                  *plots.scaling(rows, j("throughput_vs_workers.png"),
-                                 j("efficiency_vs_workers.png")).values()]
-    files.append(plots.curves(records, j("curves.png")))
+        files += [plots.epoch_time(rows, path("epoch_time.png")),
+                  *plots.scaling(rows, path("throughput_vs_workers.png"),
+                                 path("efficiency_vs_workers.png")).values()]
+    files.append(plots.curves(records, path("curves.png")))
     if len({r["train_examples"] for r in rows if r["role"] == "strategy"}) > 1:
-        files.append(plots.size_sweep(rows, j("size_sweep.png")))
+        files.append(plots.size_sweep(rows, path("size_sweep.png")))
     if any(r["communication_fraction"] is not None for r in rows):
-        files.append(plots.step_breakdown(rows, j("step_breakdown.png")))
-    paths = [write_text_atomic(j("summary.csv"), _csv(rows, COLUMNS))]
+        files.append(plots.step_breakdown(rows, path("step_breakdown.png")))
+    paths = [write_text_atomic(path("summary.csv"), csv_text(rows, COLUMNS))]
     fits = scaling_model.fit(records)
-    section = ""
-    if fits:
-        projected = scaling_model.projection_rows(fits, network)
-        files.append(plots.projection(projected, j("projection.png")))
-        paths.append(write_text_atomic(j("projection.csv"),
-                                       _csv(projected, scaling_model.COLUMNS)))
-        section = scaling_model.markdown(fits, projected, network)
-    across = zoo.rows(rows, records)
-    if across:
-        files.append(plots.zoo(across, j("zoo.png")))
-        paths.append(write_text_atomic(j("zoo.csv"), _csv(zoo.csv_rows(across), zoo.COLUMNS)))
-    slow = straggler.rows(records)
-    if slow:
-        files.append(plots.straggler(slow, j("straggler.png")))
-        paths.append(write_text_atomic(j("straggler.csv"), _csv(slow, straggler.COLUMNS)))
-    fitted = network_experiment.models(records)
-    shaped = network_experiment.rows(records)
-    network_section = ""
-    if shaped:
-        files.append(plots.network(shaped, fitted, j("network.png")))
-        paths.append(write_text_atomic(j("network.csv"), _csv(shaped,
-                                                              network_experiment.COLUMNS)))
-        network_section = network_experiment.markdown(shaped, fitted)
-    parallel = parallelism.rows(records)
-    if parallel:
-        files.append(plots.parallelism(parallel, j("parallelism.png")))
-        paths.append(write_text_atomic(j("parallelism.csv"), _csv(
-            [{**r, "stage_busy_shares": " + ".join(f"{b:.3f}" for b in r["stage_busy_shares"])
-              if r["stage_busy_shares"] else None} for r in parallel], parallelism.COLUMNS)))
-    paths.append(write_text_atomic(j("report.md"), markdown(
-        rows, problems, files, target_accuracy, slow, section, network_section,
-        zoo.markdown(across) if across else "",
-        parallelism.markdown(parallel) if parallel else "")))
+    # Each experiment's part of the report, in the report's order: a new table is a module
+    # with a section() and a line here.
+    sections = [s for s in (zoo.section(rows, records, path), straggler.section(records, path),
+                            scaling_model.section(fits, network, path),
+                            network_experiment.section(records, path),
+                            parallelism.section(records, path))
+                if s is not None]
+    for section in sections:
+        files += section.plots
+        paths += section.files
+    paths.append(write_text_atomic(path("report.md"), markdown(
+        rows, problems, files, target_accuracy, sections)))
     return paths + files, problems, scaling_model.validation_lines(fits)

@@ -23,7 +23,7 @@ Validation: the 2-worker throughput predicted from the 1-worker run plus the com
 measured in that 2-worker run (t_comp + probe, no fitted term) against the measurement. A local
 cluster's processes share this machine's cores and wait on each other every step (MWMS workers
 for the all-reduce, a PSS worker for the ps), so there t_comp is multiplied by the slowdown two
-plain TF loops in lockstep showed sharing them (experiments/bench/sharing.py), and the prediction
+plain TF loops in lockstep showed sharing them (experiments/comparison/sharing.py), and the prediction
 is capped by what the cores deliver at the N=1 run's examples per CPU-second (workers, ps and
 chief alike) over the same slowdown; the projections to other clusters use neither.
 Assumptions (stated in the report): every worker has its own cores (no sharing), synchronization
@@ -35,6 +35,8 @@ import collections
 import dataclasses
 
 from results import metrics
+from results.records import write_text_atomic
+from results.tables import Section, csv_text, markdown_table
 from results.cells import (BASELINE_RUN, ENGINE_FLOOR, SETTING_KEYS, is_network_run,
                            is_straggler_run, role_of, setting_of, sort_key, workers_of)
 
@@ -185,7 +187,7 @@ SHARING_PHASE = {"multi_worker_mirrored": "lockstep", "parameter_server": "locks
 def slowdown_of(sharing, strategy):
     """(factor, phase, calibrations): how much slower this machine runs a 1-worker step when the
     2-worker cluster's processes share its cores, from the sharing calibrations of the setting
-    (experiments.bench.sharing; the median when repeated); None without one."""
+    (experiments.comparison.sharing; the median when repeated); None without one."""
     phase = SHARING_PHASE[strategy]
     values = [(s.get("slowdown") or {}).get(phase) for s in sharing or []
               if s.get("processes") == 2]
@@ -340,30 +342,44 @@ def markdown(fits, rows, net):
              "The projection uses the stated network, not this machine's loopback: at N=2 its "
              "line need not meet the measured point. 'loopback Gbit/s' is the bandwidth the "
              "probe implies here (bytes the cost model moves at N=2 / probe time).", "",
-             "| model | examples | strategy | M (MB) | t_comp ms | probe at N=2 ms | loopback "
-             "Gbit/s | t_sync ms | predicted N=2 ex/s | measured N=2 ex/s | error |",
-             "|" + "---|" * 11]
+             ]
+    cells = []
     for f in fits:
         probe2 = f.measured.get(2, (None, None, None))[1]
         pred = f.prediction_n2
-        parts.append("| " + " | ".join([
+        cells.append([
             f.model, str(f.train_examples), f.strategy, f"{f.gradient_bytes / 1e6:.2f}",
             _ms(f.t_comp), _ms(probe2) if probe2 is not None else "–",
             f"{f.loopback_gbps():.2f}" if probe2 else "–", _ms(f.t_sync),
             f"{pred[0]:.0f}" if pred else "–", f"{pred[1]:.0f}" if pred else "–",
-            f"{pred[2] * 100:+.1f}%" if pred else "–"]) + " |")
+            f"{pred[2] * 100:+.1f}%" if pred else "–"])
+    parts.append(markdown_table(["model", "examples", "strategy", "M (MB)", "t_comp ms",
+                                 "probe at N=2 ms", "loopback Gbit/s", "t_sync ms",
+                                 "predicted N=2 ex/s", "measured N=2 ex/s", "error"], cells))
     parts += ["", "Notes:", ""] + [f"- {f.model}, {f.train_examples} examples, {f.strategy}: "
                                    f"{'; '.join(f.notes)}." for f in fits if f.notes]
     parts += [f"- {r['model']}, {r['train_examples']} examples, {r['strategy']} N={r['n']} "
               f"({r['kind']}): efficiency {r['efficiency'] * 100:.0f}% vs t_comp, {r['note']}."
               for r in rows if r["note"]]
-    parts += ["", "| model | examples | strategy | N | projected ex/s | speedup vs 1 worker | "
-              "efficiency | comm share of step |", "|" + "---|" * 8]
-    for r in rows:
-        if r["kind"] == "projected" and r["n"] >= 4:
-            parts.append("| " + " | ".join([
-                r["model"], str(r["train_examples"]), r["strategy"], str(r["n"]),
-                f"{r['examples_per_sec']:.0f}", f"{r['speedup']:.2f}",
-                f"{r['efficiency'] * 100:.0f}%" + (f" ({r['note']})" if r["note"] else ""),
-                f"{r['communication_s'] / r['step_time_s'] * 100:.0f}%"]) + " |")
+    projected = [[r["model"], str(r["train_examples"]), r["strategy"], str(r["n"]),
+                  f"{r['examples_per_sec']:.0f}", f"{r['speedup']:.2f}",
+                  f"{r['efficiency'] * 100:.0f}%" + (f" ({r['note']})" if r["note"] else ""),
+                  f"{r['communication_s'] / r['step_time_s'] * 100:.0f}%"]
+                 for r in rows if r["kind"] == "projected" and r["n"] >= 4]
+    parts += ["", markdown_table(["model", "examples", "strategy", "N", "projected ex/s",
+                                  "speedup vs 1 worker", "efficiency", "comm share of step"],
+                                 projected)]
     return "\n".join(parts)
+
+
+def section(fits, net, path):
+    """The scaling model's part of the report: its projection plot and CSV; None unfitted."""
+    if not fits:
+        return None
+    from results import plots  # matplotlib, only when there is something to draw
+
+    projected = projection_rows(fits, net)
+    return Section(markdown(fits, projected, net),
+                   plots=[plots.projection(projected, path("projection.png"))],
+                   files=[write_text_atomic(path("projection.csv"), csv_text(projected,
+                                                                             COLUMNS))])

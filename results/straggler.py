@@ -9,9 +9,11 @@ straggler simply runs fewer of them (`steps_by_worker` in the record).
 """
 import collections
 
-from results import metrics
+from results import metrics, plots
 from results.cells import (SETTING_KEYS, delay_of, is_network_run, setting_of, sort_key,
                            workers_of)
+from results.records import write_text_atomic
+from results.tables import Section, csv_text, fmt, markdown_table
 
 COLUMNS = (*SETTING_KEYS, "strategy", "n", "straggler_task", "delay_ms", "runs",
            "examples_per_sec", "relative_throughput", "straggler_step_share")
@@ -79,3 +81,31 @@ def findings(straggler_rows):
                    f"slowed by {r['delay_ms']:g} ms/step it keeps "
                    f"{r['relative_throughput'] * 100:.0f}% of its undisturbed throughput{share}.")
     return out
+
+
+def markdown(straggler_rows):
+    """The report's "Straggler experiment" section: the table, then one line per strategy."""
+    head = ("model", "examples", "strategy", "N", "slowed task", "delay ms/step", "examples/s",
+            "throughput kept", "straggler's share of steps")
+    cells = []
+    for r in straggler_rows:
+        kept, share = r["relative_throughput"], r["straggler_step_share"]
+        cells.append([r["model"], str(r["train_examples"]), r["strategy"], str(r["n"]),
+                      r["straggler_task"] or "–", fmt(r["delay_ms"]),
+                      fmt(r["examples_per_sec"], 4),
+                      f"{kept * 100:.0f}%" if kept is not None else "–",
+                      f"{share * 100:.0f}%" if share is not None else "–"])
+    return "\n".join(["## Straggler experiment", "",
+                      "One worker's input pipeline sleeps the given time before each batch "
+                      "(`--straggler_task`, `--straggler_delay_ms`). Throughput kept is relative "
+                      "to the same setting without a straggler.", "", markdown_table(head, cells),
+                      "", *findings(straggler_rows)])
+
+
+def section(records, path):
+    """The straggler experiment's part of the report, its plot and CSV; None without one."""
+    slow = rows(records)
+    if not slow:
+        return None
+    return Section(markdown(slow), plots=[plots.straggler(slow, path("straggler.png"))],
+                   files=[write_text_atomic(path("straggler.csv"), csv_text(slow, COLUMNS))])

@@ -17,10 +17,10 @@ replicas trains fewer examples than on one device, and its shorter epoch is not 
 import collections
 
 from results import metrics
-from results.parallelism import is_parallelism_run
 from results.cells import (BASELINE_RUN, ENGINE_FLOOR, REFERENCE_RUN, SETTING_KEYS,  # noqa: F401
-                           is_machine_limit, is_network_run, is_straggler_run, label, role_of,
-                           setting_of, setting_of_row, single_process, sort_key, workers_of)
+                           is_machine_limit, is_network_run, is_parallelism_run,
+                           is_straggler_run, label, role_of, setting_of, setting_of_row,
+                           single_process, sort_key, workers_of)
 
 COLUMNS = (
     "role", "strategy", "n", *SETTING_KEYS, "threads_per_task", "examples_per_epoch",

@@ -12,15 +12,16 @@ embedding's IndexedSlices: its rows) next to the same gradients dense.
 """
 import collections
 
-from results import metrics
+from results import metrics, plots
 from results.cells import label, setting_of
+from results.records import write_text_atomic
 from results.summary import groups, seconds_per_example
+from results.tables import Section, csv_text, markdown_table
+from strategies import REGISTRY
 
 COLUMNS = ("model", "dataset", "train_examples", "winner", "winner_examples_per_sec",
            "margin_over_runner_up", "runner_up", "winner_vs_single_process", "reference_row",
            "gradient_mb", "dense_gradient_mb", "strategies")
-_SHORT = {"mirrored": "mirrored", "central_storage": "central", "multi_worker_mirrored": "MWMS",
-          "parameter_server": "PSS"}
 
 
 def _gradient_mb(records):
@@ -37,7 +38,7 @@ def _gradient_mb(records):
 
 
 def name(row):
-    return f"{_SHORT.get(row['strategy'], row['strategy'])} N={row['n']}"
+    return f"{REGISTRY[row['strategy']].short} N={row['n']}"
 
 
 def rows(summary_rows, records):
@@ -101,19 +102,30 @@ def markdown(zoo_rows):
              "of that model (in the zoo preset: every core); communication share = the "
              "communication probe's synchronization time over the per-worker step time (an "
              "upper bound: it does not overlap compute). Gradients sent: one replica's per "
-             "step (sparse IndexedSlices count their rows), dense size in brackets.", "",
-             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+             "step (sparse IndexedSlices count their rows), dense size in brackets.", ""]
+    cells = []
     for r in zoo_rows:
         grads = "–" if r["gradient_mb"] is None else \
             f"{r['gradient_mb']:.2f} MB ({r['dense_gradient_mb']:.1f} MB)"
         each = "; ".join(f"{n}: {eps:.0f}/s, {_x(vs)}, {_pct(comm)}"
                          for n, _, eps, vs, comm in r["strategies"])
-        lines.append("| " + " | ".join([
+        cells.append([
             f"{r['model']} ({r['dataset']}, {r['train_examples']})", grads, r["winner"],
             f"{_x(r['margin_over_runner_up'])} over {r['runner_up']}" if r["runner_up"] else "–",
-            _x(r["winner_vs_single_process"]), each]) + " |")
-    lines += ["", flips(zoo_rows)]
+            _x(r["winner_vs_single_process"]), each])
+    lines += [markdown_table(head, cells), "", flips(zoo_rows)]
     return "\n".join(lines)
+
+
+def section(summary_rows, records, path):
+    """The zoo's part of the report (two or more models), its plot and CSV; None otherwise.
+    `path(name)`: where a file of the results directory goes."""
+    across = rows(summary_rows, records)
+    if not across:
+        return None
+    return Section(markdown(across), plots=[plots.zoo(across, path("zoo.png"))],
+                   files=[write_text_atomic(path("zoo.csv"),
+                                            csv_text(csv_rows(across), COLUMNS))], first=True)
 
 
 def flips(zoo_rows):

@@ -4,16 +4,45 @@ validated before TF starts); build one with `strategies.factory.get_strategy(nam
 `tpu` is a name like the others but not in COMPARED: it runs only where a TPU answers (this
 toolkit's machines have none), so the comparison never plans it.
 """
-STRATEGIES = ("one_device", "mirrored", "central_storage", "multi_worker_mirrored",
-              "parameter_server", "model_parallel", "hybrid", "tpu")
+import dataclasses
+
+@dataclasses.dataclass(frozen=True)
+class Kind:
+    """What the rest of the toolkit needs to know of a strategy, besides how to build it
+    (strategies/factory.py): how the report names and colours it, and how it runs."""
+    short: str  # tick labels ("MWMS")
+    label: str  # legends ("MWMS (workers)")
+    color: str  # matplotlib colour: the same strategy has the same colour in every plot
+    compared: bool = False  # experiments.compare may run it against the single-device baseline
+    local_replicas: bool = False  # one process feeding --num_replicas local replicas
+    multi_worker: bool = False  # a cluster of processes (TF_CONFIG; local clusters launched)
+    all_reduce: bool = False  # workers all-reduce in lockstep (MWMS: a chief plus workers)
+    pipelined: bool = False  # the model split into --num_stages stages (experiments/engine/gpipe.py)
+
+
+# The one registry: a new strategy is an entry here and a branch in factory.get_strategy.
+REGISTRY = {
+    "one_device": Kind("1 device", "one device", "tab:gray"),
+    "mirrored": Kind("mirrored", "Mirrored (replicas)", "tab:green", compared=True,
+                     local_replicas=True),
+    "central_storage": Kind("central", "CentralStorage (replicas)", "tab:purple", compared=True,
+                            local_replicas=True),
+    "multi_worker_mirrored": Kind("MWMS", "MWMS (workers)", "tab:blue", compared=True,
+                                  multi_worker=True, all_reduce=True),
+    "parameter_server": Kind("PSS", "PSS (workers)", "tab:orange", compared=True,
+                             multi_worker=True),
+    "model_parallel": Kind("pipeline", "model parallel (stages)", "tab:red", pipelined=True),
+    "hybrid": Kind("hybrid", "hybrid (MWMS x stages)", "tab:brown", multi_worker=True,
+                   all_reduce=True, pipelined=True),
+    "tpu": Kind("TPU", "TPUStrategy", "tab:olive"),
+}
+
+STRATEGIES = tuple(REGISTRY)
 # What experiments.compare may run against the single-device baseline.
-COMPARED = ("mirrored", "central_storage", "multi_worker_mirrored", "parameter_server")
-# One process feeding --num_replicas local replicas (GPUs, or the CPU split into logical devices).
-LOCAL_REPLICAS = ("mirrored", "central_storage")
-MULTI_WORKER = ("multi_worker_mirrored", "parameter_server", "hybrid")
-# The model split into --num_stages pipeline stages on local devices (models/stages.py,
-# experiments/gpipe.py): one process (model_parallel), or inside every MWMS worker (hybrid).
-PIPELINED = ("model_parallel", "hybrid")
+COMPARED = tuple(n for n, k in REGISTRY.items() if k.compared)
+LOCAL_REPLICAS = tuple(n for n, k in REGISTRY.items() if k.local_replicas)
+MULTI_WORKER = tuple(n for n, k in REGISTRY.items() if k.multi_worker)
+PIPELINED = tuple(n for n, k in REGISTRY.items() if k.pipelined)
 COLLECTIVES = ("auto", "ring")
 
 
@@ -23,7 +52,7 @@ def replicas_in_sync(name, num_replicas, num_workers):
     PSS is asynchronous: each worker takes its own steps, so a step's batch is one worker's."""
     if name in LOCAL_REPLICAS:
         return num_replicas
-    if name in ("multi_worker_mirrored", "hybrid"):
+    if all_reduce_workers(name):
         return num_workers
     return 1
 
@@ -32,4 +61,4 @@ def all_reduce_workers(name):
     """True for the strategies whose workers all-reduce in lockstep under MWMS (a chief plus
     workers, collective checkpoints): multi_worker_mirrored, and hybrid, which is MWMS with a
     pipeline inside each worker."""
-    return name in ("multi_worker_mirrored", "hybrid")
+    return name in REGISTRY and REGISTRY[name].all_reduce  # the engine floor is no strategy

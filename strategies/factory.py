@@ -6,7 +6,7 @@ is only possible before the runtime initializes.
 
 On a host without GPUs `mirrored` splits the CPU into logical devices: right for a laptop, wrong
 for a cloud job that pays for GPUs. A job that asked for accelerators says so (`require_gpus`,
-from `--require_gpus`, which experiments/jobspec.py puts on every GPU pool's command) and
+from `--require_gpus`, which experiments/cloud/jobspec.py puts on every GPU pool's command) and
 `check_gpus` refuses to run without them instead of falling back.
 
 `tpu` connects to a TPU through TPUClusterResolver: `tpu` names it (a Cloud TPU name, a
@@ -139,7 +139,7 @@ def get_strategy(name, num_replicas=1, cluster_resolver=None, collective="auto",
             compute_devices=_local_devices(num_replicas))
     if name == "model_parallel":
         # No tf.distribute strategy splits a model: one replica on the default strategy, whose
-        # step places each stage on its own device (experiments/gpipe.py).
+        # step places each stage on its own device (experiments/engine/gpipe.py).
         _split_for_stages(num_stages)
         return tf.distribute.get_strategy()
     if name in ("multi_worker_mirrored", "hybrid"):

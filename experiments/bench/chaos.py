@@ -32,7 +32,7 @@ import time
 import psutil
 from absl import app, flags
 
-from experiments.cli import parse_flags
+from experiments.config.cli import parse_flags
 from results.records import write_text_atomic
 from tf_config.events import RUN_TAG_ENV, running_tasks
 

@@ -11,8 +11,8 @@ import statistics
 
 from absl import app, flags
 
-from experiments.bench.runs import run_record, steady_rates
-from experiments.cli import parse_flags
+from experiments.comparison.runner import run_record, steady_rates
+from experiments.config.cli import parse_flags
 from models import MODELS
 
 _MODEL = flags.DEFINE_enum("model", "cnn", list(MODELS), "Model.")

@@ -12,8 +12,8 @@ import statistics
 
 from absl import app, flags
 
-from experiments.bench.runs import run_module, run_record, steady_rates
-from experiments.cli import parse_flags
+from experiments.comparison.runner import run_module, run_record, steady_rates
+from experiments.config.cli import parse_flags
 from models import MODELS
 
 _MODEL = flags.DEFINE_enum("model", "cnn", list(MODELS), "Model.")
@@ -58,7 +58,7 @@ def main(argv):
             ours += _toolkit(replicas)
             theirs += _peer(replicas)
             if replicas == 1:  # the plain TF loop: what TensorFlow does with this step here
-                floor += _toolkit(1, "experiments.bench.floor")
+                floor += _toolkit(1, "experiments.comparison.floor")
         a, b = statistics.median(ours), statistics.median(theirs)
         print(f"{name:36s} toolkit {a:8.0f} ex/s [{min(ours):.0f}-{max(ours):.0f}]   "
               f"model.fit {b:8.0f} ex/s [{min(theirs):.0f}-{max(theirs):.0f}]   "

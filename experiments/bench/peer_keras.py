@@ -9,7 +9,7 @@ Prints one JSON line: per-epoch times and examples/s (first epoch included, as i
 import json
 import time
 
-from experiments import tf_settings
+from experiments.engine import tf_settings
 
 tf_settings.apply()  # the toolkit's TensorFlow settings: only the training loop differs
 
@@ -30,8 +30,8 @@ def main(argv):
     import keras
     import tensorflow as tf
 
-    from experiments import pipeline
-    from experiments.datasets import get_info
+    from experiments.workload import inputs
+    from experiments.workload.datasets import get_info
     from models.registry import build
 
     if _MIRRORED.value:
@@ -42,7 +42,7 @@ def main(argv):
     else:
         strategy = tf.distribute.get_strategy()
     info = get_info("synthetic")
-    ds = (pipeline.examples(info, "train", _TRAIN.value, _SEED.value).cache()
+    ds = (inputs.examples(info, "train", _TRAIN.value, _SEED.value).cache()
           .shuffle(_TRAIN.value).batch(_BATCH.value, drop_remainder=True)
           .prefetch(tf.data.AUTOTUNE))
     with strategy.scope():

@@ -19,7 +19,7 @@ def test_required_gpus_missing_exits_2_with_one_line_and_writes_nothing(tmp_path
     proc = run_module("experiments.run", "--model=mlp", *TINY, *args, f"--results_dir={out}",
                       timeout=180)
     assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-3000:]
-    # One line: TensorFlow's start-up chatter stays off the console (experiments/tf_settings.py).
+    # One line: TensorFlow's start-up chatter stays off the console (experiments/engine/tf_settings.py).
     lines = [l for l in proc.stderr.splitlines() if l.strip()]
     required = args[-1].split("=")[1]
     assert lines == [f"error: --require_gpus={required}: the job asked for {required} GPU(s) but "

@@ -167,7 +167,7 @@ def test_engine_floor_writes_a_record_beside_the_toolkit(tmp_path, monkeypatch):
     # Neither entry point may depend on the caller's environment for its CPU kernels.
     monkeypatch.delenv("TF_ENABLE_ONEDNN_OPTS", raising=False)
     common = ["--model=mlp", *TINY, f"--results_dir={tmp_path}", "--threads=1"]
-    floor = run_module("experiments.bench.floor", *common, "--run_name=engine_floor/x")
+    floor = run_module("experiments.comparison.floor", *common, "--run_name=engine_floor/x")
     assert floor.returncode == 0, floor.stderr[-3000:]
     toolkit = run_module("experiments.run", "--strategy=one_device", *common)
     assert toolkit.returncode == 0, toolkit.stderr[-3000:]
@@ -180,14 +180,14 @@ def test_engine_floor_writes_a_record_beside_the_toolkit(tmp_path, monkeypatch):
     assert abs(floor_rec["final_eval_accuracy"] - ours["final_eval_accuracy"]) < 0.05
     for record in (floor_rec, ours):  # a single process is the whole run: all tasks measured
         # The same (oneDNN) kernels on every CPU: without them an AVX2 machine ran the
-        # distributed input path at half speed (experiments/tf_settings.py).
+        # distributed input path at half speed (experiments/engine/tf_settings.py).
         assert record["environment"]["onednn"] is True
         assert record["cpu"]["scope"] == "all tasks" and record["cpu"]["cores_used"] > 0
         assert record["cpu"]["examples_per_cpu_second"] > 0
 
 
 def test_engine_floor_is_one_device_only(tmp_path):
-    proc = run_module("experiments.bench.floor", "--strategy=mirrored", "--num_replicas=2",
+    proc = run_module("experiments.comparison.floor", "--strategy=mirrored", "--num_replicas=2",
                       f"--results_dir={tmp_path}/out", timeout=120)
     assert proc.returncode == 2 and "--strategy=mirrored" in proc.stderr
     assert not (tmp_path / "out").exists()

@@ -58,7 +58,7 @@ def test_a_shaped_cluster_is_slower_and_leaves_the_host_untouched(tmp_path):
     (["--emulate_bandwidth_gbps=5000"], "--emulate_bandwidth_gbps=5000 must be in (0, 1000]"),
     (["--emulate_latency_ms=-3"], "--emulate_latency_ms=-3 must be in"),
     (["--emulate_bandwidth_gbps=1", "--emulate_network=maybe"],
-     "--emulate_network='maybe'; choose from strict, best_effort"),
+     "--emulate_network='maybe' is not valid; choose one of: strict, best_effort"),
     (["--emulate_bandwidth_gbps=1", "--num_workers=1"], "shape a local cluster's private"),
     (["--emulate_bandwidth_gbps=1", "--noisolate_network"], "--emulate_network=best_effort"),
 ])

@@ -1,4 +1,4 @@
-"""The sharing calibration (experiments.bench.sharing): two real plain-loop processes timed
+"""The sharing calibration (experiments.comparison.sharing): two real plain-loop processes timed
 alone, at once and in lockstep, one record written by process 0, nothing left running."""
 import pytest
 
@@ -7,7 +7,7 @@ from tests.helpers import TINY, processes_mentioning, records_in, run_module
 
 def test_two_plain_loops_write_one_sharing_record(tmp_path):
     out = tmp_path / "sharing-out"
-    proc = run_module("experiments.bench.sharing", "--model=mlp", *TINY, "--threads=1",
+    proc = run_module("experiments.comparison.sharing", "--model=mlp", *TINY, "--threads=1",
                       "--rounds=2", "--steps_per_round=4", f"--results_dir={out}",
                       "--run_name=engine_floor_shared/mlp/512/r0")
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -40,7 +40,7 @@ def test_two_plain_loops_write_one_sharing_record(tmp_path):
 
 def test_sharing_needs_a_fixed_thread_count(tmp_path):
     out = tmp_path / "bad"
-    proc = run_module("experiments.bench.sharing", "--threads=0", f"--results_dir={out}",
+    proc = run_module("experiments.comparison.sharing", "--threads=0", f"--results_dir={out}",
                       timeout=120)
     assert proc.returncode == 2 and "--threads=0" in proc.stderr.strip().splitlines()[-1]
     assert not out.exists()

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from experiments.datasets import DATASETS
+from experiments.workload.datasets import DATASETS
 from models import MODELS, TOKEN_MODELS
 from models.registry import build
 

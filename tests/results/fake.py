@@ -1,4 +1,4 @@
-"""Fake run records for the results tests: what experiments/task.py writes, reduced to the keys
+"""Fake run records for the results tests: what experiments/engine/task.py writes, reduced to the keys
 the report reads, with the steady-state epoch time and throughput under the test's control."""
 
 _SINGLE_PROCESS = ("one_device", "engine_floor", "mirrored", "central_storage")
@@ -10,7 +10,7 @@ def record(run_id, strategy="one_device", n=1, epoch_time=1.0, *, run_name="", e
     """A record whose steady epochs all take `epoch_time` s (the first, tracing, 10x that).
     `examples` and `batch`/`global_batch` are the *requested* flags; the top-level counts are
     what the trainer would have used (per-replica batch from the global one, examples rounded
-    down to a multiple of the global batch), as in experiments/task.py."""
+    down to a multiple of the global batch), as in experiments/engine/task.py."""
     replicas = n if strategy in ("mirrored", "central_storage", "multi_worker_mirrored") else 1
     workers = n if strategy in ("multi_worker_mirrored", "parameter_server") else 1
     per_replica = global_batch // replicas if global_batch else batch

@@ -1,0 +1,5 @@
+"""Job specs for platforms that set TF_CONFIG themselves: what every job shares (jobspec), a
+Vertex AI CustomJob (vertex_job), a Kubeflow TFJob (tfjob). Plain dicts; the SDKs are optional.
+
+May import: nothing of the toolkit (pure data, YAML).
+"""

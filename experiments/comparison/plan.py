@@ -1,0 +1,159 @@
+"""The plan of a comparison: which cells run, in which order, with which flags, and which
+recorded runs already count as done (resuming).
+
+    plan(models=["cnn"], workers=[1, 2], sizes=[8192], strategies=[...], num_ps=1, repeats=1)
+    -> [(run_name, [module, flags...]), ...]
+"""
+import os
+
+from strategies import LOCAL_REPLICAS
+
+def strategy_flags(strategy, n, num_ps, threads):
+    """Every strategy at N gets `threads` per worker (N workers = N x threads cores of work)."""
+    if strategy in LOCAL_REPLICAS:  # one process feeding N replicas: the cores of N workers
+        return [f"--strategy={strategy}", f"--num_replicas={n}", f"--threads={n * threads}"]
+    if strategy == "multi_worker_mirrored":
+        return [f"--strategy={strategy}", f"--num_workers={n}", f"--threads={threads}",
+                f"--threads_per_worker={threads}"]
+    return [f"--strategy={strategy}", f"--num_workers={n}", f"--num_ps={num_ps}",
+            f"--threads_per_worker={threads}"]
+
+
+def _parallelism_cells(threads, batch):
+    """One device, data parallel, model parallel (S=2, M=1 and 4) and hybrid at one global batch
+    (2 x batch) on the same 2 x threads cores; stages balanced by measured time (the GPipe
+    bubble formula assumes equal stages). (name, flags, cores) each."""
+    same = [f"--global_batch_size={2 * batch}"]
+    pipe = ["--num_stages=2", "--stage_cost=time"]
+    return [
+        ("parallel-one_device", ["--strategy=one_device", f"--threads={2 * threads}", *same]),
+        ("parallel-mwms-n2", [*strategy_flags("multi_worker_mirrored", 2, 0, threads), *same]),
+        ("parallel-model_parallel-s2-m1", ["--strategy=model_parallel", *pipe,
+                                           "--microbatches=1", f"--threads={2 * threads}",
+                                           *same]),
+        ("parallel-model_parallel-s2-m4", ["--strategy=model_parallel", *pipe,
+                                           "--microbatches=4", f"--threads={2 * threads}",
+                                           *same]),
+        ("parallel-hybrid-n2-s2-m4", ["--strategy=hybrid", "--num_workers=2", *pipe,
+                                      "--microbatches=4", f"--threads={threads}",
+                                      f"--threads_per_worker={threads}", *same]),
+    ]
+
+
+def _pinned(run_flags, cores, available):
+    """--pin_cores for a cell that should use `cores` cores (0: all of them)."""
+    return [*run_flags, f"--pin_cores={min(cores or available, available)}"]
+
+
+def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scaling",),
+         delays=(), straggler_workers=2, threads=1, pin_cores=False, available_cores=None,
+         bandwidths=(), floors=True, datasets=None, accumulation=(1,), batch=64):
+    """[(run_name, [module, flags...])] in execution order. `threads`: intra-op threads of every
+    worker (and of the baseline); pin_cores: each cell pinned to the cores its workers get.
+    accumulation: --accumulation_steps values, every cell run at each (K=1 keeps the names
+    without a K, so older results directories resume; the plain-loop floors run at K=1 only).
+    sizes: a list for every model, or {model: list}; floors: the engine-floor cells;
+    datasets: {model: dataset} (each run gets --dataset=...; None: the runs' common flags say);
+    batch: the per-replica batch (the parallelism cells hold 2 x batch as the global batch)."""
+    available = available_cores or len(os.sched_getaffinity(0))
+    run, floor, sharing = "experiments.run", "experiments.comparison.floor", \
+        "experiments.comparison.sharing"
+    runs = []
+    for model in models:
+        data = [f"--dataset={datasets[model]}"] if datasets else []
+        for size in (sizes[model] if isinstance(sizes, dict) else sizes):
+            cells = []  # (name, module, flags, cores the cell should use: 0 = all)
+            if "scaling" in experiments:
+                if floors:
+                    cells += [("engine_floor", floor, [f"--threads={threads}"], threads),
+                              ("engine_floor_all", floor, ["--threads=0"], 0)]
+                cells += [("baseline", run, ["--strategy=one_device", f"--threads={threads}"],
+                           threads),
+                          ("hardware_reference", run, ["--strategy=one_device", "--threads=0"], 0)]
+                for n in workers:
+                    if floors and n == 2 and threads and any(
+                            s not in LOCAL_REPLICAS for s in strategies):
+                        # Right before the 2-worker clusters: how this machine shares its cores
+                        # between two such workers, for the scaling model's N=2 prediction.
+                        cells.append(("engine_floor_shared", sharing,
+                                      [f"--threads={threads}", "--processes=2"], 2 * threads))
+                    cells += [(f"{s}-n{n}", run, strategy_flags(s, n, num_ps, threads),
+                               n * threads) for s in strategies]
+            if "straggler" in experiments:
+                n = straggler_workers
+                for s in (s for s in strategies if s not in LOCAL_REPLICAS):
+                    for d in delays:
+                        slow = [f"--straggler_task=worker:{n - 1}",
+                                f"--straggler_delay_ms={d}"] if d else []
+                        cells.append((f"straggler-{s}-n{n}-d{d}", run,
+                                      strategy_flags(s, n, num_ps, threads) + slow,
+                                      n * threads))
+            if "network" in experiments:
+                # N=1 and the real loopback (b=0) give the model its t_comp and t_sync; the
+                # shaped N=2 runs are what it must predict (results/network.py).
+                for s in (s for s in strategies if s not in LOCAL_REPLICAS):
+                    cells.append((f"network-{s}-n1", run, strategy_flags(s, 1, num_ps, threads),
+                                  threads))
+                    for b in bandwidths:
+                        shaped = [f"--emulate_bandwidth_gbps={b:g}"] if b else []
+                        cells.append((f"network-{s}-n2-b{b:g}", run,
+                                      strategy_flags(s, 2, num_ps, threads) + shaped,
+                                      2 * threads))
+            if "parallelism" in experiments:
+                cells += [(name, run, extra, 2 * threads)
+                          for name, extra in _parallelism_cells(threads, batch)]
+            for k in accumulation:
+                for repeat in range(repeats):
+                    for cell, module, extra, cores in cells:
+                        if k != 1 and module in (floor, sharing):  # plain loops: K=1 only
+                            continue
+                        name = f"{cell}/{model}/{size}/" + (f"k{k}/" if k != 1 else "") + \
+                            f"r{repeat}"
+                        extra = _pinned(extra, cores, available) if pin_cores else extra
+                        extra = [*extra, f"--accumulation_steps={k}"] if k != 1 else extra
+                        runs.append((name, [module, f"--model={model}", f"--train_examples={size}",
+                                            *data, *extra]))
+    return runs
+
+
+# Per-run cost beyond the epochs (start-up, tracing, evaluation, probe), as a share of the
+# calibration run's own overhead: a local cluster starts several processes.
+_CLUSTER_STARTUP_FACTOR = 1.5
+SIZE_QUANTUM = 1024  # the default global batches (64 x N, N <= 2) x 8 steps per call
+
+
+def calibrated_size(budget_s, runs, epochs, rate, overhead_s, largest):
+    """Examples per epoch so that `runs` runs of `epochs` epochs fit in `budget_s`, each run
+    costing `overhead_s` plus its epochs at `rate` examples/s (the plain loop at 1 thread: the
+    slowest any cell computes). Rounded down to SIZE_QUANTUM, within [SIZE_QUANTUM, largest]."""
+    per_epoch_s = (budget_s - runs * overhead_s * _CLUSTER_STARTUP_FACTOR) / (runs * epochs)
+    size = int(per_epoch_s * rate) // SIZE_QUANTUM * SIZE_QUANTUM
+    return max(SIZE_QUANTUM, min(largest, size))
+
+
+def size_started(records, model):
+    """The examples per epoch the comparison in `records` started with for `model` (the latest
+    record's), or None."""
+    sizes = [r["config"]["train_examples"] for r in records if r["model"] == model]
+    return sizes[-1] if sizes else None
+
+
+def same_run(record, name, run_flags):
+    """A cell counts as done only if recorded under its name with every flag it would be run
+    with (threads, pinning, epochs, batch, ...), not just the same name."""
+    if record.get("run_name") != name:
+        return False
+    # The same TensorFlow settings too: a record from before they were set (or under another
+    # TF_ENABLE_ONEDNN_OPTS) ran other CPU kernels, and its figures are not this run's.
+    if (record.get("environment") or {}).get("onednn_opts", "unrecorded") != \
+            os.environ.get("TF_ENABLE_ONEDNN_OPTS"):
+        return False
+    config = record.get("config") or {}
+    for flag in run_flags:
+        key, _, value = flag[2:].partition("=")
+        recorded = config.get(key)
+        if isinstance(recorded, float):  # "--straggler_delay_ms=50" was recorded as 50.0
+            recorded, value = recorded, float(value)
+        if recorded is None or str(recorded) != str(value):
+            return False
+    return True

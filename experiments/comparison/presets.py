@@ -1,0 +1,23 @@
+"""What `experiments.compare` runs when told only a preset: models, worker counts, sizes,
+repeats and epochs, and which experiments (docs/comparison.md, "Presets")."""
+
+PRESETS = {
+    # ~3-5 min on 2 vCPUs: 10 runs of the CNN, 4 epochs (3 steady); examples per epoch (at most
+    # 16384) sized to --time_budget_min.
+    "default": dict(models="cnn", workers="1,2", train_examples="16384", repeats=1, epochs=4),
+    "full": dict(models="mlp,cnn", workers="1,2,4,8", train_examples="5000,10000,20000,40000",
+                 repeats=3, epochs=5),
+    # ~10 min on 2 vCPUs: 15 runs (5 per model), 3 epochs (2 steady) sized per model below.
+    "zoo": dict(models="resnet,wide_mlp,embedding", workers="2", train_examples="", repeats=1,
+                epochs=3, floors=False),
+    # ~6-7 min on 2 vCPUs (measured 6m11s-6m19s): 10 runs (5 per model), 3 epochs (2 steady).
+    "parallelism": dict(models="cnn,wide_mlp", workers="2", train_examples="", repeats=1,
+                        epochs=3, floors=False, experiments="parallelism"),
+}
+# The zoo's examples per epoch: a few seconds per steady epoch of each model on 2 vCPUs.
+ZOO_SIZES = {"resnet": 1536, "wide_mlp": 3072, "embedding": 8192}
+# The dataset each model runs on unless --dataset says otherwise.
+MODEL_DATASETS = {"resnet": "synthetic_cifar", "embedding": "synthetic_tokens"}
+# The experiments a comparison can run (--experiments); each adds its cells to the plan
+# (plan.py) and its section to the report (results/report.py).
+EXPERIMENT_NAMES = ("scaling", "straggler", "network", "parallelism")

@@ -1,0 +1,78 @@
+"""Running the toolkit's commands in subprocesses: a comparison's cells (their output passed on
+without TensorFlow's start-up chatter), the size calibration of the default comparison, and the
+benchmarks' throw-away runs (`run_record`; a failed run stops the benchmark)."""
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+from experiments.comparison.plan import SIZE_QUANTUM, calibrated_size
+from results.metrics import steady_epochs
+from results.records import load_records
+from tf_config.task_output import is_startup_noise
+
+
+def run_module(argv):
+    """Runs `python -m <argv>`; returns its stdout, or exits naming the failed command."""
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    proc = subprocess.run([sys.executable, "-m", *argv], capture_output=True, text=True, env=env)
+    if proc.returncode:
+        sys.exit(f"benchmark run failed: {' '.join(argv)}\n{proc.stderr[-2000:]}")
+    return proc.stdout
+
+
+def run_record(run_flags, module="experiments.run"):
+    """One `experiments.run` (or the engine floor, `experiments.comparison.floor`) with these flags.
+    Returns (its record, wall seconds)."""
+    with tempfile.TemporaryDirectory() as d:
+        start = time.monotonic()
+        run_module([module, *run_flags, "--notensorboard", f"--results_dir={d}"])
+        wall = time.monotonic() - start
+        (record,), _ = load_records(d)
+        return record, wall
+
+
+def steady_rates(record):
+    """Examples/s of the record's steady epochs (tracing epochs left out)."""
+    return [e["examples_per_sec"] for e in steady_epochs(record["epochs"])]
+
+
+def run_cell(command, timeout, verbose):
+    """Runs one cell, passing its output on without TensorFlow's start-up chatter (unless
+    verbose). Returns its exit code, or "timeout"."""
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            errors="replace")
+
+    def pump():
+        for line in proc.stdout:
+            if verbose or not is_startup_noise(line):
+                sys.stdout.write(line)
+                sys.stdout.flush()
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    try:
+        code = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:  # the child's launcher stops its own cluster on SIGKILL
+        proc.kill()
+        proc.wait()
+        code = "timeout"
+    reader.join(timeout=5)
+    return code
+
+
+def calibrate(model, epochs_planned, runs, budget_s, largest, threads):
+    """Times the plain loop briefly on this machine; returns the sized examples per epoch."""
+    record, wall = run_record([f"--model={model}", "--epochs=2",
+                               f"--train_examples={SIZE_QUANTUM * 2}", f"--threads={threads}"],
+                              "experiments.comparison.floor")
+    rate = record["steady_state"]["examples_per_sec"]["median"]
+    overhead = max(0.0, wall - sum(e["time_s"] for e in record["epochs"][1:]))
+    size = calibrated_size(budget_s, runs, epochs_planned, rate, overhead, largest)
+    print(f"compare: calibration: the plain loop runs {model} at {rate:.0f} examples/s on "
+          f"{threads} thread(s), {overhead:.1f} s per run besides epochs -> {size} examples per "
+          f"epoch for {runs} runs in about {budget_s / 60:g} min (--time_budget_min; "
+          f"--train_examples to choose)", flush=True)
+    return size

@@ -1,0 +1,13 @@
+"""What a run is asked to do, checked before TensorFlow starts (no TensorFlow import here).
+
+- run_config.py: RunConfig (one run) and LaunchConfig (a local cluster's launcher), each field
+  declared once with its default, help, choices and bound; ConfigError.
+- validation.py: validate(cfg), the rules; bad input is one line and exit code 2.
+- flags.py: the absl flags made from those fields; cli.py: how every command parses them and
+  treats bad input; network_flags.py: the projected network of the report's scaling model.
+
+May import: experiments.workload's pure-Python parts (datasets, npz_data, user_code), models
+and strategies (names only), results.scaling_model (network_flags). Nothing imports TensorFlow.
+"""
+from experiments.config.run_config import ConfigError, LaunchConfig, RunConfig
+from experiments.config.validation import check_dataset, check_model, validate

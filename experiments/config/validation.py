@@ -1,0 +1,204 @@
+"""Validation of a RunConfig (or LaunchConfig): pure Python (no TensorFlow import), so bad input
+exits 2 in well under a second, before any cluster is started or any file is written.
+
+    validate(cfg)          # raises ConfigError naming the first bad value and what is allowed
+"""
+import dataclasses
+import os
+import re
+
+from experiments.config.run_config import ConfigError
+from experiments.workload import npz_data, user_code
+from experiments.workload.datasets import DATASETS, is_user_dataset
+from models import MODELS, TOKEN_MODELS
+from strategies import LOCAL_REPLICAS, MULTI_WORKER, PIPELINED
+
+
+def check_fields(cfg):
+    """Each field's own rule, as declared with it: one of its choices, within its bound."""
+    for f in dataclasses.fields(cfg):
+        value, choices, bound = getattr(cfg, f.name), f.metadata.get("choices"), \
+            f.metadata.get("bound")
+        if choices is not None and value not in choices:
+            raise ConfigError(f"--{f.name}={value!r} is not valid; choose one of: "
+                              f"{', '.join(choices)}")
+        if bound is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or (value <= 0 if bound == "> 0" else value < 0)):
+            raise ConfigError(f"--{f.name}={value!r} must be {bound}")
+
+
+def check_writable_dir(flag, path):
+    """The nearest existing ancestor must be a writable directory; nothing is created here."""
+    if not path:
+        raise ConfigError(f"--{flag} is empty; give a directory to write results into")
+    if "://" in path:
+        return  # gs:// and other tf.io.gfile URLs: checked by the platform's permissions
+    probe = os.path.abspath(path)
+    while not os.path.exists(probe):
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            break
+        probe = parent
+    if not os.path.isdir(probe) or not os.access(probe, os.W_OK | os.X_OK):
+        raise ConfigError(f"--{flag}={path!r} is not writable ({probe!r} is not a writable "
+                          f"directory)")
+
+
+def check_model(model):
+    """A built-in name, or the user's MODULE:FUNCTION / PATH.keras, checked without running it."""
+    try:
+        if model.endswith(".keras"):
+            user_code.check_keras_file("model", model)
+        elif ":" in model:
+            user_code.check_reference("model", model)
+        elif model not in MODELS:
+            raise ConfigError(f"--model={model!r} is not valid; choose one of: "
+                              f"{', '.join(MODELS)}, or MODULE:FUNCTION, or PATH.keras")
+    except user_code.UserCodeError as e:
+        raise ConfigError(str(e)) from None
+
+
+def check_dataset(dataset):
+    """A built-in name, or the user's PATH.npz (read and checked) / MODULE:FUNCTION (found)."""
+    try:
+        if not is_user_dataset(dataset):
+            if dataset not in DATASETS:
+                raise ConfigError(f"--dataset={dataset!r} is not valid; choose one of: "
+                                  f"{', '.join(DATASETS)}, or PATH.npz, or MODULE:FUNCTION")
+        elif dataset.endswith(".npz"):
+            npz_data.read(dataset)
+        else:
+            user_code.check_reference("dataset", dataset)
+    except user_code.UserCodeError as e:
+        raise ConfigError(str(e)) from None
+
+
+def _check_pipeline(cfg):
+    if cfg.strategy not in PIPELINED:
+        if cfg.num_stages != 1 or cfg.microbatches != 1:
+            raise ConfigError(f"--num_stages={cfg.num_stages} and --microbatches="
+                              f"{cfg.microbatches} apply to --strategy={' or '.join(PIPELINED)} "
+                              f"only (got --strategy={cfg.strategy})")
+        return
+    if cfg.num_stages < 2:
+        raise ConfigError(f"--num_stages={cfg.num_stages}: --strategy={cfg.strategy} splits the "
+                          f"model into 2 or more stages; give --num_stages >= 2")
+    if cfg.accumulation_steps != 1:
+        raise ConfigError(f"--accumulation_steps={cfg.accumulation_steps} does not combine with "
+                          f"--strategy={cfg.strategy}: its --microbatches already split each "
+                          f"step's batch; use --accumulation_steps=1")
+    per_replica = cfg.resolved_per_replica_batch()
+    if per_replica % cfg.microbatches:
+        raise ConfigError(f"--microbatches={cfg.microbatches} does not divide the per-replica "
+                          f"batch of {per_replica}; choose a divisor of it")
+
+
+def validate(cfg):
+    """Raises ConfigError for the first bad value, naming it and what is allowed: first each
+    field's own rule (its choices and bound, declared with it in run_config.py), then the rules
+    that tie fields together, each an `if` below."""
+    check_fields(cfg)
+    check_model(cfg.model)
+    check_dataset(cfg.dataset)
+    if cfg.model_weights == "saved" and not cfg.model.endswith(".keras"):
+        raise ConfigError(f"--model_weights=saved needs --model=PATH.keras (got --model="
+                          f"{cfg.model})")
+    _check_pipeline(cfg)
+    if bool(cfg.fail_task) != bool(cfg.fail_at_step):
+        raise ConfigError(f"--fail_task={cfg.fail_task!r} and --fail_at_step={cfg.fail_at_step} "
+                          f"go together: give both or neither")
+    if cfg.fail_task and not re.fullmatch(r"(chief|worker|ps):\d+", cfg.fail_task):
+        raise ConfigError(f"--fail_task={cfg.fail_task!r} is not a task name; expected "
+                          f"worker:N, ps:N or chief:0")
+    if cfg.fail_task and cfg.strategy not in MULTI_WORKER:
+        raise ConfigError(f"--fail_task={cfg.fail_task} needs a cluster (--strategy="
+                          f"{' or '.join(MULTI_WORKER)}), not --strategy={cfg.strategy}")
+    if bool(cfg.straggler_task) != bool(cfg.straggler_delay_ms):
+        raise ConfigError(f"--straggler_task={cfg.straggler_task!r} and --straggler_delay_ms="
+                          f"{cfg.straggler_delay_ms:g} go together: give both or neither")
+    if cfg.straggler_task:
+        match = re.fullmatch(r"worker:(\d+)", cfg.straggler_task)
+        if not match:
+            raise ConfigError(f"--straggler_task={cfg.straggler_task!r} is not a worker; expected "
+                              f"worker:N with N < --num_workers")
+        if cfg.strategy not in MULTI_WORKER:
+            raise ConfigError(f"--straggler_task={cfg.straggler_task} needs a cluster (--strategy="
+                              f"{' or '.join(MULTI_WORKER)}), not --strategy={cfg.strategy}")
+        if int(match.group(1)) >= cfg.num_workers:
+            raise ConfigError(f"--straggler_task={cfg.straggler_task} is not in the cluster: "
+                              f"workers are worker:0..worker:{cfg.num_workers - 1}")
+        if not 0 < cfg.straggler_delay_ms <= 60_000:
+            raise ConfigError(f"--straggler_delay_ms={cfg.straggler_delay_ms:g} must be in "
+                              f"(0, 60000]")
+    if cfg.ps_shards > 1:
+        # Checked on TF 2.21 + Keras 3.15: a Keras 3 variable wrapping a tf ShardedVariable has
+        # no `.handle`, so tf.GradientTape fails inside the train step. Refuse it up front.
+        raise ConfigError(f"--ps_shards={cfg.ps_shards} is not supported with Keras 3 models "
+                          f"(Keras variables cannot wrap a sharded variable); use --ps_shards=0")
+    if cfg.strategy not in LOCAL_REPLICAS and cfg.num_replicas != 1:
+        raise ConfigError(f"--num_replicas={cfg.num_replicas} applies to --strategy="
+                          f"{' or '.join(LOCAL_REPLICAS)} only (got --strategy={cfg.strategy})")
+    if cfg.tpu and cfg.strategy != "tpu":
+        raise ConfigError(f"--tpu={cfg.tpu} applies to --strategy=tpu only (got --strategy="
+                          f"{cfg.strategy})")
+    if cfg.strategy not in MULTI_WORKER and cfg.num_workers != 1:
+        raise ConfigError(f"--num_workers={cfg.num_workers} needs a multi-worker strategy "
+                          f"({', '.join(MULTI_WORKER)}), not --strategy={cfg.strategy}")
+    if cfg.strategy == "parameter_server" and cfg.num_ps < 1:
+        raise ConfigError(f"--num_ps={cfg.num_ps}: --strategy=parameter_server needs --num_ps >= 1")
+    if cfg.strategy != "parameter_server" and (cfg.num_ps or cfg.ps_shards):
+        raise ConfigError(f"--num_ps/--ps_shards apply to --strategy=parameter_server only "
+                          f"(got --strategy={cfg.strategy})")
+    if cfg.ps_shards > max(cfg.num_ps, 1):
+        raise ConfigError(f"--ps_shards={cfg.ps_shards} exceeds --num_ps={cfg.num_ps}")
+    replicas = cfg.replicas_in_sync()
+    if cfg.global_batch_size and cfg.global_batch_size % replicas:
+        raise ConfigError(f"--global_batch_size={cfg.global_batch_size} is not divisible by the "
+                          f"{replicas} replicas in sync")
+    # MODULE:FUNCTION datasets say their sizes when called (checked in the task).
+    info = npz_data.info(cfg.dataset) if cfg.dataset.endswith(".npz") else \
+        DATASETS.get(cfg.dataset)
+    if cfg.steps_per_epoch() < 1:
+        raise ConfigError(f"--train_examples={cfg.train_examples} is smaller than one step's batch "
+                          f"({cfg.step_batch()}: global batch {cfg.resolved_global_batch()} x "
+                          f"--accumulation_steps={cfg.accumulation_steps})")
+    if info and info.train_size and cfg.train_examples > info.train_size:
+        raise ConfigError(f"--train_examples={cfg.train_examples} exceeds the {info.train_size} "
+                          f"training examples of {cfg.dataset}")
+    if info and info.eval_size and cfg.eval_examples > info.eval_size:
+        raise ConfigError(f"--eval_examples={cfg.eval_examples} exceeds the {info.eval_size} "
+                          f"eval examples of {cfg.dataset}")
+    tokens = DATASETS.get(cfg.dataset) is not None and DATASETS[cfg.dataset].vocab_size > 0
+    if cfg.model in TOKEN_MODELS and cfg.dataset in DATASETS and not tokens:
+        token_sets = [name for name, i in DATASETS.items() if i.vocab_size]
+        raise ConfigError(f"--model={cfg.model} reads token ids: use --dataset="
+                          f"{' or '.join(token_sets)} (or your own integer features), not "
+                          f"--dataset={cfg.dataset}")
+    if tokens and cfg.model in MODELS and cfg.model not in TOKEN_MODELS:
+        raise ConfigError(f"--dataset={cfg.dataset} is token ids: use --model="
+                          f"{' or '.join(TOKEN_MODELS)} (or your own model), not --model="
+                          f"{cfg.model}")
+    if cfg.warmup_epochs > cfg.epochs:
+        raise ConfigError(f"--warmup_epochs={cfg.warmup_epochs} exceeds --epochs={cfg.epochs}")
+    if cfg.sync_batchnorm and cfg.model not in ("cnn", "resnet"):
+        raise ConfigError(f"--sync_batchnorm needs --model=cnn or resnet (got --model="
+                          f"{cfg.model})")
+    check_writable_dir("results_dir", cfg.results_dir)
+    if cfg.profile_steps:
+        if not re.fullmatch(r"\d+,\d+", cfg.profile_steps):
+            raise ConfigError(f"--profile_steps={cfg.profile_steps!r} must be FIRST,LAST (global "
+                              f"steps, e.g. 20,30)")
+        first, last = cfg.profile_range()
+        total = cfg.steps_per_epoch() * cfg.epochs
+        if not 1 <= first <= last <= total:
+            raise ConfigError(f"--profile_steps={cfg.profile_steps} must satisfy 1 <= FIRST <= "
+                              f"LAST <= {total} (the run's steps)")
+    usable = len(os.sched_getaffinity(0))
+    if cfg.pin_cores > usable:
+        raise ConfigError(f"--pin_cores={cfg.pin_cores} exceeds the {usable} CPUs this process may "
+                          f"use; choose 1..{usable} (or 0: no pinning)")
+    if cfg.checkpoint_every_steps and not cfg.checkpoint_dir:
+        raise ConfigError(f"--checkpoint_every_steps={cfg.checkpoint_every_steps} needs "
+                          f"--checkpoint_dir")
+    if cfg.checkpoint_dir:
+        check_writable_dir("checkpoint_dir", cfg.checkpoint_dir)

@@ -1,0 +1,8 @@
+"""One process's run. tf_settings (process-wide settings made before TensorFlow loads), task
+(plays this process's role: single process, chief, worker, ps), training (the Trainer: the one
+loop every strategy shares), gpipe (the pipeline schedule of model_parallel and hybrid),
+checkpoints, and record (the record the chief writes).
+
+May import: experiments.config, experiments.workload, experiments.measure, models, strategies,
+results (metrics, records), tf_config. Not experiments.comparison or the commands.
+"""

@@ -1,0 +1,129 @@
+"""A run's record (docs/records.md): what the chief writes once training ends, from the
+Trainer (or anything with its attributes: the engine floor's plain loop), the strategy, the
+epochs and the measurements; and its file name.
+
+    record = build_record(cfg, role, trainer, strategy, run_id, epochs, checksum, extra_config)
+    write(cfg, record)   # atomically, under <results_dir>/records/ (the chief only)
+"""
+import dataclasses
+import datetime
+import os
+import re
+import resource
+import uuid
+
+import psutil
+import tensorflow as tf
+
+from experiments.engine import gpipe
+from experiments.measure import cpu_usage, environment, memory
+from results import metrics, records
+from strategies import all_reduce_workers
+from tf_config import events, netshape
+from tf_config.events import LAUNCH_T0_ENV
+
+
+def _peak_memory():
+    """This task's resident-set high-water mark, and each GPU's peak allocation if there are GPUs."""
+    out = {"host_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}  # Linux: KiB
+    for i, _ in enumerate(tf.config.list_physical_devices("GPU")):
+        out[f"gpu:{i}"] = tf.config.experimental.get_memory_info(f"GPU:{i}")["peak"]
+    return out
+
+
+def _memory_per_device(cfg, trainer, pipe):
+    """experiments/measure/memory.py: each pipeline stage's device (`pipe`: the record's pipeline
+    section), or the one replica's (under PSS the estimate counts the optimizer's slots, which
+    live on the ps)."""
+    if pipe is not None:
+        return [{"stage": s["stage"], "device": s["device"], "bytes": s["peak_memory_bytes"],
+                 "kind": s["peak_memory_kind"]} for s in pipe["stages"]]
+    return memory.of_replica(trainer.model, trainer.per_replica_batch, cfg.optimizer)
+
+
+def _startup(trainer):
+    """Seconds from the command's start (the launcher's, for a local cluster) until this process's
+    first training step finished: imports, cluster forming, model building, tracing, one step."""
+    t0 = float(os.environ.get(LAUNCH_T0_ENV) or psutil.Process().create_time())
+    done = trainer.first_step_done_at
+    return {"launch_to_first_step_s": done - t0 if done else None,
+            "from": "launcher start" if os.environ.get(LAUNCH_T0_ENV) else "process start"}
+
+
+def _launch_events():
+    """Faults a local launcher injected and the restarts it made (tf_config.recovery): each
+    restart's task, the chief's step when it was lost, why, steps lost and seconds to recover."""
+    journal = events.read_launch_events() or {}
+    return {"faults_injected": journal.get("faults", []), "restarts": journal.get("restarts", [])}
+
+
+def new_run_id(cfg):
+    """A file name: your model's MODULE:FUNCTION or PATH.keras becomes FUNCTION or the file's
+    base name (no ':' or '/' in a record's or a TensorBoard directory's name)."""
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S")
+    model = os.path.basename(cfg.model).split(":")[-1]
+    model = re.sub(r"[^\w.-]", "_", model)
+    return f"{stamp}-{cfg.strategy}-{model}-{uuid.uuid4().hex[:6]}"
+
+
+def write(cfg, record):
+    """Writes the record (the chief only calls this) and prints where and its headline."""
+    path = records.write_record(cfg.results_dir, record)
+    steady = record["steady_state"]
+    print(f"record: {path}\nsteady state: {steady['epoch_time_s']['median']:.3f} s/epoch, "
+          f"{steady['examples_per_sec']['median']:.1f} examples/s; final eval accuracy "
+          f"{record['final_eval_accuracy']:.4f}", flush=True)
+
+
+def build_record(cfg, role, trainer, strategy, run_id, epochs, checksum, extra_config):
+    """The run's record (docs/records.md). `trainer`: the Trainer, or anything with its
+    attributes (the engine floor's plain loop)."""
+    pipe = (gpipe.summary(trainer.stages, trainer.stage_devices,
+                          trainer.per_replica_batch // cfg.microbatches, cfg.microbatches,
+                          cfg.optimizer, cfg.stage_cost, epochs)
+            if getattr(trainer, "pipeline", None) is not None else None)
+    return {
+        "schema_version": records.SCHEMA_VERSION,
+        "run_id": run_id,
+        "run_name": cfg.run_name,
+        "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+        "strategy": cfg.strategy,
+        "model": cfg.model,
+        "dataset": cfg.dataset,
+        "num_workers": cfg.num_workers,
+        "num_ps": role.num_ps if role else 0,
+        "num_replicas_in_sync": strategy.num_replicas_in_sync,
+        "batch_size_per_replica": trainer.per_replica_batch,  # one micro-batch of one replica
+        "global_batch_size": trainer.global_batch,  # a step's: x accumulation_steps
+        "accumulation_steps": getattr(trainer, "accumulation", 1),
+        "train_examples": trainer.examples_per_epoch,
+        "steps_per_epoch": trainer.steps_per_epoch,
+        "learning_rate": trainer.learning_rate,
+        "threads_per_task": cfg.threads or os.cpu_count(),  # 0: TF default = all cores
+        "epochs": epochs,
+        "steady_state": metrics.steady_state(epochs),
+        "cpu": cpu_usage.summarize(epochs, trainer.cpu.scope),
+        "total_train_time_s": sum(e["time_s"] for e in epochs),
+        "final_eval_accuracy": epochs[-1]["eval_accuracy"],
+        "final_eval_loss": epochs[-1]["eval_loss"],
+        "final_train_loss": epochs[-1]["train_loss"],
+        "weights_checksum": checksum,
+        "peak_memory_bytes": _peak_memory(),
+        "memory_per_device": _memory_per_device(cfg, trainer, pipe),
+        "startup": _startup(trainer),
+        **_launch_events(),
+        "network": netshape.recorded(),  # an emulated network (tf_config/netshape.py), or None
+        "straggler": ({"task": cfg.straggler_task, "delay_ms": cfg.straggler_delay_ms}
+                      if cfg.straggler_task else None),
+        "steps_by_worker": dict(sorted(trainer.steps_by_worker.items())) or None,
+        "pipeline": pipe,
+        "resumed_epochs": [e["epoch"] for e in epochs if e.get("resumed")],
+        "resumed_from_step": next(((e["epoch"] - 1) * trainer.steps_per_epoch + e[
+            "resumed_at_step"] for e in epochs if "resumed_at_step" in e), None),
+        "cluster": {"roles": role.tf_cluster() if role else {}, "this_task": role.name if role
+                    else "single", "collective": cfg.collective if all_reduce_workers(
+                    cfg.strategy) else None,
+                    "ps_shards": cfg.ps_shards if cfg.strategy == "parameter_server" else None},
+        "config": {**dataclasses.asdict(cfg), **extra_config},
+        "environment": environment.describe(),
+    }

@@ -1,0 +1,185 @@
+"""One process's part of a run: single process, or one task of a cluster (TF_CONFIG set).
+
+    chief / single process: train, evaluate, write the record and TensorBoard scalars
+    MWMS non-chief worker:  train in lockstep, write nothing
+    PSS worker / ps:        serve the coordinator until stopped
+"""
+import dataclasses
+import os
+import sys
+
+import tensorflow as tf
+
+from experiments.engine import gpipe
+from experiments.engine.checkpoints import Checkpoints
+from experiments.engine.record import build_record, new_run_id, write
+from experiments.engine.training import Trainer, input_context
+from experiments.measure import comm_probe, cpu_usage
+from experiments.measure.profiling import StepProfiler
+from experiments.workload.inputs import dataset_info
+from experiments.workload.user_code import UserCodeError
+from results import metrics
+from strategies import PIPELINED, all_reduce_workers
+from strategies.factory import MissingGPUs, TPUUnavailable, check_gpus, get_strategy
+
+
+# A PSS server runs functions whose ops block (iterator reads, variable reads from a ps); with
+# one inter-op thread those wait on each other forever. Compute stays bounded by intra-op threads.
+_MIN_SERVER_INTEROP = 2
+
+
+def set_threads(threads, min_inter_op=1):
+    if threads:
+        tf.config.threading.set_intra_op_parallelism_threads(threads)
+        tf.config.threading.set_inter_op_parallelism_threads(max(threads, min_inter_op))
+
+
+def set_stage_threads(threads, num_stages):
+    """A pipeline on a CPU host: each of the S logical devices gets a thread pool of its own
+    with threads / S threads (all cores when threads is 0), as S accelerators would each have
+    their own compute. By default every logical CPU device shares one pool, and a stage's ops
+    then take the cores another stage's ops are using (docs/parallelism.md). Before the
+    runtime starts: TensorFlow reads TF_OVERRIDE_GLOBAL_THREADPOOL once, creating devices."""
+    cores = threads or len(os.sched_getaffinity(0))
+    if len(tf.config.list_physical_devices("GPU")) < num_stages:
+        os.environ["TF_OVERRIDE_GLOBAL_THREADPOOL"] = "1"
+        tf.config.threading.set_intra_op_parallelism_threads(max(1, cores // num_stages))
+    else:
+        tf.config.threading.set_intra_op_parallelism_threads(threads)
+    # S stages' blocks in flight at once, plus the input pipeline's.
+    tf.config.threading.set_inter_op_parallelism_threads(max(cores, num_stages))
+
+
+def _resolver(role):
+    if role is None:
+        return None
+    return tf.distribute.cluster_resolver.SimpleClusterResolver(
+        tf.train.ClusterSpec(role.tf_cluster()), task_type=role.tf_task_type,
+        task_id=role.task_index, rpc_layer="grpc")
+
+
+def _serve(role, threads):
+    """A PSS worker or parameter server: a gRPC server the coordinator drives until stopped."""
+    config = tf.compat.v1.ConfigProto()
+    if threads:
+        config.intra_op_parallelism_threads = threads
+        config.inter_op_parallelism_threads = max(threads, _MIN_SERVER_INTEROP)
+    server = tf.distribute.Server(tf.train.ClusterSpec(role.tf_cluster()),
+                                  job_name=role.tf_task_type, task_index=role.task_index,
+                                  protocol="grpc", config=config, start=True)
+    print(f"{role.name} serving at {role.cluster[role.task_type][role.task_index]}", flush=True)
+    server.join()
+    return 0
+
+
+def run_task(cfg, role, extra_config=None):
+    """Plays this process's role. Returns the process exit code."""
+    if cfg.strategy in PIPELINED:
+        set_stage_threads(cfg.threads, cfg.num_stages)
+    else:
+        set_threads(cfg.threads, _MIN_SERVER_INTEROP if cfg.strategy == "parameter_server"
+                    else 1)
+    try:  # before serving or training: a GPU pool's task without GPUs must not run on the CPU
+        check_gpus(cfg.require_gpus)
+    except MissingGPUs as e:
+        sys.stderr.write(f"error: {e}\n")
+        return 2
+    if role is not None and cfg.strategy == "parameter_server" and role.task_type in ("worker",
+                                                                                        "ps"):
+        return _serve(role, cfg.threads)
+    if role is not None and role.task_type == "evaluator":
+        print("evaluator: this toolkit evaluates on the chief; nothing to do", flush=True)
+        return 0
+    # Created before any other TF op: MWMS configures collectives at program start.
+    try:
+        strategy = get_strategy(cfg.strategy, num_replicas=cfg.num_replicas,
+                                cluster_resolver=_resolver(role), collective=cfg.collective,
+                                ps_shards=cfg.ps_shards, tpu=cfg.tpu,
+                                tpu_timeout_s=cfg.tpu_timeout_s, num_stages=cfg.num_stages)
+    except TPUUnavailable as e:  # before any file: exit 2 (a blocked connect thread is a daemon)
+        sys.stderr.write(f"error: {e}\n")
+        sys.stderr.flush()
+        return 2
+    coordinator = None
+    if cfg.strategy == "parameter_server":
+        coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
+    is_chief = role is None or role.is_chief
+    cpu = cpu_usage.CpuMeter(in_cluster=role is not None) if is_chief else None
+    try:  # the user's model and data: what needs TensorFlow to check (config.py did the rest)
+        info = dataset_info(cfg.dataset, input_context(strategy))
+        trainer = Trainer(cfg, info, strategy, coordinator=coordinator, is_chief=is_chief,
+                          cpu=cpu)
+    except UserCodeError as e:  # before any step and any file: bad input, exit 2
+        sys.stderr.write(f"error: {e}\n")
+        sys.stderr.flush()
+        return 2
+    run_id = new_run_id(cfg)
+    writer = profiler = None
+    logdir = os.path.join(cfg.tensorboard_dir or os.path.join(cfg.results_dir, "tensorboard"),
+                          run_id)
+    if is_chief and cfg.tensorboard:
+        writer = tf.summary.create_file_writer(logdir)
+    if is_chief and cfg.profile_steps:
+        profiler = StepProfiler(logdir, *cfg.profile_range(), coordinator=coordinator)
+    checkpoints = None
+    epochs, steps_done = [], 0
+    if cfg.checkpoint_dir:
+        mwms_cluster = role is not None and all_reduce_workers(cfg.strategy)
+        checkpoints = Checkpoints(cfg.checkpoint_dir, trainer, is_chief,
+                                  role.name if role else "single", cfg.checkpoint_every_steps,
+                                  resolver=strategy.cluster_resolver if mwms_cluster else None)
+        epochs, steps_done = checkpoints.restore()
+    trainer.global_step = steps_done
+    first = len(epochs) + 1
+    first_step = steps_done % trainer.steps_per_epoch  # > 0: resuming inside an epoch
+    for epoch in range(first, cfg.epochs + 1):
+        stats = trainer.train_epoch(epoch, first_step if epoch == first else 0, checkpoints,
+                                    profiler)
+        # The first epoch a process runs traces the step function: not steady state.
+        epochs.append({**dataclasses.asdict(stats), "includes_tracing": epoch == first})
+        if epoch == first and first_step:
+            epochs[-1]["resumed_at_step"] = first_step
+        if checkpoints is not None:
+            checkpoints.save(epochs)
+        if writer is not None:
+            with writer.as_default(step=epoch):
+                for key in ("time_s", "examples_per_sec", "train_loss", "train_accuracy",
+                            "eval_loss", "eval_accuracy", "learning_rate"):
+                    tf.summary.scalar(key, epochs[-1][key])
+            writer.flush()
+    if profiler is not None:
+        profiler.close()
+    # After training, on every task that trains (the all-reduce probe is collective under MWMS).
+    probe = comm_probe.measure(strategy, [v.value for v in trainer.model.trainable_variables],
+                               coordinator, dtype=cfg.gradient_sync_dtype,
+                               gradients=trainer.gradients,
+                               # a call never runs past its epoch (training.py)
+                               steps_per_call=min(cfg.steps_per_execution,
+                                                  trainer.steps_per_epoch)) \
+        if cfg.comm_probe else None
+    if probe is not None and trainer.pipeline is not None:
+        # Model parallelism's own traffic: each boundary's activations and their gradients.
+        probe["activation_bytes"] = gpipe.total_activation_bytes(
+            trainer.stages, trainer.per_replica_batch // cfg.microbatches, cfg.microbatches)
+        probe["activation_probe_s"] = gpipe.transfer_probe(
+            trainer.stages, trainer.stage_devices, trainer.per_replica_batch // cfg.microbatches,
+            cfg.microbatches)
+    # Every synchronous replica must end with the same weights; printed by each task so a
+    # cluster's output can be checked (tests do), and recorded by the chief.
+    checksum = trainer.weights_checksum()
+    print(f"{role.name if role else 'single'} weights checksum {checksum:.9e}", flush=True)
+    if not is_chief:
+        return 0
+    record = build_record(cfg, role, trainer, strategy, run_id, epochs, checksum,
+                          extra_config or {})
+    if probe is not None:
+        step = metrics.per_worker_step_time(record["steady_state"]["epoch_time_s"]["median"],
+                                            trainer.steps_per_epoch, cfg.strategy,
+                                            cfg.num_workers)
+        share = comm_probe.fraction(probe, step)
+        record["communication"] = {**probe, "step_time_s": step, "fraction": share}
+        record["communication_fraction"] = share
+    write(cfg, record)
+    return 0
+
+

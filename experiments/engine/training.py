@@ -1,0 +1,534 @@
+"""The one training loop every strategy shares.
+
+A `tf.function` train step runs the model through `strategy.run`; losses are averaged over the
+*global* batch (tensorflow#45923) so gradients summed across replicas equal single-device ones.
+Under ParameterServerStrategy the same step is scheduled on workers by a ClusterCoordinator.
+Keras 3 `model.fit` is not used: it cannot run under MWMS (keras-team/keras#20585) or PSS
+(keras-team/keras#18624).
+
+Gradient accumulation (--accumulation_steps=K): a *step* is one optimizer update. Each replica
+receives K x its per-replica batch, splits it into K micro-batches, runs them one after the
+other and sums their gradients; then the step synchronizes once and applies once. The loss is
+averaged over the step's K x global batch, so with plain SGD K micro-batches of B give the
+weights one batch of K x B gives (tests/experiments/test_training.py, and under MWMS in
+tests/integration/test_clusters.py). A step's batch (`global_batch`, and the record's
+global_batch_size) is K x the global batch; --lr_scaling scales with it. BatchNormalization sees
+micro-batches, so a BN model is not equal to the large batch.
+"""
+import contextlib
+import dataclasses
+import math
+import sys
+import time
+
+import keras
+import tensorflow as tf
+
+from experiments.measure import comm_probe, cpu_usage
+from experiments.engine import gpipe
+from experiments.workload import inputs, user_data, user_model
+from experiments.workload.datasets import FUNCTION
+from experiments.workload.user_code import UserCodeError
+from models import stages as model_stages
+from strategies import PIPELINED
+from strategies.factory import stage_devices
+from tf_config import events
+
+
+@dataclasses.dataclass
+class EpochStats:
+    epoch: int
+    time_s: float  # wall time of the training steps only (no eval), first epoch includes tracing
+    examples_per_sec: float
+    train_loss: float
+    train_accuracy: float
+    eval_loss: float
+    eval_accuracy: float
+    eval_time_s: float
+    learning_rate: float
+    steps: int
+    # Seconds of step checkpoints and profiler start/stop inside the epoch, kept out of time_s.
+    hooks_time_s: float = 0.0
+    # CPU seconds the run's processes used during time_s (see experiments/measure/cpu_usage.py).
+    cpu_s: float | None = None
+    # The same by task (chief:0, worker:1, ps:0, launcher; a single process: `process`).
+    cpu_by_task_s: dict | None = None
+    # model_parallel / hybrid: the pipeline's measured idle share over the epoch's steps, and
+    # each stage's busy share of the pipeline's span (experiments/engine/gpipe.py).
+    pipeline_idle_share: float | None = None
+    stage_busy_share: list | None = None
+
+
+class WarmupScaledLR(keras.optimizers.schedules.LearningRateSchedule):
+    """`target` = base LR x replica scaling; ramps linearly from 0 over `warmup_steps`
+    (Goyal et al. 2017: large global batches need the scaled rate, but not from step one)."""
+
+    def __init__(self, target, warmup_steps):
+        self.target = float(target)
+        self.warmup_steps = int(warmup_steps)
+
+    def __call__(self, step):
+        if self.warmup_steps <= 0:
+            return tf.constant(self.target, tf.float32)
+        ramp = tf.minimum(1.0, tf.cast(step + 1, tf.float32) / float(self.warmup_steps))
+        return self.target * ramp
+
+    def get_config(self):
+        return {"target": self.target, "warmup_steps": self.warmup_steps}
+
+
+def learning_rate_for(cfg, global_batch):
+    """The rate for a step of `global_batch` examples: --learning_rate was tuned for the single
+    device's batch (--global_batch_size if held fixed, else --batch_size_per_replica), and
+    --lr_scaling scales it with the batch, not with the replicas: under strong scaling every
+    strategy trains on the baseline's batch and keeps the baseline's rate (Goyal et al. 2017)."""
+    factor = global_batch / (cfg.global_batch_size or cfg.batch_size_per_replica)
+    if cfg.lr_scaling == "linear":
+        return cfg.learning_rate * factor
+    if cfg.lr_scaling == "sqrt":
+        return cfg.learning_rate * math.sqrt(factor)
+    return cfg.learning_rate
+
+
+def local_replicas(strategy):
+    """Replicas this process feeds (1 for one device, MWMS with one device per worker)."""
+    try:
+        return len(strategy.extended.worker_devices)
+    except RuntimeError:  # the default strategy (model_parallel) has no worker_devices: one
+        return 1
+
+
+def input_context(strategy):
+    """This worker's input pipeline (one per worker, as distribute_datasets_from_function numbers
+    them: the chief first, then the workers)."""
+    resolver = getattr(strategy, "cluster_resolver", None)
+    spec = resolver.cluster_spec().as_dict() if resolver is not None else {}
+    chiefs, workers = len(spec.get("chief", [])), len(spec.get("worker", []))
+    if chiefs + workers <= 1:
+        return tf.distribute.InputContext(1, 0, strategy.num_replicas_in_sync)
+    pipeline_id = 0 if resolver.task_type == "chief" else chiefs + resolver.task_id
+    return tf.distribute.InputContext(chiefs + workers, pipeline_id,
+                                      strategy.num_replicas_in_sync)
+
+
+def make_evaluate(model):
+    """Returns evaluate(dataset) -> (mean loss, accuracy) of `model` over batched (x, y)."""
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
+
+    @tf.function
+    def batch_sums(images, labels):
+        logits = model(images, training=False)
+        predicted = tf.argmax(logits, axis=-1, output_type=tf.int32)
+        return (tf.reduce_sum(loss_fn(labels, logits)),
+                tf.reduce_sum(tf.cast(predicted == labels, tf.float32)))
+
+    def evaluate(dataset):
+        loss, correct, count = 0.0, 0.0, 0
+        for images, labels in dataset:
+            batch_loss, batch_correct = batch_sums(images, labels)
+            loss += float(batch_loss)
+            correct += float(batch_correct)
+            count += int(labels.shape[0])
+        return loss / count, correct / count
+    return evaluate
+
+
+def weights_checksum(model):
+    """Sum of |w| over every model weight: equal on every worker of a synchronous run."""
+    return float(sum(float(tf.reduce_sum(tf.abs(v.value))) for v in model.weights))
+
+
+def make_optimizer(name, schedule):
+    if name == "sgd":
+        return keras.optimizers.SGD(schedule)
+    if name == "momentum":
+        return keras.optimizers.SGD(schedule, momentum=0.9)
+    if name == "adam":
+        return keras.optimizers.Adam(schedule)
+    raise ValueError(f"unknown optimizer {name!r}; valid: sgd, momentum, adam")
+
+
+@contextlib.contextmanager
+def _floatx(dtype):
+    """Keras's default float dtype while the model, its optimizer and loss are built:
+    --float_dtype=float64 trains in double precision (the strategy-equivalence tests: their
+    rounding is then ~1e-16 per operation whatever kernels the CPU picks)."""
+    # Layers take their dtype from the global policy, which Keras fixes from floatx on first
+    # use: both are set, and both restored.
+    previous, policy = keras.config.floatx(), keras.config.dtype_policy()
+    keras.config.set_floatx(dtype)
+    keras.config.set_dtype_policy(dtype)
+    try:
+        yield
+    finally:
+        keras.config.set_floatx(previous)
+        keras.config.set_dtype_policy(policy)
+
+
+def _sum_on_read(shape=()):
+    """A per-replica accumulator summed across replicas (and workers) when read: metrics cost
+    no communication per step."""
+    return tf.Variable(tf.zeros(shape), trainable=False,
+                       synchronization=tf.VariableSynchronization.ON_READ,
+                       aggregation=tf.VariableAggregation.SUM)
+
+
+class Trainer:
+    """Builds model, optimizer and input for `strategy`, then trains epoch by epoch.
+
+    coordinator: a ClusterCoordinator for ParameterServerStrategy, else None.
+    cpu: measures the CPU seconds of the run's processes around each epoch's timed span.
+    is_chief: only the chief evaluates, shows progress and (in the caller) writes results.
+    """
+
+    def __init__(self, cfg, info, strategy, coordinator=None, is_chief=True, cpu=None):
+        self.cfg, self.info, self.strategy = cfg, info, strategy
+        self.cpu = cpu  # a cpu_usage.CpuMeter (the chief's view of the run's processes) or None
+        self.coordinator, self.is_chief = coordinator, is_chief
+        self.replicas = strategy.num_replicas_in_sync
+        micro_batch = cfg.global_batch_size or cfg.batch_size_per_replica * self.replicas
+        if micro_batch % self.replicas:
+            raise ValueError(f"global batch {micro_batch} is not divisible by "
+                             f"{self.replicas} replicas in sync")
+        self.per_replica_batch = micro_batch // self.replicas  # one micro-batch of one replica
+        self.accumulation = cfg.accumulation_steps
+        self.global_batch = micro_batch * self.accumulation  # examples per step (one update)
+        self.steps_per_epoch = cfg.train_examples // self.global_batch
+        self.examples_per_epoch = self.steps_per_epoch * self.global_batch
+        self.learning_rate = learning_rate_for(cfg, self.global_batch)
+        warmup_steps = int(round(cfg.warmup_epochs * self.steps_per_epoch))
+        keras.utils.set_random_seed(cfg.seed)  # --seed covers initialization too: reruns compare
+        with strategy.scope(), _floatx(cfg.float_dtype):
+            self.model = user_model.build(cfg.model, info.feature_shape, info.num_classes,
+                                          batchnorm=cfg.batchnorm,
+                                          sync_batchnorm=cfg.sync_batchnorm,
+                                          weights=cfg.model_weights)
+            self.stages = self._split_stages() if cfg.strategy in PIPELINED else None
+            self.optimizer = make_optimizer(cfg.optimizer,
+                                            WarmupScaledLR(self.learning_rate, warmup_steps))
+            # Create slot variables now, in scope: lazily created Adam slots break under
+            # MirroredStrategy with 2 replicas ("You must feed a value for placeholder ...").
+            self.optimizer.build(self.model.trainable_variables)
+            if coordinator is None:
+                self.loss_sum, self.correct, self.seen = (_sum_on_read(), _sum_on_read(),
+                                                          _sum_on_read())
+            if self.stages is not None:  # the pipeline's timings, summed over steps
+                self.stage_busy, self.pipeline_span = (_sum_on_read([cfg.num_stages]),
+                                                       _sum_on_read())
+            # A Keras loss casts the logits to its own dtype, floatx when it is made.
+            self._loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True,
+                                                                    reduction=None)
+        self._check_input(is_chief)
+        # 16-bit sync is opt-in compression; "float32" (the default) means no cast, so a
+        # float64 model's gradients stay float64.
+        self._sync_dtype = (None if cfg.gradient_sync_dtype == "float32"
+                            else tf.as_dtype(cfg.gradient_sync_dtype))
+        self.pipeline = None
+        if self.stages is not None:
+            self.pipeline = gpipe.Pipeline(self.stages, self.stage_devices, cfg.microbatches,
+                                           self._loss, self.global_batch,
+                                           self.model.trainable_variables)
+        self._iterator = iter(self._train_input())
+        self.global_step = 0
+        self.steps_by_worker = {}  # PSS: which worker ran how many steps (stragglers run fewer)
+        self.first_step_done_at = None  # wall clock (epoch s) when this process's first step ended
+        self.gradients = None  # comm_probe.describe of the step's gradients, once traced
+        self._train_steps = tf.function(self._steps)
+        self._evaluate = make_evaluate(self.model)
+        self._eval_data = (inputs.eval_dataset(info, cfg.eval_examples, 512, cfg.seed,
+                                                 cfg.data_dir or None) if is_chief else None)
+
+    def _split_stages(self):
+        """The model's pipeline stages (models/stages.py) and their devices. Under model_parallel
+        each stage's variables are re-created on its stage's device, before the optimizer builds
+        its slots next to them; under hybrid MWMS keeps every variable mirrored on the worker's
+        one replica device, and the stages place their compute only."""
+        cfg = self.cfg
+        if self.model.losses:
+            raise UserCodeError(f"--strategy={cfg.strategy}: model {cfg.model!r} adds losses of its "
+                                f"own (model.losses, e.g. weight regularizers); the pipeline "
+                                f"does not split them across stages: remove them or use another "
+                                f"--strategy")
+        micro = self.per_replica_batch // cfg.microbatches
+        sample = None
+        if cfg.stage_cost == "time":
+            sample, _ = next(iter(inputs.examples(self.info, "train", micro, cfg.seed,
+                                                    cfg.data_dir or None).batch(micro)))
+        wrap, agree = tf.function, None
+        if cfg.strategy == "hybrid":  # MWMS: mirrored variables are read in a replica context
+            strategy = self.strategy
+
+            def wrap(fn):
+                return tf.function(lambda *args: strategy.experimental_local_results(
+                    strategy.run(fn, args=args))[0])
+
+            def agree(costs):  # every worker splits alike: the mean of their measured times
+                @tf.function
+                def total():  # comm_probe's pattern: the tensor made in the replica context
+                    return strategy.run(lambda: tf.distribute.get_replica_context().all_reduce(
+                        tf.distribute.ReduceOp.SUM, tf.constant(costs, tf.float32)))
+                summed = strategy.experimental_local_results(total())[0].numpy()
+                return summed / strategy.num_replicas_in_sync
+        try:
+            stages = model_stages.split(self.model, cfg.num_stages, cfg.stage_cost, sample,
+                                        wrap, agree)
+        except model_stages.StageError as e:
+            raise UserCodeError(str(e)) from None
+        self.stage_devices = stage_devices(cfg.num_stages)
+        if cfg.strategy == "model_parallel":
+            for stage, device in zip(stages, self.stage_devices):
+                with tf.device(device):
+                    for v in stage.model.weights:
+                        # Keras's own creation path (TF backend): a new tf.Variable holding the
+                        # same value, created under the stage's device scope.
+                        v._initialize(tf.identity(v.value))
+        return stages
+
+    def _check_input(self, is_chief):
+        """Before any step: the model maps two examples to (2, num_classes) logits (every task
+        that built it), and a MODULE:FUNCTION dataset's labels are class ids (the chief, over
+        the examples the run uses). UserCodeError: one line, exit 2 (experiments.engine.task)."""
+        cfg, info = self.cfg, self.info
+        sample = inputs.examples(info, "train", 2, cfg.seed, cfg.data_dir or None).batch(2)
+        features, _ = next(iter(sample))
+        user_model.check_logits(self.model, cfg.model, features, info.num_classes)
+        if is_chief and info.kind == FUNCTION:
+            for split, count in (("train", cfg.train_examples), ("eval", cfg.eval_examples)):
+                user_data.check_labels(inputs.examples(info, split, count, cfg.seed),
+                                       info.source, split, info.num_classes)
+
+    def _straggler_delay_us(self, worker_index):
+        """Per-step delay of the input pipeline of worker `worker_index` (an int, or a tensor on
+        a PSS worker): --straggler_delay_ms on the straggler, nothing elsewhere."""
+        if not self.cfg.straggler_task:
+            return None
+        straggler = int(self.cfg.straggler_task.split(":")[1])
+        return tf.cast(tf.equal(worker_index, straggler), tf.int64) * int(
+            self.cfg.straggler_delay_ms * 1000)
+
+    def _worker_dataset(self, num_pipelines, pipeline_id):
+        """One worker's pipeline of per-replica batches: its own shard, in its own order.
+        pipeline_id may be a tensor: `create_per_worker_dataset` traces the PSS dataset function
+        once and runs that graph on every worker, so what must differ between PSS workers has
+        to come from the worker index evaluated there, not from Python or the global seed."""
+        cfg = self.cfg
+        # A replica's step takes its K micro-batches as one batch and splits it (_step).
+        return inputs.train_dataset(
+            self.info, cfg.train_examples, self.per_replica_batch * self.accumulation, cfg.seed,
+            cfg.data_dir or None,
+            num_shards=num_pipelines, shard_index=pipeline_id,
+            shuffle_seed=cfg.seed + pipeline_id, delay_us=self._straggler_delay_us(pipeline_id),
+            replicas_in_sync=self.replicas)
+
+    def _pss_dataset(self, worker_index):
+        return self._worker_dataset(max(1, self.cfg.num_workers),
+                                    tf.cast(worker_index, tf.int64))
+
+    def _train_input(self):
+        if self.coordinator is not None:
+            return self.coordinator.create_per_worker_dataset(
+                lambda: self._pss_dataset(
+                    tf.distribute.coordinator.experimental_get_current_worker_index()))
+        if local_replicas(self.strategy) == 1 and self.cfg.strategy != "central_storage":
+            # One replica per process: feed strategy.run from this worker's plain tf.data
+            # iterator. Iterating a strategy's distributed dataset ran the same step at half
+            # speed on some CPUs (docs/strategies.md, "Engine overhead"); with one local replica there
+            # is nothing for it to split, so the plain iterator gives the replica the same batch.
+            ctx = input_context(self.strategy)
+            return self._worker_dataset(ctx.num_input_pipelines, ctx.input_pipeline_id)
+        # Several local replicas (mirrored), and central_storage at any N: the distributed
+        # dataset places each replica's batch on its compute device (CentralStorageStrategy's
+        # documented input path; its variables live on another device than its replicas).
+        return self.strategy.distribute_datasets_from_function(
+            lambda ctx: self._worker_dataset(ctx.num_input_pipelines, ctx.input_pipeline_id))
+
+    def _micro_step(self, images, labels):
+        """One micro-batch's (gradients, per-example losses, logits); the loss is averaged over
+        the whole step's batch, so a step's K micro-gradients sum to its gradient."""
+        with tf.GradientTape() as tape:
+            logits = self.model(images, training=True)
+            per_example = self._loss(labels, logits)
+            loss = tf.nn.compute_average_loss(per_example, global_batch_size=self.global_batch)
+            if self.model.losses:  # added once per micro-batch: 1/K of it each time
+                loss += tf.nn.scale_regularization_loss(
+                    tf.add_n(self.model.losses)) / self.accumulation
+        return tape.gradient(loss, self.model.trainable_variables), per_example, logits
+
+    def _accumulated(self, images, labels):
+        """K micro-batches run one after the other (each waits for the previous gradients, so
+        their activations need not be held together; memory not measured here), gradients
+        summed: dense ones added, IndexedSlices concatenated (an embedding's gradient stays its
+        rows, K times as many)."""
+        total, losses, all_logits = None, [], []
+        for x, y in zip(tf.split(images, self.accumulation), tf.split(labels, self.accumulation)):
+            previous = [] if total is None else [
+                g.values if isinstance(g, tf.IndexedSlices) else g
+                for g in total if g is not None]
+            with tf.control_dependencies(previous):
+                x = tf.identity(x)
+            grads, per_example, logits = self._micro_step(x, y)
+            losses.append(per_example)
+            all_logits.append(logits)
+            total = grads if total is None else [gpipe.add_gradients(a, b)
+                                                 for a, b in zip(total, grads)]
+        return total, tf.concat(losses, 0), tf.concat(all_logits, 0)
+
+    def _step(self, iterator):
+        def replica_step(images, labels):
+            if self.pipeline is not None:
+                grads, per_example, logits, busy, span = self.pipeline(images, labels)
+                self.stage_busy.assign_add(busy)
+                self.pipeline_span.assign_add(span)
+            elif self.accumulation == 1:
+                grads, per_example, logits = self._micro_step(images, labels)
+            else:
+                grads, per_example, logits = self._accumulated(images, labels)
+            if self._sync_dtype is not None:
+                # Keras all-reduces (or pushes to the ps) the gradients it is given and casts
+                # them back to the variable's dtype in the update: casting here halves the
+                # bytes every step synchronizes (gradient compression, opt-in).
+                grads = [None if g is None else tf.cast(g, self._sync_dtype) for g in grads]
+            # What the strategy is handed (dense or IndexedSlices, and how many rows), noted
+            # while tracing: the communication probe synchronizes the same kinds and sizes.
+            self.gradients = comm_probe.describe(grads)
+            self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables))
+            predicted = tf.argmax(logits, axis=-1, output_type=tf.int32)
+            sums = (tf.cast(tf.reduce_sum(per_example), tf.float32),  # float64 models too
+                    tf.reduce_sum(tf.cast(predicted == labels, tf.float32)),
+                    tf.cast(tf.shape(labels)[0], tf.float32))
+            if self.coordinator is not None:
+                return sums
+            for var, value in zip((self.loss_sum, self.correct, self.seen), sums):
+                var.assign_add(value)
+            return None
+
+        out = self.strategy.run(replica_step, args=next(iterator))
+        if self.coordinator is not None:
+            # PSS: each scheduled step hands its sums back as RemoteValues (the pattern of the
+            # PSS tutorial); ON_READ accumulators hung the coordinator here. The worker's index
+            # comes back too: the record counts the steps each worker ran.
+            worker = tf.distribute.coordinator.experimental_get_current_worker_index()
+            return [self.strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None)
+                    for v in out] + [tf.cast(worker, tf.float32)]
+        return None
+
+    def _steps(self, iterator, n):
+        """`n` (a tensor: one trace for every chunk size) training steps in one call. Under PSS
+        returns the chunk's (loss sum, correct, seen, worker index, steps) for the coordinator."""
+        if self.coordinator is None:
+            for _ in tf.range(n):
+                self._step(iterator)
+            return None
+        totals = [tf.constant(0.0)] * 3
+        worker = tf.constant(0.0)
+        for _ in tf.range(n):
+            out = self._step(iterator)
+            totals = [t + v for t, v in zip(totals, out[:3])]
+            worker = out[3]
+        return totals + [worker, tf.cast(n, tf.float32)]
+
+    def evaluate(self):
+        return self._evaluate(self._eval_data)
+
+    def weights_checksum(self):
+        return weights_checksum(self.model)
+
+    def _progbar(self):
+        if not self.is_chief:
+            return None
+        return keras.utils.Progbar(self.steps_per_epoch, verbose=1 if sys.stdout.isatty() else 2,
+                                   unit_name="step")
+
+    def train_epoch(self, epoch, first_step=0, checkpoints=None, profiler=None):
+        """Trains steps first_step..steps_per_epoch-1 of `epoch` (first_step > 0: resuming inside
+        the epoch). checkpoints: runs each step (MWMS preemption) and saves when due; profiler:
+        starts/stops a trace at its steps."""
+        if self.coordinator is None:
+            for var in (self.loss_sum, self.correct, self.seen):
+                var.assign(0.0)
+        if self.pipeline is not None:
+            self.stage_busy.assign(tf.zeros_like(self.stage_busy))
+            self.pipeline_span.assign(0.0)
+        remote = []
+        progbar = self._progbar()
+        if progbar is not None:
+            print(f"Epoch {epoch}/{self.cfg.epochs}", flush=True)
+        cpu_start = self.cpu.reading() if self.cpu is not None else None
+        start = time.perf_counter()
+        step, hooks_s = first_step, 0.0
+        while step < self.steps_per_epoch:
+            # Several steps per call (--steps_per_execution) save the per-call dispatch; the
+            # hooks below fire for the chunk that contains their step.
+            k = min(self.cfg.steps_per_execution, self.steps_per_epoch - step)
+            before, self.global_step, step = self.global_step, self.global_step + k, step + k
+            if profiler is not None:
+                hooks_s += profiler.before_steps(before + 1, self.global_step)
+            if self.is_chief and self.cfg.fail_task and \
+                    before < self.cfg.fail_at_step <= self.global_step:
+                # The local launcher reads this and kills (or preempts) the named task.
+                events.request_fault(self.cfg.fail_mode, self.cfg.fail_task, self.cfg.fail_at_step)
+            steps = tf.constant(k)
+            if self.coordinator is not None:
+                remote.append(self.coordinator.schedule(self._train_steps,
+                                                        args=(self._iterator, steps)))
+            elif checkpoints is not None:
+                checkpoints.run_step(self._train_steps, self._iterator, steps)
+            else:
+                self._train_steps(self._iterator, steps)
+            if self.first_step_done_at is None:
+                if remote:  # PSS: scheduling is asynchronous; wait for this one call once
+                    remote[0].fetch()
+                self.first_step_done_at = time.time()
+            if self.is_chief:  # a local launcher's measure of progress (lost steps, recovery)
+                events.report_step(self.global_step)
+            # Checkpoints and the profiler are not training: their time is measured and taken
+            # out of the epoch's time_s (docs/records.md: time_s covers the training steps only).
+            if profiler is not None:
+                hooks_s += profiler.after_steps(before + 1, self.global_step)
+            if checkpoints is not None:
+                hooks_s += checkpoints.after_steps(before, self.global_step,
+                                                   epoch_end=step == self.steps_per_epoch)
+            if progbar is not None and progbar.verbose == 1:
+                progbar.update(step)
+        if self.coordinator is not None:
+            self.coordinator.join()
+            fetched = [r.fetch() for r in remote]
+            totals = [sum(float(v) for v in values) for values in zip(*(f[:3] for f in fetched))]
+            for f in fetched:
+                worker = f"worker:{int(f[3])}"
+                self.steps_by_worker[worker] = self.steps_by_worker.get(worker, 0) + int(f[4])
+        else:  # reading waits for the last step: the end of the timed span
+            totals = [float(v.read_value()) for v in (self.loss_sum, self.correct, self.seen)]
+        elapsed = time.perf_counter() - start - hooks_s
+        by_task = cpu_usage.by_task(self.cpu.reading(), cpu_start) \
+            if cpu_start is not None else None
+        cpu_s = sum(by_task.values()) if by_task is not None else None
+        loss_sum, correct, seen = totals
+        train_loss = loss_sum / max(seen, 1.0)
+        train_accuracy = correct / max(seen, 1.0)
+        eval_loss = eval_accuracy = float("nan")
+        eval_start = time.perf_counter()
+        if self.is_chief:
+            eval_loss, eval_accuracy = self.evaluate()
+        eval_time = time.perf_counter() - eval_start
+        lr = float(self.optimizer.learning_rate.numpy() if hasattr(
+            self.optimizer.learning_rate, "numpy") else self.optimizer.learning_rate)
+        idle = busy_share = None
+        if self.pipeline is not None:  # summed over replicas (hybrid: workers) and steps
+            busy = self.stage_busy.read_value().numpy()
+            span = float(self.pipeline_span.read_value())
+            busy_share = [float(b) / span for b in busy] if span > 0 else None
+            idle = 1.0 - sum(busy_share) / len(busy_share) if busy_share else None
+        stats = EpochStats(epoch=epoch, time_s=elapsed, examples_per_sec=seen / elapsed,
+                           train_loss=train_loss, train_accuracy=train_accuracy,
+                           eval_loss=eval_loss, eval_accuracy=eval_accuracy,
+                           eval_time_s=eval_time, learning_rate=lr,
+                           steps=self.steps_per_epoch - first_step, hooks_time_s=hooks_s,
+                           cpu_s=cpu_s, cpu_by_task_s=by_task, pipeline_idle_share=idle,
+                           stage_busy_share=busy_share)
+        if progbar is not None:
+            progbar.update(self.steps_per_epoch, values=[
+                ("loss", train_loss), ("accuracy", train_accuracy), ("eval_loss", eval_loss),
+                ("eval_accuracy", eval_accuracy), ("examples/s", stats.examples_per_sec)],
+                finalize=True)
+        return stats

@@ -1,0 +1,7 @@
+"""What a run measures besides its epochs' time: the communication probe (comm_probe), CPU
+seconds by task (cpu_usage), memory per device (memory), TF profiler traces (profiling), and
+the software and kernels that ran (environment).
+
+May import: models, results.metrics, tf_config.events, experiments.engine.tf_settings.
+Not the rest of experiments.
+"""

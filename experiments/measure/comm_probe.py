@@ -1,0 +1,207 @@
+"""The communication probe: what one training step's gradient synchronization costs under the
+run's own strategy, measured in isolation after training (no compute to hide behind).
+
+    all-reduce strategies (mirrored, central_storage, MWMS): a batch all-reduce, through the
+        strategy's own cross-device ops, of tensors shaped like the model's trainable variables;
+    parameter servers: a function scheduled on a worker that reads every variable from the ps
+        (the pull before a step) and adds a gradient-shaped tensor to it (the push after it);
+    one replica: nothing to synchronize (0).
+
+The step time it is compared with is the per-worker (per-process) step time of the same run, so
+`fraction` = probe / step time is the share of a step that synchronization would take if it did
+not overlap with compute. Every MWMS worker must call `measure` (the all-reduce is collective).
+
+Sparse gradients. The probe synchronizes what the training step really produced: the trainer
+describes each gradient when it traces its step (`describe`), dense or tf.IndexedSlices with its
+row count, and the probe all-reduces (or pushes) tensors of exactly those kinds and shapes.
+`gradient_bytes` is what one replica puts into the synchronization per step: a dense gradient's
+size, an IndexedSlices' values plus indices (an embedding: the looked-up rows, not the table);
+`dense_gradient_bytes` what the same gradients would be dense. Measured on TF 2.21 / Keras 3.15:
+a gather from an embedding table gives IndexedSlices under every strategy, and the strategies keep
+them sparse (mirrored and MWMS all-reduce them by gathering every replica's rows, recorded as
+`synchronized_as`; a PSS worker pushes them to the ps, where the optimizer scatters them in).
+Under PSS a step also pulls what it reads: dense variables whole, a row-reading embedding only its
+rows (`pull_bytes`).
+"""
+import time
+
+import tensorflow as tf
+
+from results import metrics
+
+_WARMUP = 3
+_REPEATS = 20
+
+
+def gradient_bytes(variables, dtype=None):
+    """Bytes of dense gradients of `variables`: every variable's size in `dtype` (default: its
+    own)."""
+    return sum(tf.TensorShape(v.shape).num_elements() * tf.as_dtype(dtype or v.dtype).size
+               for v in variables)
+
+
+def describe(grads):
+    """Called while the train step is traced: per gradient, ("dense", None) or
+    ("indexed_slices", rows) with rows the static number of slices (None when unknown)."""
+    out = []
+    for g in grads:
+        if isinstance(g, tf.IndexedSlices):
+            rows = g.values.shape[0] if g.values.shape.rank else None
+            out.append(("indexed_slices", rows))
+        else:
+            out.append(("dense", None))
+    return out
+
+
+def _kinds(variables, gradients):
+    """[(kind, rows)] per variable; dense when the step was not described (or rows unknown)."""
+    if not gradients or len(gradients) != len(variables):
+        return [("dense", None)] * len(variables)
+    return [(k, r) if k == "dense" or r else ("dense", None) for k, r in gradients]
+
+
+def _sparse_bytes(variable, rows, dtype, index_size=4):
+    width = tf.TensorShape(variable.shape)[1:].num_elements()
+    return rows * (width * tf.as_dtype(dtype).size + index_size)
+
+
+def sizes(variables, gradients, dtype="float32"):
+    """{gradient_bytes, dense_gradient_bytes, pull_bytes, gradient_kinds} of one step (see the
+    module doc); pull_bytes: what a PSS step reads from the ps (in the variables' own dtype)."""
+    kinds = _kinds(variables, gradients)
+    sent = pull = 0
+    for v, (kind, rows) in zip(variables, kinds):
+        if kind == "dense":
+            sent += gradient_bytes([v], dtype)
+            pull += gradient_bytes([v])
+        else:
+            sent += _sparse_bytes(v, rows, dtype)
+            pull += _sparse_bytes(v, rows, v.dtype, index_size=0)
+    count = {k: sum(1 for kind, _ in kinds if kind == k) for k in ("dense", "indexed_slices")}
+    return {"gradient_bytes": sent, "dense_gradient_bytes": gradient_bytes(variables, dtype),
+            "pull_bytes": pull, "gradient_kinds": count}
+
+
+def _slices(variable, rows, dtype, value):
+    """IndexedSlices shaped like an embedding step's gradient: `rows` rows spread over the table."""
+    table = tf.TensorShape(variable.shape)
+    indices = tf.range(rows, dtype=tf.int64) * 7919 % table[0]
+    return tf.IndexedSlices(tf.fill([rows, *table[1:]], tf.cast(value, dtype)), indices,
+                            tf.constant(table.as_list(), tf.int64))
+
+
+def _timed(call, repeats, per_call=1):
+    """Spread of seconds per synchronization; a call that makes `per_call` of them is divided."""
+    for _ in range(_WARMUP):  # traces, and lets the collective's first-use setup happen
+        call()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        call()
+        times.append((time.perf_counter() - start) / per_call)
+    return metrics.spread(times)
+
+
+def _allreduce_call(strategy, variables, kinds, dtype, synchronized_as):
+    """synchronized_as: filled at trace time with what the all-reduce returned per kind."""
+    @tf.function
+    def allreduce():
+        def replica_fn():
+            grads = [tf.ones(v.shape, dtype) if kind == "dense" else _slices(v, rows, dtype, 1.0)
+                     for v, (kind, rows) in zip(variables, kinds)]
+            # The call Keras's optimizer makes with a step's gradients (ReplicaContext.all_reduce)
+            reduced = tf.distribute.get_replica_context().all_reduce(
+                tf.distribute.ReduceOp.SUM, grads)
+            for (kind, _), out in zip(kinds, reduced):
+                synchronized_as[kind] = "indexed_slices" if isinstance(
+                    out, tf.IndexedSlices) else "dense"
+            # One element of each: keeps every reduction alive without a sum over all of it.
+            return tf.add_n([tf.reshape(g.values if isinstance(g, tf.IndexedSlices) else g,
+                                        [-1])[0] for g in reduced])
+        return strategy.run(replica_fn)
+
+    def call():  # reading a replica's result waits for the whole all-reduce
+        return float(strategy.experimental_local_results(allreduce())[0])
+    return call
+
+
+def _pushpull_call(coordinator, variables, kinds, dtype, steps):
+    """One scheduled call of `steps` pull+push rounds: training schedules `steps_per_execution`
+    steps per call, so a step pays its pull and push but only a share of the dispatch."""
+    def pushpull(scale):
+        pulled = []
+        for v, (kind, rows) in zip(variables, kinds):
+            if kind == "dense":
+                pulled.append(tf.cast(tf.reshape(tf.identity(v), [-1])[0], tf.float32))
+            else:  # a row-reading lookup pulls its rows only (ResourceGather on the ps)
+                rows_read = tf.gather(v, _slices(v, rows, v.dtype, 0.0).indices)
+                pulled.append(tf.cast(tf.reshape(rows_read, [-1])[0], tf.float32))
+        for v, (kind, rows) in zip(variables, kinds):
+            # The push is computed on the worker from a call argument, as a gradient is: a
+            # constant (tf.zeros) could be folded by grappler, leaving only the pull. It travels
+            # in the sync dtype and is cast back where v lives; scale is 0, so v is unchanged.
+            if kind == "dense":
+                push = tf.fill(tf.shape(v), tf.cast(scale, tf.as_dtype(dtype)))
+                with tf.device(v.device):
+                    v.assign_add(tf.cast(push, v.dtype))
+            else:  # IndexedSlices: scattered into the table where it lives
+                push = _slices(v, rows, tf.as_dtype(dtype), scale)
+                with tf.device(v.device):
+                    v.scatter_add(tf.IndexedSlices(tf.cast(push.values, v.dtype), push.indices,
+                                                   push.dense_shape))
+        return tf.add_n(pulled)
+
+    @tf.function
+    def rounds(scale, n):
+        total = tf.constant(0.0)  # float32, whatever the variables' dtypes
+        for _ in tf.range(n):  # each round reads what the last one wrote (resource order)
+            total += pushpull(scale)
+        return total
+
+    def call():  # `steps` steps' pulls and pushes and one dispatch, as a scheduled call pays
+        return coordinator.schedule(rounds, args=(tf.constant(0.0), tf.constant(steps))).fetch()
+    return call
+
+
+def measure(strategy, variables, coordinator=None, repeats=_REPEATS, dtype="float32",
+            gradients=None, steps_per_call=1):
+    """Returns {method, dtype, gradient_bytes, dense_gradient_bytes, gradient_kinds,
+    synchronized_as, pull_bytes (PSS), probe_s: spread of seconds per synchronization}.
+    dtype: what the gradients are synchronized in (--gradient_sync_dtype); gradients: the
+    step's `describe` (None: every gradient dense); steps_per_call: PSS only, the run's
+    --steps_per_execution (the steps that share one dispatch)."""
+    kinds = _kinds(variables, gradients)
+    out = {**sizes(variables, gradients, dtype), "dtype": dtype}
+    pull = out.pop("pull_bytes")
+    if coordinator is not None:
+        return {**out, "pull_bytes": pull,
+                "method": f"ps pull+push of every variable, {steps_per_call} per call scheduled "
+                          f"on a worker (dispatch shared as in training)",
+                "steps_per_call": steps_per_call,
+                "synchronized_as": {k: "indexed_slices" if k == "indexed_slices" else "dense"
+                                    for k, _ in kinds},
+                "probe_s": _timed(_pushpull_call(coordinator, variables, kinds, dtype,
+                                                 steps_per_call), repeats, steps_per_call)}
+    if strategy.num_replicas_in_sync == 1:
+        return {**out, "method": "none (one replica)", "synchronized_as": {},
+                "probe_s": {"median": 0.0, "min": 0.0, "max": 0.0, "n": 0}}
+    synchronized_as = {}
+    probe = _timed(_allreduce_call(strategy, variables, kinds, dtype, synchronized_as), repeats)
+    method = "all-reduce of gradient-shaped tensors"
+    if isinstance(strategy, tf.distribute.experimental.CentralStorageStrategy):
+        # Its step reduces the gradients onto the variables' device and every replica reads the
+        # variables back: the same bytes each way as this all-reduce, between local devices.
+        method += " (central_storage: standing in for reduce-to-variables + read-back)"
+    return {**out, "method": method,
+            "synchronized_as": synchronized_as, "probe_s": probe}
+
+
+def fraction(probe, step_time_s):
+    """Share of a per-worker step (results.metrics.per_worker_step_time) spent synchronizing
+    gradients and, in a pipeline, moving activations between its stages."""
+    if not step_time_s:
+        return None
+    seconds = probe["probe_s"]["median"]
+    if probe.get("activation_probe_s"):  # a pipeline's boundary transfers (experiments/engine/gpipe.py)
+        seconds += probe["activation_probe_s"]["median"]
+    return min(1.0, seconds / step_time_s)

@@ -1,0 +1,41 @@
+"""The report's building blocks: a Markdown table, CSV text, a number as the tables show it, and
+a Section (what one experiment adds to report.md: its text, the plots and CSV files it wrote).
+
+    markdown_table(["strategy", "examples/s"], [["MWMS", "2637"]])
+"""
+import csv
+import dataclasses
+import io
+
+
+@dataclasses.dataclass
+class Section:
+    markdown: str  # starts with its "## " heading
+    plots: list = dataclasses.field(default_factory=list)  # PNG paths, shown under "## Plots"
+    files: list = dataclasses.field(default_factory=list)  # other paths written (CSV)
+    first: bool = False  # placed before the per-setting tables (the zoo's answer per model)
+
+
+def markdown_table(head, rows):
+    """A GitHub Markdown table: `head` the column names, `rows` lists of cell strings."""
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(str(c) for c in cells) + " |" for cells in rows]
+    return "\n".join(lines)
+
+
+def csv_text(rows, columns):
+    """Dict rows as CSV with these columns, in this order."""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return out.getvalue()
+
+
+def fmt(value, digits=3):
+    """A cell: '–' for nothing, floats to `digits` significant digits (whole from 1000 on)."""
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.{digits}g}" if abs(value) < 1000 else f"{value:.0f}"
+    return str(value)

@@ -1,0 +1,231 @@
+"""The comparison's run plan: which cells run, with which flags, and what counts as done."""
+import pytest
+
+from experiments.comparison.plan import plan, same_run
+
+
+def _flags(argv):
+    return dict(f[2:].split("=", 1) for f in argv[1:])
+
+
+def test_scaling_plan_has_floors_baseline_reference_and_each_strategy_per_n():
+    runs = dict(plan(["mlp"], [1, 2], [4096], ["mirrored", "parameter_server"], 1, 1))
+    assert list(runs) == ["engine_floor/mlp/4096/r0", "engine_floor_all/mlp/4096/r0",
+                          "baseline/mlp/4096/r0", "hardware_reference/mlp/4096/r0",
+                          "mirrored-n1/mlp/4096/r0", "parameter_server-n1/mlp/4096/r0",
+                          "engine_floor_shared/mlp/4096/r0",
+                          "mirrored-n2/mlp/4096/r0", "parameter_server-n2/mlp/4096/r0"]
+    assert runs["engine_floor/mlp/4096/r0"][0] == "experiments.comparison.floor"
+    # right before the 2-worker clusters: how two 1-thread workers share this machine's cores
+    assert runs["engine_floor_shared/mlp/4096/r0"] == [
+        "experiments.comparison.sharing", "--model=mlp", "--train_examples=4096", "--threads=1",
+        "--processes=2"]
+    # one process with local replicas only (no cluster to predict), or no floors: no calibration
+    for kwargs in ({"strategies": ["mirrored"]}, {"floors": False}):
+        names = dict(plan(["mlp"], [1, 2], [4096], kwargs.get("strategies", [
+            "parameter_server"]), 1, 1, floors=kwargs.get("floors", True)))
+        assert not any(n.startswith("engine_floor_shared") for n in names)
+    assert runs["baseline/mlp/4096/r0"][0] == "experiments.run"
+    assert "--num_ps=1" in runs["parameter_server-n2/mlp/4096/r0"]
+
+
+def test_central_storage_runs_like_mirrored_one_process_n_replicas_n_threads():
+    runs = dict(plan(["mlp"], [1, 2], [4096], ["central_storage", "multi_worker_mirrored"], 1, 1,
+                     experiments=("scaling", "straggler", "network"), threads=2,
+                     bandwidths=(0.1,), delays=(0, 25)))
+    assert runs["central_storage-n2/mlp/4096/r0"][1:] == [
+        "--model=mlp", "--train_examples=4096", "--strategy=central_storage", "--num_replicas=2",
+        "--threads=4"]
+    assert _flags(runs["central_storage-n1/mlp/4096/r0"])["num_replicas"] == "1"
+    # One process: no cluster to slow down or to put on a shaped network.
+    assert not [name for name in runs if name.startswith(("straggler-central", "network-central"))]
+    assert "straggler-multi_worker_mirrored-n2-d25/mlp/4096/r0" in runs
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_every_strategy_at_n_gets_the_same_threads_per_worker(threads):
+    # On an 8-core machine the launcher's default (cores // tasks) gave MWMS workers 4 threads,
+    # PSS workers 2 (chief and ps counted) and the baseline 1: the plan sets them explicitly.
+    runs = dict(plan(["cnn"], [2], [4096], ["mirrored", "multi_worker_mirrored",
+                                             "parameter_server"], 1, 1, threads=threads))
+    assert _flags(runs["baseline/cnn/4096/r0"])["threads"] == str(threads)
+    assert _flags(runs["multi_worker_mirrored-n2/cnn/4096/r0"])["threads_per_worker"] == \
+        _flags(runs["parameter_server-n2/cnn/4096/r0"])["threads_per_worker"] == str(threads)
+    assert _flags(runs["mirrored-n2/cnn/4096/r0"])["threads"] == str(2 * threads)
+
+
+def test_pinned_plan_gives_each_cell_its_workers_cores():
+    runs = dict(plan(["cnn"], [1, 2], [4096], ["parameter_server"], 1, 1, pin_cores=True,
+                     available_cores=8))
+    pins = {name.split("/")[0]: _flags(argv)["pin_cores"] for name, argv in runs.items()}
+    assert pins == {"engine_floor": "1", "engine_floor_all": "8", "baseline": "1",
+                    "hardware_reference": "8", "parameter_server-n1": "1",
+                    "engine_floor_shared": "2", "parameter_server-n2": "2"}
+    assert not any("pin_cores" in f for argv in dict(plan(["cnn"], [2], [4096], [
+        "parameter_server"], 1, 1)).values() for f in argv)
+
+
+def test_a_cell_is_done_only_with_the_same_flags(monkeypatch):
+    monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", "1")
+    record = {"run_name": "mirrored-n2/cnn/4096/r0", "environment": {"onednn_opts": "1"},
+              "config": {"strategy": "mirrored", "threads": 2, "epochs": 4,
+                         "straggler_delay_ms": 50.0}}
+    flags = ["--strategy=mirrored", "--threads=2", "--epochs=4", "--straggler_delay_ms=50"]
+    assert same_run(record, "mirrored-n2/cnn/4096/r0", flags)
+    assert not same_run(record, "mirrored-n2/cnn/4096/r1", flags)
+    assert not same_run(record, "mirrored-n2/cnn/4096/r0", flags[:-1] + ["--epochs=5"])
+    assert not same_run(record, "mirrored-n2/cnn/4096/r0", flags + ["--pin_cores=2"])
+    # ... and with the same CPU kernels: a record from before the setting, or under another
+    # value, ran other kernels and is run again.
+    assert not same_run({**record, "environment": {}}, "mirrored-n2/cnn/4096/r0", flags)
+    monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", "0")
+    assert not same_run(record, "mirrored-n2/cnn/4096/r0", flags)
+
+
+def test_straggler_plan_slows_the_last_worker_of_each_multi_worker_strategy():
+    runs = dict(plan(["mlp"], [1], [4096], ["mirrored", "multi_worker_mirrored",
+                                            "parameter_server"], 1, 1, ["straggler"], [0, 50], 3))
+    assert sorted(runs) == ["straggler-multi_worker_mirrored-n3-d0/mlp/4096/r0",
+                            "straggler-multi_worker_mirrored-n3-d50/mlp/4096/r0",
+                            "straggler-parameter_server-n3-d0/mlp/4096/r0",
+                            "straggler-parameter_server-n3-d50/mlp/4096/r0"]
+    slowed = runs["straggler-parameter_server-n3-d50/mlp/4096/r0"]
+    assert "--straggler_task=worker:2" in slowed and "--straggler_delay_ms=50" in slowed
+    assert "--num_workers=3" in slowed
+    assert not any("straggler_task" in f for f in runs[
+        "straggler-multi_worker_mirrored-n3-d0/mlp/4096/r0"])
+
+
+def test_calibrated_size_fits_the_budget_on_slow_and_fast_machines():
+    from experiments.comparison.plan import SIZE_QUANTUM, calibrated_size
+
+    fast = calibrated_size(300, 10, 4, rate=4000, overhead_s=8, largest=16384)
+    slow = calibrated_size(300, 10, 4, rate=1000, overhead_s=12, largest=16384)
+    assert fast == 16384 and slow < fast and slow % SIZE_QUANTUM == 0
+    for size, rate, overhead in ((fast, 4000, 8), (slow, 1000, 12)):
+        assert 10 * (overhead * 1.5 + 4 * size / rate) <= 300
+    assert calibrated_size(10, 10, 4, rate=1000, overhead_s=30, largest=16384) == SIZE_QUANTUM
+
+
+def test_zoo_plan_runs_each_model_on_its_data_without_floors():
+    from experiments.comparison.presets import MODEL_DATASETS, ZOO_SIZES
+
+    models = ["resnet", "wide_mlp", "embedding"]
+    datasets = {m: MODEL_DATASETS.get(m, "synthetic") for m in models}
+    runs = dict(plan(models, [2], {m: [ZOO_SIZES[m]] for m in models},
+                     ["mirrored", "multi_worker_mirrored", "parameter_server"], 1, 1,
+                     floors=False, datasets=datasets))
+    assert len(runs) == 15 and not any(n.startswith("engine_floor") for n in runs)
+    assert _flags(runs["baseline/embedding/8192/r0"])["dataset"] == "synthetic_tokens"
+    assert _flags(runs["parameter_server-n2/resnet/1536/r0"])["dataset"] == "synthetic_cifar"
+    assert _flags(runs["hardware_reference/wide_mlp/3072/r0"])["dataset"] == "synthetic"
+
+
+def test_zoo_dry_run_prints_the_plan_and_runs_nothing(tmp_path):
+    from tests.helpers import run_module
+
+    out = tmp_path / "zoo"
+    proc = run_module("experiments.compare", "--preset=zoo", "--dry_run",
+                      f"--results_dir={out}", timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    assert lines[-1] == "compare: 15 runs planned (--dry_run: none made)"
+    assert lines[0].startswith("baseline/resnet/1536/r0: python -m experiments.run "
+                               "--model=resnet --train_examples=1536 --dataset=synthetic_cifar")
+    assert not out.exists()
+
+
+def test_compare_takes_your_model_and_refuses_a_missing_one(tmp_path):
+    from tests.helpers import run_module
+
+    ok = run_module("experiments.compare", "--models=examples.two_branch:build_model",
+                    "--dataset=examples.two_branch:make_dataset", "--workers=2",
+                    "--train_examples=2048", "--dry_run", f"--results_dir={tmp_path}", timeout=60)
+    assert ok.returncode == 0, ok.stderr
+    assert "--dataset=examples.two_branch:make_dataset" in ok.stdout.splitlines()[0]
+    bad = run_module("experiments.compare", "--models=no_such_module:build", "--dry_run",
+                     timeout=60)
+    assert bad.returncode == 2
+    assert bad.stderr.strip().startswith("error: --model=no_such_module:build: module")
+
+
+def test_resuming_keeps_the_size_the_comparison_started_with():
+    from experiments.comparison.plan import size_started
+
+    records = [{"model": "cnn", "config": {"train_examples": 8192}},
+               {"model": "mlp", "config": {"train_examples": 5000}},
+               {"model": "cnn", "config": {"train_examples": 12288}}]
+    assert size_started(records, "cnn") == 12288  # records come sorted by time: the latest
+    assert size_started(records, "resnet") is None
+    assert size_started([], "cnn") is None
+
+
+def test_network_plan_fits_on_the_real_loopback_and_shapes_the_two_worker_runs():
+    runs = plan(["cnn"], [1, 2], [4096], ["mirrored", "multi_worker_mirrored"], 1, 1,
+                experiments=("network",), bandwidths=[0.1, 0.0])
+    by_name = {name.split("/")[0]: argv for name, argv in runs}
+    assert sorted(by_name) == ["network-multi_worker_mirrored-n1",
+                               "network-multi_worker_mirrored-n2-b0",
+                               "network-multi_worker_mirrored-n2-b0.1"]  # no mirrored: no network
+    assert "--emulate_bandwidth_gbps=0.1" in by_name["network-multi_worker_mirrored-n2-b0.1"]
+    assert not any(a.startswith("--emulate") for a in by_name["network-multi_worker_mirrored-n2-b0"])
+    assert "--num_workers=2" in by_name["network-multi_worker_mirrored-n2-b0.1"]
+
+
+def test_accumulation_sweep_runs_every_cell_at_each_k_but_the_floors():
+    runs = dict(plan(["mlp"], [2], [4096], ["multi_worker_mirrored"], 1, 1,
+                     accumulation=(1, 4)))
+    assert list(runs) == ["engine_floor/mlp/4096/r0", "engine_floor_all/mlp/4096/r0",
+                          "baseline/mlp/4096/r0", "hardware_reference/mlp/4096/r0",
+                          "engine_floor_shared/mlp/4096/r0",
+                          "multi_worker_mirrored-n2/mlp/4096/r0",
+                          "baseline/mlp/4096/k4/r0", "hardware_reference/mlp/4096/k4/r0",
+                          "multi_worker_mirrored-n2/mlp/4096/k4/r0"]
+    assert _flags(runs["multi_worker_mirrored-n2/mlp/4096/k4/r0"])["accumulation_steps"] == "4"
+    assert "accumulation_steps" not in _flags(runs["baseline/mlp/4096/r0"])  # K=1: as before
+
+
+def test_accumulation_sweep_cli_dry_run_and_bad_input(tmp_path):
+    from tests.helpers import run_module
+
+    proc = run_module("experiments.compare", "--strategies=multi_worker_mirrored", "--workers=2",
+                      "--models=mlp", "--train_examples=4096", "--accumulation_steps=1,2",
+                      "--dry_run", f"--results_dir={tmp_path / 'o'}", timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "multi_worker_mirrored-n2/mlp/4096/k2/r0: python -m experiments.run" in proc.stdout
+    assert "--accumulation_steps=2" in proc.stdout
+    bad = run_module("experiments.compare", "--accumulation_steps=0", "--dry_run",
+                     f"--results_dir={tmp_path / 'o'}", timeout=120)
+    assert bad.returncode == 2 and "--accumulation_steps=0" in bad.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_parallelism_plan_runs_every_configuration_at_one_global_batch_and_core_budget():
+    runs = dict(plan(["cnn"], [2], [4096], [], 1, 1, experiments=("parallelism",),
+                     floors=False, threads=1, batch=64))
+    assert list(runs) == [f"parallel-{c}/cnn/4096/r0" for c in (
+        "one_device", "mwms-n2", "model_parallel-s2-m1", "model_parallel-s2-m4",
+        "hybrid-n2-s2-m4")]
+    flags = {name.split("/")[0]: _flags(argv) for name, argv in runs.items()}
+    assert {f["global_batch_size"] for f in flags.values()} == {"128"}
+    # One process gets both cores; each of the 2 workers one.
+    assert flags["parallel-one_device"]["threads"] == "2"
+    assert flags["parallel-model_parallel-s2-m4"]["threads"] == "2"
+    assert flags["parallel-mwms-n2"]["threads_per_worker"] == "1"
+    assert flags["parallel-hybrid-n2-s2-m4"]["threads_per_worker"] == "1"
+    assert flags["parallel-model_parallel-s2-m1"]["microbatches"] == "1"
+    assert flags["parallel-hybrid-n2-s2-m4"]["num_stages"] == "2"
+    assert flags["parallel-hybrid-n2-s2-m4"]["strategy"] == "hybrid"
+
+
+def test_parallelism_preset_dry_run(tmp_path):
+    from tests.helpers import run_module
+
+    out = tmp_path / "par"
+    proc = run_module("experiments.compare", "--preset=parallelism", "--dry_run",
+                      f"--results_dir={out}", timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    assert lines[-1] == "compare: 10 runs planned (--dry_run: none made)"
+    assert any("parallel-hybrid-n2-s2-m4/wide_mlp/3072/r0" in ln for ln in lines)
+    assert not out.exists()

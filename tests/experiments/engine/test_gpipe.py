@@ -1,0 +1,192 @@
+"""--strategy=model_parallel: the GPipe step (experiments/engine/gpipe.py) trains the weights one device
+trains, places each stage on its device, and measures its bubble. In a subprocess: the CPU is
+split into logical devices only before the runtime starts, which this pytest process has done."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from experiments.engine.gpipe import bubble_formula
+from tests.helpers import (ROOT, TINY, TOLERANCE_FLOAT32_ONE_STEP, TOLERANCE_FLOAT64,
+                           records_in, run_module)
+
+# Trains the CNN on one device and as 2 stages x M micro-batches, from the same seed on the same
+# data with plain SGD: 2 epochs (16 steps) in float64, and one step in float32 (what users run);
+# prints the initial and final weights, the loss and the pipeline's measurements.
+_SCRIPT = r"""
+import dataclasses, json
+import tensorflow as tf
+from experiments.config import RunConfig
+from experiments.workload.datasets import get_info
+from experiments.engine.training import Trainer
+from strategies.factory import get_strategy
+
+base = RunConfig(model="cnn", eval_examples=64, optimizer="sgd", learning_rate=0.1,
+                 batch_size_per_replica=32, results_dir="/tmp/unused", comm_probe=False)
+pipeline = get_strategy("model_parallel", num_stages=2)  # splits the CPU: first
+one_device = tf.distribute.OneDeviceStrategy("/cpu:0")
+out = {}
+for dtype, epochs, examples in (("float64", 2, 256), ("float32", 1, 32)):
+    cfg = dataclasses.replace(base, float_dtype=dtype, epochs=epochs, train_examples=examples)
+    runs = [("one_device", cfg)] + [(f"m{m}", dataclasses.replace(
+        cfg, strategy="model_parallel", num_stages=2, microbatches=m)) for m in (1, 4)]
+    if dtype == "float64":  # the control: twice the updates of half the batch
+        runs.append(("small_batch", dataclasses.replace(cfg, batch_size_per_replica=16)))
+    for name, c in runs:
+        trainer = Trainer(c, get_info(c.dataset),
+                          one_device if c.strategy == "one_device" else pipeline)
+        initial = [v.numpy().tolist() for v in trainer.model.weights]
+        for epoch in range(1, epochs + 1):
+            stats = trainer.train_epoch(epoch)
+        out[f"{dtype}/{name}"] = {
+            "initial": initial, "weights": [v.numpy().tolist() for v in trainer.model.weights],
+            "dtypes": sorted({v.dtype for v in trainer.model.weights}),
+            "loss": stats.train_loss, "steps": stats.steps,
+            "idle": stats.pipeline_idle_share, "busy": stats.stage_busy_share}
+        if trainer.stages:
+            out[f"{dtype}/{name}"]["devices"] = [[v.value.device for v in st.model.weights]
+                                                 for st in trainer.stages]
+print("RESULT " + json.dumps(out))
+"""
+
+
+def _train():
+    # The test session's environment (conftest: the entry points' TF settings, oneDNN on unless
+    # the user turned it off), as a user's run has it.
+    proc = subprocess.run([sys.executable, "-c", _SCRIPT], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT "))
+    return json.loads(line[len("RESULT "):])
+
+
+def _max_diff(a, b):
+    return max(float(np.max(np.abs(np.array(x) - np.array(y)))) for x, y in zip(a, b))
+
+
+def _update_error(run, reference):
+    """The largest, over weight tensors, of |update - reference update| / |reference update|."""
+    return max(float(np.linalg.norm((np.array(w) - np.array(w0)) - (np.array(r) - np.array(r0)))
+                     / np.linalg.norm(np.array(r) - np.array(r0)))
+               for w, w0, r, r0 in zip(run["weights"], run["initial"], reference["weights"],
+                                       reference["initial"]))
+
+
+def test_two_stages_reach_the_weights_of_one_device():
+    """Same seed, data and order, plain SGD: 2 stages x M = 1 and 4 micro-batches compute one
+    device's updates: in float64 over 16 steps, in float32 over one; half the batch (twice the
+    updates) does not (the test can fail). Holds with oneDNN on and off (docs/parallelism.md)."""
+    out = _train()
+    one = out["float64/one_device"]
+    assert one["dtypes"] == ["float64"] and out["float32/one_device"]["dtypes"] == ["float32"]
+    assert _max_diff(out["float64/small_batch"]["weights"], one["weights"]) > 1e-3
+    assert _update_error(out["float64/small_batch"], one) > 0.5
+    assert one["idle"] is None
+    for dtype, steps in (("float64", 256 // 32), ("float32", 1)):
+        one = out[f"{dtype}/one_device"]
+        for m in ("m1", "m4"):
+            staged = out[f"{dtype}/{m}"]
+            assert staged["steps"] == one["steps"] == steps
+            # The reported loss sums float32 accumulators: a few float32 eps apart at most.
+            assert staged["loss"] == pytest.approx(one["loss"], rel=1e-5)
+            if dtype == "float64":
+                assert _max_diff(staged["weights"], one["weights"]) < TOLERANCE_FLOAT64
+            else:
+                assert _update_error(staged, one) < TOLERANCE_FLOAT32_ONE_STEP
+            # Each stage's variables live on its own device.
+            for i, devices in enumerate(staged["devices"]):
+                assert devices and all(d.endswith(f"CPU:{i}") for d in devices), devices
+            # The bubble was measured: an idle share in [0, 1), both stages busy some time.
+            assert 0.0 <= staged["idle"] < 1.0 and all(0.0 < b <= 1.0 for b in staged["busy"])
+
+
+def test_bubble_formula():
+    assert bubble_formula(2, 1) == pytest.approx(0.5)
+    assert bubble_formula(2, 4) == pytest.approx(0.2)
+    assert bubble_formula(4, 8) == pytest.approx(3 / 11)
+
+
+def test_model_parallel_run_records_stages_bubble_and_transfers(tmp_path):
+    proc = run_module("experiments.run", "--strategy=model_parallel", "--num_stages=2",
+                      "--microbatches=4", "--model=cnn", *TINY[:-1], f"--results_dir={tmp_path}",
+                      timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (record,) = records_in(tmp_path)
+    pipe = record["pipeline"]
+    assert record["strategy"] == "model_parallel" and record["num_replicas_in_sync"] == 1
+    assert pipe["num_stages"] == 2 and pipe["microbatches"] == 4 and pipe["micro_batch"] == 8
+    assert pipe["bubble"]["formula"] == pytest.approx(0.2)
+    assert 0.0 <= pipe["bubble"]["measured"] < 1.0
+    first, second = pipe["stages"]
+    # The split covers the model: every parameter in exactly one stage.
+    assert first["parameters"] + second["parameters"] == sum(
+        int(np.prod(s)) for s in _cnn_weight_shapes())
+    # The CNN's first stage hands on a (batch, H, W, C) activation every micro-batch.
+    assert first["activation_bytes_sent_per_step"]["forward"] > 0
+    assert second["activation_bytes_sent_per_step"] is None
+    assert pipe["activation_bytes_per_step"] == 2 * first["activation_bytes_sent_per_step"][
+        "forward"]
+    assert all(s["peak_memory_kind"].startswith("estimate") for s in pipe["stages"])
+    comm = record["communication"]
+    assert comm["activation_bytes"] == pipe["activation_bytes_per_step"]
+    assert comm["activation_probe_s"]["n"] > 0 and comm["fraction"] is not None
+
+
+def _cnn_weight_shapes():
+    import keras
+
+    from models.registry import build
+    keras.utils.set_random_seed(0)
+    return [tuple(w.shape) for w in build("cnn", (28, 28, 1), 10).weights]
+
+
+_SUBCLASSED = """
+import keras
+
+
+class Net(keras.Model):
+    def __init__(self, num_classes):
+        super().__init__()
+        self.flat = keras.layers.Flatten()
+        self.out = keras.layers.Dense(num_classes)
+
+    def call(self, x):
+        return self.out(self.flat(x))
+
+
+def build_model(input_shape, num_classes):
+    return Net(num_classes)
+"""
+
+
+def test_a_subclassed_model_is_refused_with_one_line(tmp_path):
+    (tmp_path / "subclassed_net.py").write_text(_SUBCLASSED)
+    results = tmp_path / "results"
+    proc = run_module("experiments.run", "--strategy=model_parallel", "--num_stages=2",
+                      "--model=subclassed_net:build_model", *TINY[:-1],
+                      f"--results_dir={results}", env={"PYTHONPATH": str(tmp_path)},
+                      timeout=300)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "subclassed" in proc.stderr and "Traceback" not in proc.stderr
+    assert not records_in(results)
+
+
+@pytest.mark.parametrize("args, stages", [
+    # An embedding's gradient is IndexedSlices: summed over micro-batches by concatenation.
+    (["--model=embedding", "--dataset=synthetic_tokens", "--num_stages=2"], 2),
+    # 4 stages of the MLP: the first (Flatten) has no weights, its backward block nothing to do.
+    (["--model=mlp", "--num_stages=4"], 4),
+])
+def test_pipelines_of_sparse_gradients_and_weightless_stages(tmp_path, args, stages):
+    proc = run_module("experiments.run", "--strategy=model_parallel", "--microbatches=2", *args,
+                      *TINY[:-1], f"--results_dir={tmp_path}", timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (record,) = records_in(tmp_path)
+    pipe = record["pipeline"]
+    assert len(pipe["stages"]) == stages and len(record["memory_per_device"]) == stages
+    assert 0.0 <= pipe["bubble"]["measured"] < 1.0
+    assert all(0.0 <= s["busy_share"] <= 1.0 for s in pipe["stages"])
+    assert record["final_eval_accuracy"] > 0.15  # trained: 10 classes, chance 0.1

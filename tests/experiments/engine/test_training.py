@@ -1,0 +1,146 @@
+"""The training loop in-process, on one device with a tiny MLP: input path, PSS worker data, the
+learning rate under weak and strong scaling, what an epoch's time contains, checkpoint windows."""
+import dataclasses
+import json
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from experiments.engine.checkpoints import Checkpoints
+from experiments.config import RunConfig
+from experiments.workload.datasets import get_info
+from experiments.engine.training import Trainer, learning_rate_for
+from tests.helpers import TOLERANCE_FLOAT64
+
+CFG = RunConfig(model="mlp", epochs=2, train_examples=256, eval_examples=64,
+                batch_size_per_replica=32, results_dir="/tmp/unused", comm_probe=False)
+
+
+def _trainer(cfg=CFG, strategy=None):
+    return Trainer(cfg, get_info(cfg.dataset), strategy or tf.distribute.OneDeviceStrategy("/cpu:0"))
+
+
+def test_single_replica_strategies_feed_the_plain_iterator():
+    # Iterating a strategy's distributed dataset ran the same step at half speed on some CPUs;
+    # with one local replica the engine must not take that path.
+    for strategy in (tf.distribute.OneDeviceStrategy("/cpu:0"),
+                     tf.distribute.MultiWorkerMirroredStrategy()):
+        trainer = _trainer(strategy=strategy)
+        assert isinstance(trainer._iterator, tf.data.Iterator)
+        assert not isinstance(trainer._iterator, tf.distribute.DistributedIterator)
+    stats = trainer.train_epoch(1)
+    assert stats.steps == 8 and stats.train_loss > 0
+
+
+def _examples(dataset, batches):
+    it = iter(dataset)
+    return [tuple(np.round(x.numpy().ravel()[:4], 5)) for _ in range(batches)
+            for x in next(it)[0]]
+
+
+def test_pss_workers_read_disjoint_shards_that_cover_the_split():
+    # create_per_worker_dataset traces the dataset function once and runs that graph on every
+    # worker: the worker index is a tensor inside it. Trace it the same way here.
+    cfg = dataclasses.replace(CFG, strategy="parameter_server", num_workers=2, num_ps=1)
+    trainer = _trainer(cfg)
+    traced = tf.function(trainer._pss_dataset)
+    per_batch, steps = cfg.batch_size_per_replica, cfg.train_examples // cfg.batch_size_per_replica
+    shard = [set(_examples(traced(tf.constant(i)), steps // 2)) for i in (0, 1)]
+    assert len(shard[0]) == len(shard[1]) == cfg.train_examples // 2
+    assert not shard[0] & shard[1]  # no example trained twice per epoch
+    whole = set(_examples(trainer._worker_dataset(1, 0), steps))
+    assert shard[0] | shard[1] == whole and len(whole) == cfg.train_examples
+    first = [_examples(traced(tf.constant(i)), 1) for i in (0, 1)]
+    assert first[0] != first[1] and len(first[0]) == per_batch
+
+
+@pytest.mark.parametrize("scaling", ["linear", "sqrt"])
+def test_learning_rate_scales_with_the_global_batch_not_the_replicas(scaling):
+    base = RunConfig(learning_rate=0.1, lr_scaling=scaling, batch_size_per_replica=64)
+    factor = {"linear": 4.0, "sqrt": 2.0}[scaling]
+    # Weak scaling: 4 replicas x 64 = 256 examples per step, 4x the baseline's batch.
+    assert learning_rate_for(base, 256) == pytest.approx(0.1 * factor)
+    assert learning_rate_for(base, 64) == pytest.approx(0.1)
+    # Strong scaling: the global batch of 256 is the baseline's too: no change at any N.
+    fixed = dataclasses.replace(base, global_batch_size=256, strategy="multi_worker_mirrored",
+                                num_workers=4)
+    assert learning_rate_for(fixed, 256) == pytest.approx(0.1)
+
+
+def test_step_checkpoints_are_not_in_the_epoch_time(tmp_path, monkeypatch):
+    cfg = dataclasses.replace(CFG, checkpoint_dir=str(tmp_path), checkpoint_every_steps=2)
+    trainer = _trainer(cfg)
+    checkpoints = Checkpoints(str(tmp_path), trainer, True, "single", every_steps=2)
+    real_save = checkpoints.manager.save
+
+    def slow_save(*args, **kwargs):  # a slow file system: 0.5 s per checkpoint
+        time.sleep(0.5)
+        return real_save(*args, **kwargs)
+
+    monkeypatch.setattr(checkpoints.manager, "save", slow_save)
+    trainer.train_epoch(1, checkpoints=checkpoints)  # traces
+    stats = trainer.train_epoch(2, checkpoints=checkpoints)
+    # 8 steps, a step checkpoint after steps 2, 4, 6 (not 8: the epoch's own save follows eval).
+    assert stats.hooks_time_s >= 1.5
+    assert stats.time_s < 1.0, stats  # the tiny MLP's 8 steps take milliseconds
+
+
+def test_kill_during_evaluation_after_a_step_checkpoint_resumes(tmp_path):
+    # every_steps divides the epoch: a step checkpoint would fall on the epoch's last step, just
+    # before the chief evaluates. A kill during that evaluation must leave a resumable directory.
+    cfg = dataclasses.replace(CFG, checkpoint_dir=str(tmp_path), checkpoint_every_steps=4)
+    trainer = _trainer(cfg)
+    checkpoints = Checkpoints(str(tmp_path), trainer, True, "single", every_steps=4)
+    epochs = [dataclasses.asdict(trainer.train_epoch(1, checkpoints=checkpoints))]
+    checkpoints.save(epochs)
+    trainer.train_epoch(2, checkpoints=checkpoints)  # ... killed here, before save(epochs)
+    again = Checkpoints(str(tmp_path), _trainer(cfg), True, "single", every_steps=4)
+    stats, steps = again.restore()
+    with open(tmp_path / "epochs.json") as f:
+        assert [e["epoch"] for e in json.load(f)] == [e["epoch"] for e in stats] == [1]
+    assert steps in (8, 12)  # the end of epoch 1, or epoch 2's step checkpoint at step 4
+
+
+def test_central_storage_feeds_its_distributed_dataset_even_with_one_replica():
+    # Its variables live on the parameter device, apart from its replicas: it is fed like
+    # mirrored with several replicas (the distributed dataset), never the plain iterator.
+    cfg = dataclasses.replace(CFG, strategy="central_storage")
+    trainer = _trainer(cfg, tf.distribute.experimental.CentralStorageStrategy(["/cpu:0"]))
+    assert isinstance(trainer._iterator, tf.distribute.DistributedIterator)
+    first, second = trainer.train_epoch(1), trainer.train_epoch(2)
+    assert first.steps == second.steps == 8 and second.train_loss < first.train_loss
+
+
+def _sgd_weights(**kw):
+    # float64: the comparison's tolerance holds on any CPU (tests/helpers.py)
+    cfg = dataclasses.replace(CFG, optimizer="sgd", learning_rate=0.1, float_dtype="float64",
+                              **kw)
+    trainer = _trainer(cfg)
+    for epoch in (1, 2):
+        stats = trainer.train_epoch(epoch)
+    return [v.numpy() for v in trainer.model.weights], trainer, stats
+
+
+def test_two_micro_batches_of_16_give_the_weights_of_one_batch_of_32():
+    """Plain SGD in float64: accumulating K=2 micro-batches of 16 is one update on the 32
+    examples that one batch of 32 trains on (same data, same order), up to rounding; K=1 at 16
+    is not."""
+    accumulated, trainer, stats = _sgd_weights(batch_size_per_replica=16, accumulation_steps=2)
+    large, _, large_stats = _sgd_weights(batch_size_per_replica=32)
+    small, _, _ = _sgd_weights(batch_size_per_replica=16)
+    assert trainer.global_batch == 32 and trainer.per_replica_batch == 16
+    assert trainer.steps_per_epoch == stats.steps == large_stats.steps == 256 // 32
+    assert stats.train_loss == pytest.approx(large_stats.train_loss, rel=1e-5)
+    assert all(a.dtype == np.float64 for a in accumulated)
+    for a, b in zip(accumulated, large):
+        np.testing.assert_allclose(a, b, rtol=0, atol=TOLERANCE_FLOAT64)
+    # Twice the updates of half the batch: measurably elsewhere (the test can fail).
+    assert max(float(np.max(np.abs(a - b))) for a, b in zip(small, large)) > 1e-3
+
+
+def test_accumulation_scales_the_step_batch_and_the_learning_rate_with_it():
+    cfg = dataclasses.replace(CFG, accumulation_steps=4, lr_scaling="linear", learning_rate=0.01)
+    assert cfg.step_batch() == 128 and cfg.steps_per_epoch() == 2
+    assert learning_rate_for(cfg, cfg.step_batch()) == pytest.approx(0.04)

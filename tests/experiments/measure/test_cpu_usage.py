@@ -1,0 +1,28 @@
+"""CPU seconds by task between two readings of a local cluster's processes."""
+import os
+import time
+
+import pytest
+
+from experiments.measure import cpu_usage
+
+
+def test_by_task_counts_process_by_process_so_a_restart_is_never_negative():
+    before = {10: ("chief:0", 5.0), 11: ("worker:0", 40.0), 12: ("worker:1", 41.0)}
+    # worker:1 was restarted in between: a new process (pid 13) with 2 s of its own
+    after = {10: ("chief:0", 5.5), 11: ("worker:0", 43.0), 13: ("worker:1", 2.0)}
+    assert cpu_usage.by_task(after, before) == {
+        "chief:0": pytest.approx(0.5), "worker:0": pytest.approx(3.0), "worker:1": 2.0}
+
+
+def test_a_single_process_reads_itself_as_one_task(monkeypatch):
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    meter = cpu_usage.CpuMeter(in_cluster=False)
+    reading = meter.reading()
+    assert list(reading) == [os.getpid()] and reading[os.getpid()][0] == "process"
+    start = time.process_time()
+    while time.process_time() - start < 0.05:  # burn a little CPU (ticks are 10 ms)
+        pass
+    spent = cpu_usage.by_task(meter.reading(), reading)
+    assert set(spent) == {"process"} and spent["process"] > 0
+    assert meter.scope == cpu_usage.ALL_TASKS
