@@ -10,7 +10,7 @@ its micro-batches one at a time (control dependencies chain the blocks of one de
 only overlap is the pipeline's: stage 1 works on micro-batch m while stage 0 works on m + 1.
 Gradients are summed over the micro-batches and the optimizer applies them once per step. The loss
 of each micro-batch is averaged over the step's whole batch, so the sum is the gradient of the full
-batch: with plain SGD the weights equal one device's (tests/experiments/test_gpipe.py).
+batch: with plain SGD the weights equal one device's (tests/experiments/engine/test_gpipe.py).
 
 The bubble is measured, not assumed: every block (a stage's forward or backward of one
 micro-batch) takes tf.timestamp() when its inputs are ready and when its outputs are, inside the

@@ -10,7 +10,7 @@ Gradient accumulation (--accumulation_steps=K): a *step* is one optimizer update
 receives K x its per-replica batch, splits it into K micro-batches, runs them one after the
 other and sums their gradients; then the step synchronizes once and applies once. The loss is
 averaged over the step's K x global batch, so with plain SGD K micro-batches of B give the
-weights one batch of K x B gives (tests/experiments/test_training.py, and under MWMS in
+weights one batch of K x B gives (tests/experiments/engine/test_training.py, and under MWMS in
 tests/integration/test_clusters.py). A step's batch (`global_batch`, and the record's
 global_batch_size) is K x the global batch; --lr_scaling scales with it. BatchNormalization sees
 micro-batches, so a BN model is not equal to the large batch.
