@@ -58,7 +58,7 @@ def test_npz_examples_are_bounded_by_the_file(tmp_path, files):
 def test_bad_input_in_a_local_cluster_exits_2(tmp_path):
     """A task that finds bad input exits 2 with one line; its launcher stops the cluster, says
     that line on stderr, exits 2 and leaves nothing behind (not even the task logs). Each kind
-    of bad input is tested in tests/experiments/test_user_input.py; the launcher is the same."""
+    of bad input is tested in tests/experiments/workload/test_user_input.py; the launcher is the same."""
     code = tmp_path / "code"
     code.mkdir()
     (code / "bad_user_code.py").write_text(
