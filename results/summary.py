@@ -114,10 +114,15 @@ def reference_of(group):
     return min(candidates, key=seconds_per_example, default=None)
 
 
+def baseline_of(group):
+    """The setting's baseline row (the 1-thread one when there are several), or None."""
+    return min((r for r in group if r["role"] == BASELINE_RUN and seconds_per_example(r)),
+               key=lambda r: r["threads_per_task"] != 1, default=None)
+
+
 def _compare(group):
     """Fills the columns that compare a row with its setting's baseline, reference and floor."""
-    base = min((r for r in group if r["role"] == BASELINE_RUN and seconds_per_example(r)),
-               key=lambda r: r["threads_per_task"] != 1, default=None)
+    base = baseline_of(group)
     ref = reference_of(group)
     floors = {r["threads_per_task"]: r for r in group
               if r["role"] == ENGINE_FLOOR and r["n"] == 1 and seconds_per_example(r)}

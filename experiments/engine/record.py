@@ -118,6 +118,8 @@ def build_record(cfg, role, trainer, strategy, run_id, epochs, checksum, extra_c
         "steps_by_worker": dict(sorted(trainer.steps_by_worker.items())) or None,
         "pipeline": pipe,
         "resumed_epochs": [e["epoch"] for e in epochs if e.get("resumed")],
+        # The epochs this process timed itself (a resumed run's others came from its checkpoint).
+        "epochs_timed_here": [e["epoch"] for e in epochs if not e.get("resumed")],
         "resumed_from_step": next(((e["epoch"] - 1) * trainer.steps_per_epoch + e[
             "resumed_at_step"] for e in epochs if "resumed_at_step" in e), None),
         "cluster": {"roles": role.tf_cluster() if role else {}, "this_task": role.name if role

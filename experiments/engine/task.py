@@ -13,7 +13,7 @@ import tensorflow as tf
 from experiments.engine import gpipe
 from experiments.engine.checkpoints import Checkpoints
 from experiments.engine.record import build_record, new_run_id, write
-from experiments.engine.training import Trainer, input_context
+from experiments.engine.training import Trainer, build_model, input_context
 from experiments.measure import comm_probe, cpu_usage
 from experiments.measure.profiling import StepProfiler
 from experiments.workload.inputs import dataset_info
@@ -107,8 +107,8 @@ def run_task(cfg, role, extra_config=None):
     cpu = cpu_usage.CpuMeter(in_cluster=role is not None) if is_chief else None
     try:  # the user's model and data: what needs TensorFlow to check (config.py did the rest)
         info = dataset_info(cfg.dataset, input_context(strategy))
-        trainer = Trainer(cfg, info, strategy, coordinator=coordinator, is_chief=is_chief,
-                          cpu=cpu)
+        trainer = Trainer(cfg, info, strategy, build_model(cfg, info, strategy),
+                          coordinator=coordinator, is_chief=is_chief, cpu=cpu)
     except UserCodeError as e:  # before any step and any file: bad input, exit 2
         sys.stderr.write(f"error: {e}\n")
         sys.stderr.flush()
@@ -129,6 +129,14 @@ def run_task(cfg, role, extra_config=None):
                                   role.name if role else "single", cfg.checkpoint_every_steps,
                                   resolver=strategy.cluster_resolver if mwms_cluster else None)
         epochs, steps_done = checkpoints.restore()
+        if steps_done >= cfg.epochs * trainer.steps_per_epoch:
+            # Its record was written when it finished: a second one would be a phantom repeat
+            # of the same epochs (summary.csv would count runs=2 and narrow the spread).
+            if is_chief:
+                print(f"{cfg.checkpoint_dir}: this run finished its {cfg.epochs} epoch(s) "
+                      f"already; nothing to add (no record written; a new --checkpoint_dir "
+                      f"trains afresh)", flush=True)
+            return 0
     trainer.global_step = steps_done
     first = len(epochs) + 1
     first_step = steps_done % trainer.steps_per_epoch  # > 0: resuming inside an epoch

@@ -173,16 +173,28 @@ def _sum_on_read(shape=()):
                        aggregation=tf.VariableAggregation.SUM)
 
 
+def build_model(cfg, info, strategy):
+    """The run's model (a built-in, MODULE:FUNCTION or PATH.keras), built from --seed in the
+    strategy's scope and in --float_dtype: what the task hands the Trainer. UserCodeError (one
+    line) for a user model that cannot be built."""
+    keras.utils.set_random_seed(cfg.seed)  # --seed covers initialization too: reruns compare
+    with strategy.scope(), _floatx(cfg.float_dtype):
+        return user_model.build(cfg.model, info.feature_shape, info.num_classes,
+                                batchnorm=cfg.batchnorm, sync_batchnorm=cfg.sync_batchnorm,
+                                weights=cfg.model_weights)
+
+
 class Trainer:
-    """Builds model, optimizer and input for `strategy`, then trains epoch by epoch.
+    """Trains `model` (build_model's) under `strategy`, epoch by epoch: splits it into pipeline
+    stages where the strategy pipelines, builds its optimizer, metrics and input.
 
     coordinator: a ClusterCoordinator for ParameterServerStrategy, else None.
     cpu: measures the CPU seconds of the run's processes around each epoch's timed span.
     is_chief: only the chief evaluates, shows progress and (in the caller) writes results.
     """
 
-    def __init__(self, cfg, info, strategy, coordinator=None, is_chief=True, cpu=None):
-        self.cfg, self.info, self.strategy = cfg, info, strategy
+    def __init__(self, cfg, info, strategy, model, coordinator=None, is_chief=True, cpu=None):
+        self.cfg, self.info, self.strategy, self.model = cfg, info, strategy, model
         self.cpu = cpu  # a cpu_usage.CpuMeter (the chief's view of the run's processes) or None
         self.coordinator, self.is_chief = coordinator, is_chief
         self.replicas = strategy.num_replicas_in_sync
@@ -197,12 +209,7 @@ class Trainer:
         self.examples_per_epoch = self.steps_per_epoch * self.global_batch
         self.learning_rate = learning_rate_for(cfg, self.global_batch)
         warmup_steps = int(round(cfg.warmup_epochs * self.steps_per_epoch))
-        keras.utils.set_random_seed(cfg.seed)  # --seed covers initialization too: reruns compare
         with strategy.scope(), _floatx(cfg.float_dtype):
-            self.model = user_model.build(cfg.model, info.feature_shape, info.num_classes,
-                                          batchnorm=cfg.batchnorm,
-                                          sync_batchnorm=cfg.sync_batchnorm,
-                                          weights=cfg.model_weights)
             self.stages = self._split_stages() if cfg.strategy in PIPELINED else None
             self.optimizer = make_optimizer(cfg.optimizer,
                                             WarmupScaledLR(self.learning_rate, warmup_steps))

@@ -201,6 +201,13 @@ def test_preemption_without_restarts_left_exits_75_and_a_rerun_resumes(tmp_path)
     checksums = set(re.findall(r"weights checksum (\S+)", resumed.stdout))
     assert len(checksums) == 1  # both workers resumed the same state
     assert not processes_mentioning(str(tmp_path))
+    # The finished run, rerun: nothing to add, said in one line, and no second record (a
+    # phantom repeat of the same epochs).
+    again = run_module("experiments.run", *common)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert "finished its 3 epoch(s) already; nothing to add" in again.stdout
+    assert "Epoch" not in again.stdout and len(records_in(tmp_path)) == 1
+    assert not processes_mentioning(str(tmp_path))
 
 
 def test_resume_single_device_keeps_every_epoch(tmp_path):
@@ -212,6 +219,7 @@ def test_resume_single_device_keeps_every_epoch(tmp_path):
     (record,) = records_in(tmp_path / "b")
     assert [(e["epoch"], bool(e.get("resumed"))) for e in record["epochs"]] == [
         (1, True), (2, False), (3, False)]
+    assert record["resumed_epochs"] == [1] and record["epochs_timed_here"] == [2, 3]
 
 
 def test_straggler_paces_mwms_but_not_pss(tmp_path):

@@ -6,8 +6,9 @@ _SINGLE_PROCESS = ("one_device", "engine_floor", "mirrored", "central_storage")
 
 def record(run_id, strategy="one_device", n=1, epoch_time=1.0, *, run_name="", examples=1024,
            batch=64, global_batch=0, epochs=3, threads=1, acc=0.9, config=None, cpu=None,
-           probe=None, timestamp="2026-01-01T00:00:00", **extra):
-    """A record whose steady epochs all take `epoch_time` s (the first, tracing, 10x that).
+           probe=None, timestamp="2026-01-01T00:00:00", spread=0.0, **extra):
+    """A record whose steady epochs take `epoch_time` s, alternately x (1 - spread) and
+    x (1 + spread) (the first, tracing, 10x that).
     `examples` and `batch`/`global_batch` are the *requested* flags; the top-level counts are
     what the trainer would have used (per-replica batch from the global one, examples rounded
     down to a multiple of the global batch), as in experiments/engine/task.py."""
@@ -16,7 +17,8 @@ def record(run_id, strategy="one_device", n=1, epoch_time=1.0, *, run_name="", e
     per_replica = global_batch // replicas if global_batch else batch
     step_batch = per_replica * replicas
     trained = examples // step_batch * step_batch
-    times = [10 * epoch_time] + [epoch_time] * (epochs - 1)
+    times = [10 * epoch_time] + [epoch_time * (1 + spread * (-1) ** (i + 1))
+                                 for i in range(epochs - 1)]
     rec = {
         "schema_version": 1, "run_id": run_id, "run_name": run_name, "timestamp": timestamp,
         "strategy": strategy, "model": "cnn", "dataset": "synthetic", "num_workers": workers,

@@ -11,7 +11,7 @@ import tensorflow as tf
 from experiments.engine.checkpoints import Checkpoints
 from experiments.config import RunConfig
 from experiments.workload.datasets import get_info
-from experiments.engine.training import Trainer, learning_rate_for
+from experiments.engine.training import Trainer, build_model, learning_rate_for
 from tests.helpers import TOLERANCE_FLOAT64
 
 CFG = RunConfig(model="mlp", epochs=2, train_examples=256, eval_examples=64,
@@ -19,7 +19,9 @@ CFG = RunConfig(model="mlp", epochs=2, train_examples=256, eval_examples=64,
 
 
 def _trainer(cfg=CFG, strategy=None):
-    return Trainer(cfg, get_info(cfg.dataset), strategy or tf.distribute.OneDeviceStrategy("/cpu:0"))
+    strategy = strategy or tf.distribute.OneDeviceStrategy("/cpu:0")
+    info = get_info(cfg.dataset)
+    return Trainer(cfg, info, strategy, build_model(cfg, info, strategy))
 
 
 def test_single_replica_strategies_feed_the_plain_iterator():
