@@ -85,6 +85,11 @@ class Checkpoints:
             return self.preemption.run(step_fn, *args)
         return step_fn(*args)
 
+    def saves_after(self, before, global_step, epoch_end=False):
+        """Whether after_steps(before, global_step, epoch_end) saves (see there)."""
+        return bool(self.every_steps) and not epoch_end and \
+            global_step // self.every_steps != before // self.every_steps
+
     def after_steps(self, before, global_step, epoch_end=False):
         """Counts the steps just run (before+1..global_step); saves when they crossed a multiple
         of `every_steps`. Returns the seconds spent saving (not training time).
@@ -93,10 +98,7 @@ class Checkpoints:
         stats with it. A step checkpoint there would be ahead of epochs.json during the
         evaluation, and a task killed in that window could not resume ("does not match")."""
         self.steps_done.assign(global_step)
-        if epoch_end or not self.every_steps or \
-                global_step // self.every_steps == before // self.every_steps:
-            return 0.0
-        return self._save_now()
+        return self._save_now() if self.saves_after(before, global_step, epoch_end) else 0.0
 
     def save(self, epochs):
         """End of an epoch: checkpoint and the finished epochs' stats."""

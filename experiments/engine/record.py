@@ -13,7 +13,6 @@ import resource
 import uuid
 
 import psutil
-import tensorflow as tf
 
 from experiments.engine import gpipe
 from experiments.measure import cpu_usage, environment, memory
@@ -23,12 +22,13 @@ from tf_config import events, netshape
 from tf_config.events import LAUNCH_T0_ENV
 
 
-def _peak_memory():
-    """This task's resident-set high-water mark, and each GPU's peak allocation if there are GPUs."""
-    out = {"host_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}  # Linux: KiB
-    for i, _ in enumerate(tf.config.list_physical_devices("GPU")):
-        out[f"gpu:{i}"] = tf.config.experimental.get_memory_info(f"GPU:{i}")["peak"]
-    return out
+def _peak_memory(trainer):
+    """This task's resident-set high-water mark, and each GPU's peak allocation over the
+    training steps (the Trainer's, read before each evaluation and the probe; a plain loop
+    without its own reading: now)."""
+    peaks = trainer.gpu_peaks if hasattr(trainer, "gpu_peaks") else memory.gpu_peaks()
+    return {"host_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,  # Linux: KiB
+            **peaks}
 
 
 def _memory_per_device(cfg, trainer, pipe):
@@ -108,7 +108,7 @@ def build_record(cfg, role, trainer, strategy, run_id, epochs, checksum, extra_c
         "final_eval_loss": epochs[-1]["eval_loss"],
         "final_train_loss": epochs[-1]["train_loss"],
         "weights_checksum": checksum,
-        "peak_memory_bytes": _peak_memory(),
+        "peak_memory_bytes": _peak_memory(trainer),
         "memory_per_device": _memory_per_device(cfg, trainer, pipe),
         "startup": _startup(trainer),
         **_launch_events(),

@@ -24,7 +24,7 @@ import time
 import keras
 import tensorflow as tf
 
-from experiments.measure import comm_probe, cpu_usage
+from experiments.measure import comm_probe, cpu_usage, memory
 from experiments.engine import gpipe
 from experiments.workload import inputs, user_data, user_model
 from experiments.workload.datasets import FUNCTION
@@ -240,6 +240,7 @@ class Trainer:
         self.steps_by_worker = {}  # PSS: which worker ran how many steps (stragglers run fewer)
         self.first_step_done_at = None  # wall clock (epoch s) when this process's first step ended
         self.gradients = None  # comm_probe.describe of the step's gradients, once traced
+        self.gpu_peaks = {}  # {gpu:i: allocator peak} over the training steps (no GPU: {})
         self._train_steps = tf.function(self._steps)
         self._evaluate = make_evaluate(self.model)
         self._eval_data = (inputs.eval_dataset(info, cfg.eval_examples, 512, cfg.seed,
@@ -446,6 +447,17 @@ class Trainer:
         return keras.utils.Progbar(self.steps_per_epoch, verbose=1 if sys.stdout.isatty() else 2,
                                    unit_name="step")
 
+    def _hook(self, acts, call, hooks_cpu, *args, **kwargs):
+        """Runs a checkpoint or profiler hook; returns its wall seconds. When it acts (saves,
+        starts or stops a trace), the CPU seconds it cost every task are added to hooks_cpu:
+        the CPU meter is read then only, so a step without a due hook pays nothing for it."""
+        before = self.cpu.reading() if acts and self.cpu is not None else None
+        spent = call(*args, **kwargs)
+        if before is not None:
+            for task, seconds in cpu_usage.by_task(self.cpu.reading(), before).items():
+                hooks_cpu[task] = hooks_cpu.get(task, 0.0) + seconds
+        return spent
+
     def train_epoch(self, epoch, first_step=0, checkpoints=None, profiler=None):
         """Trains steps first_step..steps_per_epoch-1 of `epoch` (first_step > 0: resuming inside
         the epoch). checkpoints: runs each step (MWMS preemption) and saves when due; profiler:
@@ -460,16 +472,21 @@ class Trainer:
         progbar = self._progbar()
         if progbar is not None:
             print(f"Epoch {epoch}/{self.cfg.epochs}", flush=True)
+        # The allocator's peak afresh for this epoch's steps: not the model's building, nor the
+        # last epoch's evaluation (the peak over the epochs is kept in gpu_peaks).
+        memory.reset_gpu_peaks()
         cpu_start = self.cpu.reading() if self.cpu is not None else None
         start = time.perf_counter()
-        step, hooks_s = first_step, 0.0
+        step, hooks_s, hooks_cpu = first_step, 0.0, {}
         while step < self.steps_per_epoch:
             # Several steps per call (--steps_per_execution) save the per-call dispatch; the
             # hooks below fire for the chunk that contains their step.
             k = min(self.cfg.steps_per_execution, self.steps_per_epoch - step)
             before, self.global_step, step = self.global_step, self.global_step + k, step + k
             if profiler is not None:
-                hooks_s += profiler.before_steps(before + 1, self.global_step)
+                hooks_s += self._hook(profiler.acts_before(before + 1, self.global_step),
+                                      profiler.before_steps, hooks_cpu, before + 1,
+                                      self.global_step)
             if self.is_chief and self.cfg.fail_task and \
                     before < self.cfg.fail_at_step <= self.global_step:
                 # The local launcher reads this and kills (or preempts) the named task.
@@ -491,10 +508,14 @@ class Trainer:
             # Checkpoints and the profiler are not training: their time is measured and taken
             # out of the epoch's time_s (docs/records.md: time_s covers the training steps only).
             if profiler is not None:
-                hooks_s += profiler.after_steps(before + 1, self.global_step)
+                hooks_s += self._hook(profiler.acts_after(before + 1, self.global_step),
+                                      profiler.after_steps, hooks_cpu, before + 1,
+                                      self.global_step)
             if checkpoints is not None:
-                hooks_s += checkpoints.after_steps(before, self.global_step,
-                                                   epoch_end=step == self.steps_per_epoch)
+                end = step == self.steps_per_epoch
+                hooks_s += self._hook(checkpoints.saves_after(before, self.global_step, end),
+                                      checkpoints.after_steps, hooks_cpu, before,
+                                      self.global_step, epoch_end=end)
             if progbar is not None and progbar.verbose == 1:
                 progbar.update(step)
         if self.coordinator is not None:
@@ -507,8 +528,12 @@ class Trainer:
         else:  # reading waits for the last step: the end of the timed span
             totals = [float(v.read_value()) for v in (self.loss_sum, self.correct, self.seen)]
         elapsed = time.perf_counter() - start - hooks_s
+        self.gpu_peaks = memory.gpu_peaks(self.gpu_peaks)  # before evaluation and the probe
         by_task = cpu_usage.by_task(self.cpu.reading(), cpu_start) \
             if cpu_start is not None else None
+        if by_task is not None:  # the hooks' CPU, like their wall time, is not training
+            by_task = {task: seconds - hooks_cpu.get(task, 0.0)
+                       for task, seconds in by_task.items()}
         cpu_s = sum(by_task.values()) if by_task is not None else None
         loss_sum, correct, seen = totals
         train_loss = loss_sum / max(seen, 1.0)

@@ -51,3 +51,19 @@ def of_replica(model, batch, optimizer):
         return []
     gpus = tf.config.list_physical_devices("GPU")
     return per_device([whole], ["/device:GPU:0" if gpus else "/device:CPU:0"], batch, optimizer)
+
+
+def reset_gpu_peaks():
+    """Starts every GPU's allocator peak afresh (no-op without GPUs): before training, so what
+    building and checking the model allocated is not its peak."""
+    for i, _ in enumerate(tf.config.list_physical_devices("GPU")):
+        tf.config.experimental.reset_memory_stats(f"GPU:{i}")
+
+
+def gpu_peaks(previous=None):
+    """{gpu:i: peak allocated bytes}, each at least `previous`'s (peaks kept across epochs)."""
+    out = dict(previous or {})
+    for i, _ in enumerate(tf.config.list_physical_devices("GPU")):
+        peak = tf.config.experimental.get_memory_info(f"GPU:{i}")["peak"]
+        out[f"gpu:{i}"] = max(peak, out.get(f"gpu:{i}", 0))
+    return out

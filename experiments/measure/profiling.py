@@ -16,11 +16,19 @@ class StepProfiler:
         self.coordinator = coordinator
         self.active = False
 
+    def acts_before(self, first, last):
+        """Whether before_steps(first, last) starts the trace."""
+        return first <= self.first <= last and not self.active
+
+    def acts_after(self, first, last):
+        """Whether after_steps(first, last) stops it."""
+        return first <= self.last <= last and self.active
+
     def before_steps(self, first, last):
         """Called before global steps first..last run (one call of the training function).
         Returns the seconds it spent (starting the profiler), which are not training."""
         start = time.perf_counter()
-        if first <= self.first <= last and not self.active:
+        if self.acts_before(first, last):
             tf.profiler.experimental.start(self.logdir)
             self.active = True
         return time.perf_counter() - start

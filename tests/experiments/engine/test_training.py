@@ -146,3 +146,63 @@ def test_accumulation_scales_the_step_batch_and_the_learning_rate_with_it():
     cfg = dataclasses.replace(CFG, accumulation_steps=4, lr_scaling="linear", learning_rate=0.01)
     assert cfg.step_batch() == 128 and cfg.steps_per_epoch() == 2
     assert learning_rate_for(cfg, cfg.step_batch()) == pytest.approx(0.04)
+
+
+class _FakeMeter:
+    """This process's CPU seconds, plus what the test adds (a save that burns 10 s of CPU)."""
+    scope = "all tasks"
+
+    def __init__(self):
+        self.extra = 0.0
+
+    def reading(self):
+        return {1: ("process", time.process_time() + self.extra)}
+
+
+def test_cpu_seconds_leave_out_checkpoint_saves_as_wall_time_does(tmp_path, monkeypatch):
+    """A step checkpoint's CPU is not training's: cores_used must not grow with
+    --checkpoint_every_steps. Each save here burns a fake 10 CPU-seconds."""
+    cfg = dataclasses.replace(CFG, checkpoint_dir=str(tmp_path), checkpoint_every_steps=2)
+    trainer = _trainer(cfg)
+    meter = trainer.cpu = _FakeMeter()
+    save = Checkpoints._save_now
+
+    def costly_save(self):
+        meter.extra += 10.0
+        return save(self)
+    monkeypatch.setattr(Checkpoints, "_save_now", costly_save)
+    checkpoints = Checkpoints(str(tmp_path), trainer, True, "single", every_steps=2)
+    stats = trainer.train_epoch(1, checkpoints=checkpoints)
+    assert meter.extra == 30.0  # saves after steps 2, 4 and 6 (step 8 ends the epoch)
+    assert stats.hooks_time_s > 0 and 0 < stats.cpu_s < 10.0
+    assert stats.cpu_by_task_s["process"] == pytest.approx(stats.cpu_s)
+
+
+def test_gpu_peak_is_the_training_steps_not_building_evaluation_or_the_probe(monkeypatch):
+    """A fake GPU: building the model left a peak of 999 bytes, the steps reach 100, evaluation
+    5000. The record's GPU peak is 100: reset before each epoch's steps, read before evaluating."""
+    from experiments.engine.record import _peak_memory
+
+    trainer = _trainer()
+    state = {"peak": 999, "resets": 0}
+    devices = tf.config.list_physical_devices
+    monkeypatch.setattr(tf.config, "list_physical_devices",
+                        lambda kind=None: ["fake"] if kind == "GPU" else devices(kind))
+    monkeypatch.setattr(tf.config.experimental, "get_memory_info",
+                        lambda device: {"peak": state["peak"], "current": 0})
+    monkeypatch.setattr(tf.config.experimental, "reset_memory_stats",
+                        lambda device: state.update(peak=0, resets=state["resets"] + 1))
+    steps, evaluate = trainer._train_steps, trainer._evaluate
+
+    def training(*args):
+        state["peak"] = max(state["peak"], 100)
+        return steps(*args)
+
+    def evaluation(*args):
+        state["peak"] = 5000
+        return evaluate(*args)
+    trainer._train_steps, trainer._evaluate = training, evaluation
+    trainer.train_epoch(1)
+    trainer.train_epoch(2)
+    assert state["resets"] == 2 and trainer.gpu_peaks == {"gpu:0": 100}
+    assert _peak_memory(trainer)["gpu:0"] == 100
