@@ -102,26 +102,34 @@ def _timed(call, repeats, per_call=1):
     return metrics.spread(times)
 
 
-def _allreduce_call(strategy, variables, kinds, dtype, synchronized_as):
-    """synchronized_as: filled at trace time with what the all-reduce returned per kind."""
-    @tf.function
-    def allreduce():
-        def replica_fn():
-            grads = [tf.ones(v.shape, dtype) if kind == "dense" else _slices(v, rows, dtype, 1.0)
-                     for v, (kind, rows) in zip(variables, kinds)]
-            # The call Keras's optimizer makes with a step's gradients (ReplicaContext.all_reduce)
-            reduced = tf.distribute.get_replica_context().all_reduce(
-                tf.distribute.ReduceOp.SUM, grads)
-            for (kind, _), out in zip(kinds, reduced):
-                synchronized_as[kind] = "indexed_slices" if isinstance(
-                    out, tf.IndexedSlices) else "dense"
-            # One element of each: keeps every reduction alive without a sum over all of it.
-            return tf.add_n([tf.reshape(g.values if isinstance(g, tf.IndexedSlices) else g,
-                                        [-1])[0] for g in reduced])
-        return strategy.run(replica_fn)
+def _allreduce_call(strategy, variables, kinds, dtype, synchronized_as, steps):
+    """One call of `steps` all-reduces, each waiting for the last (as training's steps do):
+    training runs `steps_per_execution` steps per call, so a step pays its all-reduce but only a
+    share of the dispatch. synchronized_as: filled at trace time with what the all-reduce
+    returned per kind."""
+    def replica_fn(scale):
+        grads = [tf.fill(v.shape, tf.cast(scale, dtype)) if kind == "dense"
+                 else _slices(v, rows, dtype, scale) for v, (kind, rows) in zip(variables, kinds)]
+        # The call Keras's optimizer makes with a step's gradients (ReplicaContext.all_reduce)
+        reduced = tf.distribute.get_replica_context().all_reduce(
+            tf.distribute.ReduceOp.SUM, grads)
+        for (kind, _), out in zip(kinds, reduced):
+            synchronized_as[kind] = "indexed_slices" if isinstance(
+                out, tf.IndexedSlices) else "dense"
+        # One element of each: keeps every reduction alive without a sum over all of it.
+        return tf.cast(tf.add_n([tf.reshape(g.values if isinstance(g, tf.IndexedSlices) else g,
+                                            [-1])[0] for g in reduced]), tf.float32)
 
-    def call():  # reading a replica's result waits for the whole all-reduce
-        return float(strategy.experimental_local_results(allreduce())[0])
+    @tf.function
+    def allreduce(n):
+        total = tf.constant(0.0)
+        for _ in tf.range(n):  # the next gradients are made from this sum: one after another
+            out = strategy.run(replica_fn, args=(1.0 + 0.0 * total,))
+            total = strategy.experimental_local_results(out)[0]
+        return total
+
+    def call():  # reading the result waits for the last all-reduce
+        return float(allreduce(tf.constant(steps)))
     return call
 
 
@@ -168,8 +176,8 @@ def measure(strategy, variables, coordinator=None, repeats=_REPEATS, dtype="floa
     """Returns {method, dtype, gradient_bytes, dense_gradient_bytes, gradient_kinds,
     synchronized_as, pull_bytes (PSS), probe_s: spread of seconds per synchronization}.
     dtype: what the gradients are synchronized in (--gradient_sync_dtype); gradients: the
-    step's `describe` (None: every gradient dense); steps_per_call: PSS only, the run's
-    --steps_per_execution (the steps that share one dispatch)."""
+    step's `describe` (None: every gradient dense); steps_per_call: the run's
+    --steps_per_execution, the steps that share one dispatch in training (and in the probe)."""
     kinds = _kinds(variables, gradients)
     out = {**sizes(variables, gradients, dtype), "dtype": dtype}
     pull = out.pop("pull_bytes")
@@ -186,13 +194,15 @@ def measure(strategy, variables, coordinator=None, repeats=_REPEATS, dtype="floa
         return {**out, "method": "none (one replica)", "synchronized_as": {},
                 "probe_s": {"median": 0.0, "min": 0.0, "max": 0.0, "n": 0}}
     synchronized_as = {}
-    probe = _timed(_allreduce_call(strategy, variables, kinds, dtype, synchronized_as), repeats)
-    method = "all-reduce of gradient-shaped tensors"
+    probe = _timed(_allreduce_call(strategy, variables, kinds, dtype, synchronized_as,
+                                   steps_per_call), repeats, steps_per_call)
+    method = (f"all-reduce of gradient-shaped tensors, {steps_per_call} per call (dispatch "
+              f"shared as in training)")
     if isinstance(strategy, tf.distribute.experimental.CentralStorageStrategy):
         # Its step reduces the gradients onto the variables' device and every replica reads the
         # variables back: the same bytes each way as this all-reduce, between local devices.
         method += " (central_storage: standing in for reduce-to-variables + read-back)"
-    return {**out, "method": method,
+    return {**out, "method": method, "steps_per_call": steps_per_call,
             "synchronized_as": synchronized_as, "probe_s": probe}
 
 

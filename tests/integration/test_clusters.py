@@ -15,9 +15,13 @@ def _checksums(output):
 
 def test_mwms_two_workers(tmp_path):
     proc = run_module("experiments.run", "--strategy=multi_worker_mirrored", "--num_workers=2",
-                      "--model=mlp", *TINY, f"--results_dir={tmp_path}")
+                      "--model=mlp", *TINY, "--steps_per_execution=2",
+                      f"--results_dir={tmp_path}")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     (record,) = records_in(tmp_path)  # only the chief wrote
+    # The probe all-reduces 2 per call, as training steps share a dispatch; 20 timings.
+    assert record["communication"]["steps_per_call"] == 2
+    assert record["communication"]["probe_s"]["n"] == 20
     assert record["strategy"] == "multi_worker_mirrored" and record["num_workers"] == 2
     assert record["num_replicas_in_sync"] == 2 and record["global_batch_size"] == 64
     assert record["cluster"]["this_task"] == "worker:0" and record["threads_per_task"] == 1
