@@ -1,23 +1,31 @@
-"""Which strategy for a target cluster? From the measured runs and the network experiment's
-model, the projected throughput of MWMS and PSS on N workers with a given network.
+"""Which strategy for a target cluster? A workload profile (measured by a comparison, or written
+by hand) on a cluster (from flags, or a cluster spec written by hand), through the one cost model
+(results/cost_model.py): the projected throughput of MWMS and PSS, best first.
 
-    python -m experiments.recommend --results_dir=runs/network --workers=8 --network_gbps=10
-    python -m experiments.recommend --results_dir=runs/network --workers=8 --network_gbps=1 \
+    python -m experiments.recommend --results_dir=runs/compare --workers=8 --network_gbps=10
+    python -m experiments.recommend --results_dir=runs/compare --workers=8 --network_gbps=1 \
         --accelerator_speedup=20          # each worker computes 20x faster than this CPU
+    python -m experiments.recommend --profile=docs/examples/profile_resnet50_v100.json \
+        --cluster=docs/examples/cluster_8x8_v100_100g.json
 
-The target's network is a real one: each worker has its own full-duplex link of B Gbit/s (ring
-all-reduce 2(N-1)/N·M/B + 2(N-1)·a; K parameter servers 2M/B·max(1, N/K) + 2a:
-results/scaling_model.py). Compute t_comp is this machine's (from the N=1 runs) divided by
---accelerator_speedup; t_sync (dispatch, waiting) is this machine's, not scaled. To check a
-recommendation here, emulate a network that keeps the target's compute:communication ratio:
-the printed `experiments.compare --experiments=network` command does (N=2 only).
+From flags the target has --workers hosts of one device each, each with its own full-duplex
+link; a cluster spec (JSON, cost_model.ClusterSpec's fields) also says devices per host, the
+bandwidth and latency within a host, memory per device and where the parameter servers sit.
+A comparison writes the profile it measured beside its report (profile-<model>-<examples>.json).
+To check a recommendation here, emulate a network that keeps the target's compute:communication
+ratio: the printed `experiments.compare --experiments=network` command does (N=2 only).
 """
-from absl import app, flags
+from experiments.engine import tf_settings
 
-from experiments.config.cli import bad_input, parse_flags
+tf_settings.apply()  # before TensorFlow loads: quiet start-up, the toolkit's kernels
 
-_RESULTS_DIR = flags.DEFINE_string("results_dir", "runs/network", "Records of a comparison with "
-                                   "N=1 and N=2 runs of MWMS and PSS (the network experiment's).")
+from absl import app, flags  # noqa: E402
+
+from experiments.config.cli import bad_input, parse_flags  # noqa: E402
+
+_RESULTS_DIR = flags.DEFINE_string("results_dir", "runs/compare", "Records of a comparison with "
+                                   "probed N >= 2 runs of MWMS or PSS and the 1-thread baseline "
+                                   "(or N=1 runs): the profile is fitted from them.")
 _WORKERS = flags.DEFINE_integer("workers", 8, "Workers of the target cluster.", lower_bound=1)
 _GBPS = flags.DEFINE_float("network_gbps", 10.0, "Per-link bandwidth of the target (Gbit/s).",
                            lower_bound=1e-3)
@@ -29,20 +37,45 @@ _SPEEDUP = flags.DEFINE_float("accelerator_speedup", 1.0, "How many times faster
 _NUM_PS = flags.DEFINE_integer("num_ps", 1, "Parameter servers of the target (PSS).",
                                lower_bound=1)
 _MODEL = flags.DEFINE_string("model", "", "Which measured model (default: the only one).")
+_PROFILE = flags.DEFINE_string("profile", "", "A workload profile (JSON) instead of the "
+                               "records: e.g. a comparison's profile-*.json, or your own.")
+_CLUSTER = flags.DEFINE_string("cluster", "", "A cluster spec (JSON) instead of --workers, "
+                               "--network_gbps, --network_latency_us, --accelerator_speedup and "
+                               "--num_ps.")
+_DTYPE = flags.DEFINE_string("gradient_sync_dtype", "", "Sync dtype of a --profile (default: "
+                             "float32; a measured profile: the dtype it was measured in).")
+_CLUSTER_FLAGS = ("workers", "network_gbps", "network_latency_us", "accelerator_speedup",
+                  "num_ps")
 
 
 def main(argv):
     del argv
-    from results import recommendation
+    from results import cost_model, recommendation
     from results.records import load_records
 
-    records, _ = load_records(_RESULTS_DIR.value)
     try:
-        text = recommendation.recommend(records, _WORKERS.value, _GBPS.value, _LATENCY.value,
-                                        _SPEEDUP.value, _NUM_PS.value, _MODEL.value)
-    except ValueError as e:
+        if _CLUSTER.value:
+            given = [name for name in _CLUSTER_FLAGS if flags.FLAGS[name].present]
+            if given:
+                raise ValueError(f"--cluster={_CLUSTER.value} already says the target: drop "
+                                 f"--{', --'.join(given)}")
+            cluster = cost_model.load_cluster(_CLUSTER.value)
+        else:
+            cluster = cost_model.ClusterSpec(
+                hosts=_WORKERS.value, inter_host_gbps=_GBPS.value,
+                inter_host_latency_us=_LATENCY.value, device_speedup=_SPEEDUP.value,
+                num_ps=_NUM_PS.value)
+        if _PROFILE.value:
+            profile, where = cost_model.load_profile(_PROFILE.value), f"from {_PROFILE.value}"
+            dtype = _DTYPE.value or "float32"
+            profile.gradient(dtype)  # a dtype the profile cannot give: one line
+        else:
+            records, _ = load_records(_RESULTS_DIR.value)
+            profile, dtype, where = recommendation.measured_profile(records, _MODEL.value)
+            dtype = _DTYPE.value or dtype
+    except ValueError as e:  # SpecError too
         bad_input(e)
-    print(text)
+    print(recommendation.recommend(profile, cluster, dtype, where))
 
 
 if __name__ == "__main__":

@@ -5,10 +5,14 @@
 import glob
 import os
 
-from absl import app, flags
+from experiments.engine import tf_settings
 
-from experiments.config import network_flags
-from experiments.config.cli import bad_input, parse_flags
+tf_settings.apply()  # before TensorFlow loads: quiet start-up, the toolkit's kernels
+
+from absl import app, flags  # noqa: E402
+
+from experiments.config import network_flags  # noqa: E402
+from experiments.config.cli import bad_input, parse_flags  # noqa: E402
 
 _RESULTS_DIR = flags.DEFINE_string("results_dir", "runs/compare", "Directory holding records/.")
 _TARGET = flags.DEFINE_float("target_accuracy", 0.9, "Eval accuracy for time-to-accuracy (0: off).")

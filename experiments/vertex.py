@@ -26,15 +26,19 @@ container gets Vertex's AIP_* directories under it) or `-- --results_dir=gs://..
 """
 import json
 
-from absl import app, flags
+from experiments.engine import tf_settings
 
-from experiments.config.cli import bad_input, parse_flags
+tf_settings.apply()  # before TensorFlow loads: quiet start-up, the toolkit's kernels
+
+from absl import app, flags  # noqa: E402
+
+from experiments.config.cli import bad_input, parse_flags  # noqa: E402
 
 from experiments.cloud.jobspec import (DEFAULT_MACHINE, PLACEHOLDER_IMAGE, TPU_MACHINE, JobSpec,
                                        is_placeholder_image)
-from experiments.cloud.tfjob import tfjob, tfjob_yaml
-from experiments.cloud.vertex_job import build_custom_job, vertex_custom_job
-from strategies import STRATEGIES
+from experiments.cloud.tfjob import tfjob, tfjob_yaml  # noqa: E402
+from experiments.cloud.vertex_job import build_custom_job, vertex_custom_job  # noqa: E402
+from strategies import STRATEGIES  # noqa: E402
 
 _STRATEGY = flags.DEFINE_enum("strategy", "multi_worker_mirrored", list(STRATEGIES), "Strategy.")
 _WORKERS = flags.DEFINE_integer("num_workers", 2, "Workers.", lower_bound=1)

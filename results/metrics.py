@@ -38,6 +38,17 @@ def steady_state(epochs):
     }
 
 
+def pooled_steady(records):
+    """(epoch time spread, examples/s spread) of the steady epochs of every run pooled: the one
+    estimator of a cell's "measured" figures, in the summary table and the models alike."""
+    times, rates = [], []
+    for r in records:
+        kept = steady_epochs(r["epochs"])
+        times += [e["time_s"] for e in kept]
+        rates += [e["examples_per_sec"] for e in kept]
+    return spread(times), spread(rates)
+
+
 def per_worker_step_time(epoch_time_s, steps_per_epoch, strategy, num_workers):
     """Seconds one worker spends on a step. PSS workers step concurrently, so a worker's step
     takes epoch time x workers / steps; the other strategies step in lockstep (epoch / steps).

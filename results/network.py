@@ -1,66 +1,72 @@
 """The network experiment, from records: MWMS and PSS at N=2 under emulated bandwidths
-(`--emulate_bandwidth_gbps`, tf_config/netshape.py), measured against the scaling model.
+(`--emulate_bandwidth_gbps`, tf_config/netshape.py), measured against the cost model.
 
     python -m experiments.compare --experiments=network --models=cnn --bandwidths=0.02,0.1,0.5,0
 
 The shaper is one token bucket on the private namespace's loopback, so its rate B is shared by
-every link (tf_config/netshape.py). The cost model under it, with M = gradient bytes and p0 the
-same synchronization's probe on the real loopback (its copies, RPCs and dispatch, paid in series
-with the shaper):
-  ring all-reduce (MWMS, N workers): every worker sends 2(N-1)/N·M, all at once, through the one
-    shaper: c = 2(N-1)·M·8/B + p0 per step
-  parameter server (PSS): a worker's step pushes M and pulls M: c = 2M·8/B + p0 per worker step;
-    N workers step concurrently and share the shaper, so the cluster is also bounded by the
-    shaper alone: rate <= b·B/(8·2M)
-The model's other terms come from the same experiment's unshaped runs (B = 0 rows, the real
-loopback): t_comp = the strategy's N=1 step minus its probe, t_sync = the unshaped N=2 step minus
-t_comp and its probe (clamped >= 0; that row is the fit point, not a check); every prediction is
-capped by the machine's cores x the N=1 run's examples per CPU-second (scaling_model). The
+every link: results/cost_model.py's shared medium (all-reduce 2(N-1)·G/B per step; a PSS worker
+pushes G and pulls P, (G+P)/B per step, and the cluster is bounded by B). In series with it, p0:
+the same synchronization's probe on the real loopback (its copies, RPCs and dispatch). The rest
+comes from the same experiment's unshaped runs (B = 0 rows, the real loopback): the workload
+profile (scaling_model.profile_of: compute and overhead from the N=1 runs), and this machine's
+local term at N=2, the unshaped N=2 step beyond compute, overhead and p0 (its cores shared by the
+cluster's processes, and waiting): fitted on that row (the fit point, not a check) and used for
+this machine's shaped runs only; `experiments.recommend` never carries it to another cluster.
+Every prediction is capped by the machine's cores x the N=1 run's examples per CPU-second. The
 probe's bytes over its time give the shaper's delivered rate: the calibration column.
 """
 import collections
 import math
 
-from results import metrics, plots
+from results import cost_model, metrics, plots
 from results.cells import (SETTING_KEYS, bandwidth_of, is_straggler_run, setting_of, sort_key,
                            workers_of)
 from results.records import write_text_atomic
-from results.scaling_model import cpu_cap, probe_of, step_time_of
+from results.scaling_model import (cpu_cap, probe_of, profile_of, step_time_of,
+                                   sync_dtype_of)
 from results.tables import Section, csv_text, markdown_table
 
 COLUMNS = (*SETTING_KEYS, "strategy", "n", "bandwidth_gbps", "runs", "examples_per_sec",
            "predicted_examples_per_sec", "error", "probe_s", "predicted_comm_s",
            "delivered_gbps", "note")
-_STRATEGIES = ("multi_worker_mirrored", "parameter_server")
-
-
-def wire_bytes(strategy, gradient_bytes, n):
-    """Bytes one step puts through the shared shaper (see the module docstring)."""
-    if strategy == "parameter_server":
-        return 2 * gradient_bytes
-    return 2 * (n - 1) * gradient_bytes
+_STRATEGIES = cost_model.STRATEGIES
 
 
 class Model:
-    """The cost model of one (setting, strategy) under a shared shaper of B Gbit/s."""
+    """This machine's N=2 runs of one (setting, strategy) under a shared shaper of B Gbit/s."""
 
-    def __init__(self, strategy, batch, gradient_bytes, t_comp, t_sync, cap=None,
-                 loopback_s=0.0):
-        self.strategy, self.batch, self.gradient_bytes = strategy, batch, gradient_bytes
-        self.t_comp, self.t_sync, self.cap = t_comp, t_sync, cap
-        self.loopback_s = loopback_s  # the unshaped N=2 probe: loopback and fixed overhead
+    def __init__(self, strategy, profile, dtype, local_s, loopback_s, cap=None):
+        self.strategy, self.profile, self.dtype = strategy, profile, dtype
+        self.local_s, self.loopback_s, self.cap = local_s, loopback_s, cap
+
+    @property
+    def batch(self):
+        return self.profile.batch
+
+    @property
+    def gradient_bytes(self):
+        return self.profile.gradient(self.dtype)
+
+    def wire_bytes(self, n):
+        """Bytes one step puts through the shared shaper (see the module docstring)."""
+        if self.strategy == "parameter_server":
+            return self.gradient_bytes + self.profile.pull_bytes
+        return 2 * (n - 1) * self.gradient_bytes
+
+    def _predicted(self, n, gbps):
+        cluster = cost_model.ClusterSpec(hosts=n, inter_host_gbps=gbps, shared_medium=True)
+        return cost_model.predict(self.profile, cluster, self.strategy, self.dtype)
 
     def comm_s(self, n, gbps):
         """The shaper's time for the step's bytes, in series with what the same
         synchronization costs on the real loopback (its copies, RPCs and dispatch)."""
-        return wire_bytes(self.strategy, self.gradient_bytes, n) * 8 / (gbps * 1e9) + \
-            self.loopback_s
+        return self._predicted(n, gbps).communication_s + self.loopback_s
 
     def rate(self, n, gbps):
-        rate = n * self.batch / (self.t_comp + self.t_sync + self.comm_s(n, gbps))
-        if self.strategy == "parameter_server":  # every worker's pushes and pulls share B
-            rate = min(rate, self.batch * gbps * 1e9 / 8 / wire_bytes(
-                self.strategy, self.gradient_bytes, n))
+        p = self._predicted(n, gbps)
+        rate = n * self.batch / (p.step_s + self.local_s + self.loopback_s)
+        if p.bound:  # PSS: every worker's pushes and pulls share B
+            rate = min(rate, p.examples_per_sec)
         return min(rate, self.cap) if self.cap else rate
 
 
@@ -90,18 +96,27 @@ def models(records, shaped_only=True):
             by[(setting_of(r), r["strategy"], workers_of(r), bandwidth_of(r))].append(r)
     wanted = {(s, strategy) for (s, strategy, _, b) in by if b or not shaped_only}
     out = {}
-    for setting, strategy in wanted:
-        one, two = by.get((setting, strategy, 1, 0.0)), by.get((setting, strategy, 2, 0.0))
-        if not one or not two:
+    for setting in {s for s, _ in wanted}:
+        own = {strategy: by[(setting, strategy, 1, 0.0)] for strategy in _STRATEGIES
+               if by.get((setting, strategy, 1, 0.0))}
+        unshaped = [r for strategy in _STRATEGIES for r in by.get((setting, strategy, 2, 0.0), [])]
+        if not own or not unshaped:
             continue
-        t_comp = _median([max(0.0, step_time_of(r) - (probe_of(r) or 0.0)) for r in one])
-        t_sync = max(0.0, _median([step_time_of(r) - t_comp - (probe_of(r) or 0.0)
-                                   for r in two]))
-        cap = cpu_cap(one, two)
-        out[(setting, strategy)] = Model(strategy, one[0]["batch_size_per_replica"],
-                                         two[0]["communication"]["gradient_bytes"], t_comp,
-                                         t_sync, cap[0] if cap else None,
-                                         _median([probe_of(r) for r in two]) or 0.0)
+        profile, _ = profile_of(setting, [], own, unshaped)
+        if profile is None:
+            continue
+        dtype = sync_dtype_of(setting)
+        for strategy in _STRATEGIES:
+            one, two = own.get(strategy), by.get((setting, strategy, 2, 0.0))
+            if (setting, strategy) not in wanted or not one or not two:
+                continue
+            loopback = _median([probe_of(r) for r in two]) or 0.0
+            local = _median([step_time_of(r) - profile.compute_s -
+                             profile.overhead_s.get(strategy, 0.0) - (probe_of(r) or 0.0)
+                             for r in two])
+            cap = cpu_cap(one, two)
+            out[(setting, strategy)] = Model(strategy, profile, dtype, max(0.0, local or 0.0),
+                                             loopback, cap[0] if cap else None)
     return out
 
 
@@ -121,12 +136,12 @@ def rows(records):
         measured = _rate(runs)
         if gbps:
             predicted, comm = model.rate(n, gbps), model.comm_s(n, gbps)
-            delivered = wire_bytes(strategy, model.gradient_bytes, n) * 8 / probe / 1e9 \
-                if probe else None
+            delivered = model.wire_bytes(n) * 8 / probe / 1e9 if probe else None
             note = ""
-        else:  # the real loopback: the point the model's t_sync was fitted to
+        else:  # the real loopback: the point the model's local term was fitted to
             comm = probe
-            step = model.t_comp + model.t_sync + (probe or 0.0)
+            step = model.profile.compute_s + model.profile.overhead_s.get(strategy, 0.0) + \
+                model.local_s + (probe or 0.0)
             predicted = min(n * model.batch / step, model.cap or math.inf)
             delivered, note = None, "fit point (real loopback)"
         out.append(dict(zip(COLUMNS, (*setting, strategy, n, gbps, len(runs), measured,
@@ -156,9 +171,11 @@ def markdown(network_rows, fitted):
             "error", "probe ms", "model comm ms", "shaper delivered Gbit/s")
     lines = ["## Network experiment", "",
              "MWMS and PSS at N=2 with the cluster's loopback shaped to B Gbit/s, shared by every "
-             "link (`--emulate_bandwidth_gbps`, tc tbf). Predicted from the unshaped runs' "
-             "t_comp and t_sync plus the shared-shaper cost model: MWMS 2(N-1)·M·8/B per step, "
-             "PSS 2M·8/B per worker step and the cluster bounded by B (results/network.py). "
+             "link (`--emulate_bandwidth_gbps`, tc tbf). Predicted from the unshaped runs "
+             "(the workload profile, and this machine's local term fitted on the unshaped N=2 "
+             "row) plus the cost model's shared medium: MWMS 2(N-1)·G·8/B per step, PSS "
+             "(G+P)·8/B per worker step (push G, pull P) and the cluster bounded by B "
+             "(results/network.py, results/cost_model.py). "
              "'Delivered' is the probe's bytes over its time: the shaper's real rate.", ""]
     ms = lambda s: f"{s * 1e3:.1f}" if s is not None else "–"  # noqa: E731
     cells = []

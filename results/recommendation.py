@@ -1,87 +1,99 @@
-"""A strategy recommendation for a target cluster (experiments/recommend.py): the network
-experiment's fitted terms (results/network.py) projected with the real-network cost model of
-results/scaling_model.py, compute scaled by the target's accelerator speedup."""
+"""A strategy recommendation for a target cluster (experiments/recommend.py): a workload profile
+(measured from a comparison's records by results/scaling_model.profile_of, or written by hand) on
+a cluster spec (from flags, or written by hand), through the one cost model
+(results/cost_model.py). This machine's own sharing and waiting never enter it."""
+import collections
+
+from results import cost_model
 from results.cells import SETTING_KEYS, setting_of, setting_title, sort_key
-from results.network import models
-from results.scaling_model import Network, parameter_server_s, ring_allreduce_s
+from results.scaling_model import fit, sync_dtype_of
 
 _NAMES = {"multi_worker_mirrored": "MWMS", "parameter_server": "PSS"}
 
 
-def project(model, n, net, speedup, num_ps):
-    """(examples/s, compute s, communication s, sync s) of one target worker's step."""
-    compute = model.t_comp / speedup
-    if model.strategy == "parameter_server":
-        comm = parameter_server_s(model.gradient_bytes, n, num_ps, net)
-    else:
-        comm = ring_allreduce_s(model.gradient_bytes, n, net)
-    step = compute + comm + model.t_sync
-    return n * model.batch / step, compute, comm, model.t_sync
+def measured_profile(records, model_name=""):
+    """(WorkloadProfile, sync dtype, 'where it came from') of the latest fitted setting of the
+    records (one model; --model chooses among several). ValueError (one line) otherwise."""
+    fits = fit(records)
+    by_setting = collections.OrderedDict((f.setting, f) for f in fits)
+    settings = sorted(by_setting, key=sort_key)
+    if model_name:
+        settings = [s for s in settings if dict(zip(SETTING_KEYS, s))["model"] == model_name]
+    if not settings:
+        raise ValueError("no setting with probed N >= 2 runs of a multi-worker strategy and a "
+                         "1-thread baseline or N=1 run in these records"
+                         + (f" for --model={model_name}" if model_name else "")
+                         + "; run `python -m experiments.compare` first, or give --profile")
+    names = sorted({dict(zip(SETTING_KEYS, s))["model"] for s in settings})
+    if len(names) > 1:
+        raise ValueError(f"several measured models ({', '.join(names)}); choose one with --model")
+    # Several settings of one model (sizes, batches): the latest measured one, named below.
+    latest = {setting_of(r): r["timestamp"] for r in sorted(records, key=lambda r: r["timestamp"])}
+    setting = max(settings, key=lambda s: latest.get(s, ""))
+    where = f"measured setting: {setting_title(setting)}" + (
+        f" (the latest of {len(settings)} measured settings)" if len(settings) > 1 else "")
+    return by_setting[setting].profile, sync_dtype_of(setting), where
 
 
 def emulated_gbps(strategy, n, gbps, speedup, num_ps):
     """The shared-shaper bandwidth at which this machine's N=2 run has the target's
     compute:communication ratio (communication X times slower, as compute is here)."""
     if strategy == "parameter_server":
-        # Target: 2M/B·max(1, n/K) per worker step. Here every worker's 2M shares the shaper:
-        # n·2M/B_e per round of n steps. Equal after X: B_e = n·B / (X·max(1, n/K)).
+        # Target: (G+P)/B·max(1, n/K) per worker step. Here every worker's G+P shares the
+        # shaper: n·(G+P)/B_e per round of n steps. Equal after X: B_e = n·B / (X·max(1, n/K)).
         return n * gbps / (speedup * max(1.0, n / num_ps))
-    # Target: 2(n-1)/n·M/B per step; here 2(n-1)·M/B_e through the shaper: B_e = n·B/X.
+    # Target: 2(n-1)/n·G/B per step; here 2(n-1)·G/B_e through the shaper: B_e = n·B/X.
     return n * gbps / speedup
 
 
-def recommend(records, workers, gbps, latency_us, speedup, num_ps, model_name=""):
-    fitted = models(records, shaped_only=False)
-    settings = sorted({s for s, _ in fitted}, key=sort_key)
-    if model_name:
-        settings = [s for s in settings if dict(zip(SETTING_KEYS, s))["model"] == model_name]
-    if not settings:
-        raise ValueError("no setting with N=1 and N=2 runs of a multi-worker strategy in these "
-                         "records" + (f" for --model={model_name}" if model_name else "") +
-                         "; run `python -m experiments.compare --experiments=network` first")
-    if len({dict(zip(SETTING_KEYS, s))["model"] for s in settings}) > 1:
-        names = sorted({dict(zip(SETTING_KEYS, s))["model"] for s in settings})
-        raise ValueError(f"several measured models ({', '.join(names)}); choose one with --model")
-    # Several settings of one model (sizes, batches): the latest measured one, named below.
-    latest = {setting_of(r): r["timestamp"] for r in sorted(records, key=lambda r: r["timestamp"])}
-    setting = max(settings, key=lambda s: latest.get(s, ""))
-    net = Network(gbps, latency_us)
-    rows = {strategy: project(m, workers, net, speedup, num_ps)
-            for (s, strategy), m in fitted.items() if s == setting}
-    ranked = sorted(rows.items(), key=lambda item: -item[1][0])
-    lines = [f"Target: {workers} workers, {gbps:g} Gbit/s per link, {latency_us:g} µs latency, "
-             f"compute {speedup:g}x this machine's, {num_ps} parameter server(s).",
-             f"Measured setting: {setting_title(setting)}"
-             + (f" (the latest of {len(settings)} measured settings)." if len(settings) > 1
-                else "."), "",
-             "| strategy | projected examples/s | step ms | compute ms | communication ms | "
-             "sync ms | communication share |", "|---|---|---|---|---|---|---|"]
-    for strategy, (rate, compute, comm, sync) in ranked:
-        step = compute + comm + sync
-        lines.append(f"| {_NAMES[strategy]} | {rate:.0f} | {step * 1e3:.2f} | "
-                     f"{compute * 1e3:.2f} | {comm * 1e3:.2f} | {sync * 1e3:.2f} | "
-                     f"{comm / step * 100:.0f}% |")
-    best, (best_rate, _, best_comm, _) = ranked[0]
-    lines.append("")
-    if len(ranked) > 1:
-        other, (other_rate, _, other_comm, _) = ranked[1]
-        why = ("less communication per step" if best_comm < other_comm else
-               "less time besides communication (compute and synchronization overhead)")
-        lines.append(f"Recommendation: {_NAMES[best]}, {best_rate / other_rate:.2f}x "
-                     f"{_NAMES[other]}'s projected throughput ({why}: "
-                     f"{best_comm * 1e3:.2f} ms vs {other_comm * 1e3:.2f} ms of "
-                     "communication per step).")
-    else:
-        lines.append(f"Only {_NAMES[best]} was measured in this setting.")
-    lines += ["", "Assumptions: every worker has its own full-duplex link and equal speed; "
-              "synchronization does not overlap compute; t_sync (this machine's dispatch and "
-              "waiting) does not shrink with faster accelerators; the per-replica batch is the "
-              "measured one; gradients move in the measured dtype."]
-    if workers == 2:
+def recommend(profile, cluster, dtype="float32", where=""):
+    """The text `experiments.recommend` prints: each strategy's predicted step and throughput
+    on `cluster`, best first, and why."""
+    predictions = sorted((cost_model.predict(profile, cluster, s, dtype)
+                          for s in cost_model.STRATEGIES), key=lambda p: -p.examples_per_sec)
+    memory = f", {cluster.memory_per_device_mb:g} MB per device" \
+        if cluster.memory_per_device_mb else ""
+    topology = (f"{cluster.hosts} host(s) x {cluster.devices_per_host} device(s)"
+                f" ({cluster.workers} workers), {cluster.inter_host_gbps:g} Gbit/s and "
+                f"{cluster.inter_host_latency_us:g} µs between hosts"
+                + (f", {cluster.intra_host_gbps:g} Gbit/s within one"
+                   if cluster.devices_per_host > 1 else "")
+                + f", devices {cluster.device_speedup:g}x the profile's, {cluster.num_ps} "
+                  f"parameter server(s) ({cluster.ps_placement.replace('_', ' ')}){memory}")
+    lines = [f"Target: {cluster.name + ': ' if cluster.name else ''}{topology}.",
+             f"Workload: {profile.model}, {profile.batch} examples per replica per step, "
+             f"compute {profile.compute_s * 1e3:.2f} ms on {profile.device or 'its device'}, "
+             f"gradients {profile.gradient(dtype) / 1e6:.2f} MB ({dtype}, {profile.gradient_kind})"
+             + (f"; {where}" if where else "") + ".", "",
+             "| strategy | projected examples/s | step ms | compute ms | overhead ms | "
+             "communication ms | communication share | efficiency | memory / device MB |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for p in predictions:
+        lines.append(f"| {_NAMES[p.strategy]} | {p.examples_per_sec:.0f} | {p.step_s * 1e3:.2f} | "
+                     f"{p.compute_s * 1e3:.2f} | {p.overhead_s * 1e3:.2f} | "
+                     f"{p.communication_s * 1e3:.2f} | {p.communication_share * 100:.0f}% | "
+                     f"{p.efficiency * 100:.0f}% | {p.memory_per_device_bytes / 1e6:.1f}"
+                     + ("" if p.fits_memory else " (does not fit)") + " |")
+    best, other = predictions[0], predictions[1]
+    why = ("less communication per step" if best.communication_s < other.communication_s else
+           "less time besides communication (compute and per-step overhead)")
+    lines += ["", f"Recommendation: {_NAMES[best.strategy]}, "
+                  f"{best.examples_per_sec / other.examples_per_sec:.2f}x "
+                  f"{_NAMES[other.strategy]}'s projected throughput ({why}: "
+                  f"{best.communication_s * 1e3:.2f} ms vs {other.communication_s * 1e3:.2f} ms "
+                  "of communication per step)."]
+    if not best.fits_memory:
+        lines.append(f"Warning: {_NAMES[best.strategy]} needs "
+                     f"{best.memory_per_device_bytes / 1e6:.1f} MB per device, over the cap.")
+    lines += ["", "Assumptions: synchronization does not overlap compute; links are full duplex "
+              "and uncontended but for the fan-in stated; every worker is equally fast; the "
+              "per-step overhead (host CPU) does not shrink with faster devices; the per-replica "
+              "batch is the profile's."]
+    if cluster.workers == 2 and cluster.hosts == 2:
         lines += ["", "Check it on this machine (same compute:communication ratio):"]
-        for strategy in rows:
-            b = emulated_gbps(strategy, workers, gbps, speedup, num_ps)
-            lines.append(f"  {_NAMES[strategy]}: python -m experiments.compare "
-                         f"--experiments=network --models={dict(zip(SETTING_KEYS, setting))['model']} "
-                         f"--bandwidths={b:.3g},0")
+        for p in predictions:
+            b = emulated_gbps(p.strategy, 2, cluster.inter_host_gbps, cluster.device_speedup,
+                              cluster.num_ps)
+            lines.append(f"  {_NAMES[p.strategy]}: python -m experiments.compare "
+                         f"--experiments=network --models={profile.model} --bandwidths={b:.3g},0")
     return "\n".join(lines)

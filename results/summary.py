@@ -40,16 +40,6 @@ def _median(values):
     return metrics.spread(values)["median"]
 
 
-def _steady_times(records):
-    """Steady-state epoch times pooled over every repeat (first epoch of each run left out)."""
-    times, rates = [], []
-    for r in records:
-        kept = metrics.steady_epochs(r["epochs"])
-        times += [e["time_s"] for e in kept]
-        rates += [e["examples_per_sec"] for e in kept]
-    return metrics.spread(times), metrics.spread(rates)
-
-
 def seconds_per_example(row):
     """Steady epoch time per example trained: what speedups compare (None when unknown)."""
     if not row["epoch_time_s"] or not row["examples_per_epoch"]:
@@ -73,7 +63,7 @@ def _cpu(runs):
 
 
 def _row(role, strategy, n, setting, threads, runs, target_accuracy):
-    time_s, rate = _steady_times(runs)
+    time_s, rate = metrics.pooled_steady(runs)
     examples = _median([r["train_examples"] for r in runs])
     steps = _median([r.get("steps_per_epoch") for r in runs]) or examples // _median(
         [r["global_batch_size"] for r in runs])

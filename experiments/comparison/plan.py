@@ -71,12 +71,13 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
                            threads),
                           ("hardware_reference", run, ["--strategy=one_device", "--threads=0"], 0)]
                 for n in workers:
-                    if floors and n == 2 and threads and any(
+                    if floors and n >= 2 and threads and any(
                             s not in LOCAL_REPLICAS for s in strategies):
-                        # Right before the 2-worker clusters: how this machine shares its cores
-                        # between two such workers, for the scaling model's N=2 prediction.
+                        # Right before the N-worker clusters: how this machine shares its cores
+                        # among N such workers, for the scaling model's prediction at N (at
+                        # N > cores the calibration is oversubscribed just as the cluster is).
                         cells.append(("engine_floor_shared", sharing,
-                                      [f"--threads={threads}", "--processes=2"], 2 * threads))
+                                      [f"--threads={threads}", f"--processes={n}"], n * threads))
                     cells += [(f"{s}-n{n}", run, strategy_flags(s, n, num_ps, threads),
                                n * threads) for s in strategies]
             if "straggler" in experiments:

@@ -44,7 +44,7 @@ def test_tiny_comparison_and_rebuild(tmp_path):
     report = (tmp_path / "report.md").read_text()
     assert "engine_floor (2 plain TF loops at once, 1 thread each)" in report
     assert "The machine's limit for 2 workers" in report
-    assert "the slowdown of two plain TF loops run lockstep here" in report
+    assert "the slowdown of 2 plain TF loops run lockstep here" in report
 
     # resume: nothing left to run
     again = run_module("experiments.compare", *args, timeout=300)

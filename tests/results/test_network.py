@@ -5,28 +5,40 @@ import csv
 import matplotlib.image as mpimg
 import pytest
 
-from results import network, records
+from results import cost_model, network, records
 from results.report import build
 from tests.results.test_scaling_model import _record
 
 M = 1_000_000  # gradient bytes of the fixture records
 
 
+def _profile(compute=0.1, overhead=None):
+    return cost_model.WorkloadProfile("cnn", 64, compute, {"float32": M}, pull_bytes=M,
+                                      overhead_s=overhead or {})
+
+
+def _model(strategy, local=0.0, loopback=0.0, cap=None, **kw):
+    return network.Model(strategy, _profile(**kw), "float32", local, loopback, cap)
+
+
 def test_shared_shaper_cost_model_by_hand():
-    mwms = network.Model("multi_worker_mirrored", 64, M, t_comp=0.1, t_sync=0.01)
+    mwms = _model("multi_worker_mirrored", local=0.01)
     # Both workers send M through one 0.08 Gbit/s (1e7 bytes/s) shaper: 2 M / 1e7 = 0.2 s.
     assert mwms.comm_s(2, 0.08) == pytest.approx(0.2)
     assert mwms.rate(2, 0.08) == pytest.approx(2 * 64 / (0.1 + 0.01 + 0.2))
-    pss = network.Model("parameter_server", 64, M, t_comp=0.1, t_sync=0.0)
-    # A worker step pushes and pulls M (0.2 s); two workers share the shaper: at most
+    pss = _model("parameter_server")
+    # A worker step pushes M and pulls M (0.2 s); two workers share the shaper: at most
     # 1e7 / 2e6 = 5 steps/s for the whole cluster, i.e. 320 examples/s.
     assert pss.rate(2, 0.08) == pytest.approx(min(2 * 64 / 0.3, 320))
     assert pss.rate(2, 0.08) == pytest.approx(320)
-    capped = network.Model("parameter_server", 64, M, 0.1, 0.0, cap=100.0)
+    capped = _model("parameter_server", cap=100.0)
     assert capped.rate(2, 80) == 100.0  # the machine's cores, whatever the network
     # What the same all-reduce costs on the real loopback is paid in series with the shaper.
-    series = network.Model("multi_worker_mirrored", 64, M, 0.1, 0.01, loopback_s=0.02)
+    series = _model("multi_worker_mirrored", local=0.01, loopback=0.02)
     assert series.comm_s(2, 0.08) == pytest.approx(0.2 + 0.02)
+    # the one cost model, not a second one (defect 8)
+    shaper = cost_model.ClusterSpec(hosts=2, inter_host_gbps=0.08, shared_medium=True)
+    assert pss.comm_s(2, 0.08) == pytest.approx(cost_model.parameter_server_s(M, M, shaper))
 
 
 def _network_records(tmp_path, measured_slow_rate):
@@ -37,8 +49,8 @@ def _network_records(tmp_path, measured_slow_rate):
         return r
 
     # MWMS N=1: 0.1 s/step, no probe cost. N=2 on the real loopback: 0.13 s/step with a 0.02 s
-    # probe -> t_sync 0.01. Shaped to 0.08 Gbit/s the model says 0.1 + 0.01 + 0.2 + 0.02 (the
-    # loopback's own probe, in series) = 0.33 s/step.
+    # probe -> this machine's local term 0.01. Shaped to 0.08 Gbit/s the model says 0.1 + 0.01 +
+    # 0.2 + 0.02 (the loopback's own probe, in series) = 0.33 s/step.
     slow_epoch = 10 * 2 * 64 / measured_slow_rate
     for r in [rec("m1", "multi_worker_mirrored", 1, 2.0, 20, 0.0),
               rec("m2", "multi_worker_mirrored", 2, 1.3, 10, 0.02),
@@ -52,7 +64,7 @@ def test_rows_fit_to_the_real_loopback_and_check_the_shaped_runs(tmp_path):
     recs, _ = records.load_records(str(tmp_path))
     fitted = network.models(recs)
     (model,) = fitted.values()
-    assert (model.t_comp, model.t_sync) == (pytest.approx(0.1), pytest.approx(0.01))
+    assert (model.profile.compute_s, model.local_s) == (pytest.approx(0.1), pytest.approx(0.01))
     rows = {r["bandwidth_gbps"]: r for r in network.rows(recs)}
     assert rows[0.08]["predicted_examples_per_sec"] == pytest.approx(predicted)
     assert rows[0.08]["error"] == pytest.approx(0.1)
@@ -80,9 +92,9 @@ def test_shaped_runs_stay_out_of_the_summary_and_the_scaling_fit(tmp_path):
 
 def test_crossover_where_pss_overtakes_mwms():
     # On a slow network MWMS wins: its ring puts 2M through the shaper per step of both workers
-    # (2 batches), PSS 2M per batch. On a fast one this PSS wins: MWMS pays 0.1 s of t_sync.
-    mwms = network.Model("multi_worker_mirrored", 64, M, t_comp=0.1, t_sync=0.1)
-    pss = network.Model("parameter_server", 64, M, t_comp=0.1, t_sync=0.0)
+    # (2 batches), PSS 2M per batch. On a fast one this PSS wins: MWMS pays 0.1 s locally.
+    mwms = _model("multi_worker_mirrored", local=0.1)
+    pss = _model("parameter_server")
     fitted = {("s", "multi_worker_mirrored"): mwms, ("s", "parameter_server"): pss}
     b = network.crossover(fitted, "s")
     assert b is not None

@@ -1,40 +1,37 @@
-"""The scaling model: cost formulas by hand, the fit and the 2-worker validation from fixture
-records, and the report's projection section and plot."""
+"""The scaling model: the workload profile fitted from fixture records, this machine's runs
+predicted from it, the projections through the cost model, and the report's section."""
 import csv
+import json
 
 import matplotlib.image as mpimg
 import pytest
 
-from results import records, scaling_model
+from results import cost_model, records, scaling_model
 from results.report import build
-from results.scaling_model import Network, parameter_server_s, ring_allreduce_s
+from results.scaling_model import Network
+from results.summary import summarize
 
 NET = Network(bandwidth_gbps=8.0, latency_us=100.0)  # 1e9 bytes/s, 1e-4 s
 
 
-def test_cost_models_by_hand():
-    assert ring_allreduce_s(1e6, 1, NET) == 0.0
-    # 2 (N-1)/N M/B + 2 (N-1) a
-    assert ring_allreduce_s(1e6, 4, NET) == pytest.approx(2 * 3 / 4 * 1e-3 + 6 * 1e-4)
-    # 2 M/B max(1, N/K) + 2 a: a ps link carries N/K workers' traffic once N > K
-    assert parameter_server_s(1e6, 2, 2, NET) == pytest.approx(2e-3 + 2e-4)
-    assert parameter_server_s(1e6, 8, 2, NET) == pytest.approx(2e-3 * 4 + 2e-4)
-
-
-def _record(run_id, strategy, n, epoch_time, steps, probe=None, run_name="", threads=1):
-    epochs = [{"epoch": i + 1, "time_s": t, "examples_per_sec": steps * 64 * (
+def _record(run_id, strategy, n, epoch_time, steps, probe=None, run_name="", threads=1,
+            accumulation=1, times=None):
+    step_batch = 64 * accumulation  # examples a replica trains per step
+    epochs = [{"epoch": i + 1, "time_s": t, "examples_per_sec": steps * step_batch * (
         n if strategy == "multi_worker_mirrored" else 1) / t, "train_loss": 1.0,
         "train_accuracy": 0.5, "eval_loss": 1.0, "eval_accuracy": 0.9}
-        for i, t in enumerate([10 * epoch_time, epoch_time, epoch_time])]
+        for i, t in enumerate([10 * epoch_time, *(times or [epoch_time, epoch_time])])]
     rec = {"run_id": run_id, "run_name": run_name, "timestamp": "2026-01-01T00:00:00",
            "strategy": strategy, "model": "cnn", "dataset": "synthetic",
            "num_workers": n if strategy != "one_device" else 1, "num_ps": 1,
            "num_replicas_in_sync": n if strategy == "multi_worker_mirrored" else 1,
-           "batch_size_per_replica": 64, "global_batch_size": 64 * (
+           "batch_size_per_replica": 64, "global_batch_size": step_batch * (
                n if strategy == "multi_worker_mirrored" else 1), "train_examples": 1280,
+           "accumulation_steps": accumulation,
            "steps_per_epoch": steps, "epochs": epochs, "steady_state": {},
-           "final_eval_accuracy": 0.9, "final_eval_loss": 1.0, "config": {}, "environment": {},
-           "threads_per_task": threads}
+           "final_eval_accuracy": 0.9, "final_eval_loss": 1.0,
+           "config": {"accumulation_steps": accumulation} if accumulation > 1 else {},
+           "environment": {}, "threads_per_task": threads}
     if probe is not None:
         rec["communication"] = {"gradient_bytes": 1_000_000, "method": "x",
                                 "probe_s": {"median": probe, "min": probe, "max": probe, "n": 1}}
@@ -44,7 +41,7 @@ def _record(run_id, strategy, n, epoch_time, steps, probe=None, run_name="", thr
 
 @pytest.fixture
 def results_dir(tmp_path):
-    # baseline: 20 steps of 64 in 2.0 s -> t_comp = 0.1 s/step
+    # baseline: 20 steps of 64 in 2.0 s -> compute 0.1 s/step
     for rec in [_record("b", "one_device", 1, 2.0, 20, run_name="baseline/cnn/1280/r0"),
                 # MWMS N=2: 10 steps in 1.5 s -> 0.15 s/step = 0.1 compute + 0.02 probe + 0.03
                 _record("m", "multi_worker_mirrored", 2, 1.5, 10, probe=0.02),
@@ -54,26 +51,121 @@ def results_dir(tmp_path):
     return tmp_path
 
 
-def test_fit_and_two_worker_validation(results_dir):
+def _load(results_dir, *extra):
     recs, _ = records.load_records(str(results_dir))
-    fits = {f.strategy: f for f in scaling_model.fit(recs)}
-    mw = fits["multi_worker_mirrored"]
-    assert mw.t_comp == pytest.approx(0.1) and mw.t_sync == pytest.approx(0.03)
+    return recs + list(extra)
+
+
+def _fits(recs):
+    return {f.strategy: f for f in scaling_model.fit(recs)}
+
+
+def test_profile_and_the_two_worker_prediction(results_dir):
+    fits = _fits(_load(results_dir))
+    mw, ps = fits["multi_worker_mirrored"], fits["parameter_server"]
+    assert mw.profile is ps.profile  # one profile per setting, every strategy alike
+    assert mw.profile.compute_s == pytest.approx(0.1) and mw.profile.batch == 64
+    assert mw.profile.gradient_bytes == {"float32": 1_000_000}
     predicted, measured, error = mw.prediction_n2
-    assert predicted == pytest.approx(2 * 64 / 0.12)  # t_comp + probe, nothing fitted
+    assert predicted == pytest.approx(2 * 64 / 0.12)  # compute + probe at N=2, nothing fitted
     assert measured == pytest.approx(2 * 64 * 10 / 1.5)
     assert error == pytest.approx(predicted / measured - 1)
-    ps = fits["parameter_server"]
-    assert ps.t_sync == pytest.approx(0.15 - 0.1 - 0.01)
-    # projection: N=1 is the baseline itself for MWMS; efficiency falls with N
-    proj = mw.project(1, NET)
-    assert proj["speedup"] == pytest.approx(1.0) and proj["communication_s"] == 0.0
-    p64 = mw.project(64, NET)
-    assert p64["step_time_s"] == pytest.approx(0.1 + ring_allreduce_s(1e6, 64, NET) + 0.03)
-    assert p64["efficiency"] < mw.project(4, NET)["efficiency"] < 1
+    assert ps.prediction_n2[0] == pytest.approx(2 * 64 / 0.11)
+    # projections: N=1 is one worker alone; N=64 the cost model on the stated network
+    assert mw.project(1, NET)["speedup"] == pytest.approx(1.0)
+    assert mw.project(1, NET)["communication_s"] == 0.0
+    ring = cost_model.allreduce_s(1e6, cost_model.ClusterSpec(hosts=64, inter_host_gbps=8.0,
+                                                              inter_host_latency_us=100.0))
+    assert mw.project(64, NET)["step_time_s"] == pytest.approx(0.1 + ring)
+    assert mw.project(64, NET)["efficiency"] < mw.project(4, NET)["efficiency"] < 1
 
 
-def test_report_has_projection_table_plot_and_prints_validation(results_dir):
+def test_this_machines_contention_never_reaches_a_projection(results_dir):
+    """Defects 2 and 3: what the N=2 run spent beyond compute and probe (cores shared by more
+    processes than there are) is its prediction's error, not a term the projections carry."""
+    calm = _fits(_load(results_dir))["multi_worker_mirrored"]
+    crowded = _load(results_dir)
+    for r in crowded:
+        if r["strategy"] == "multi_worker_mirrored":  # 0.5 s per step instead of 0.15
+            r["epochs"] = [dict(e, time_s=e["time_s"] * 0.5 / 0.15,
+                                examples_per_sec=e["examples_per_sec"] * 0.15 / 0.5)
+                           for e in r["epochs"]]
+    busy = _fits(crowded)["multi_worker_mirrored"]
+    assert busy.prediction_n2[2] > calm.prediction_n2[2] + 1  # the error shows it
+    for n in scaling_model.PROJECT_NS:
+        assert busy.project(n, NET) == calm.project(n, NET)
+    # ... and a PSS N=1 projection is compute + its N=1 overhead + the ps round trip
+    ps1 = _record("p1", "parameter_server", 1, 20 * 0.12, 20, probe=0.01)
+    ps = _fits(_load(results_dir, ps1))["parameter_server"]
+    assert ps.overhead == pytest.approx(0.12 - 0.1 - 0.01)
+    one = ps.project(1, NET)
+    assert one["step_time_s"] == pytest.approx(0.1 + 0.01 + cost_model.parameter_server_s(
+        1e6, 1e6, ps.cluster(1, NET)))
+
+
+def test_each_n_is_predicted_with_the_sharing_calibration_of_as_many_processes(results_dir):
+    """Defect 3: an N=4 run on 2 cores is predicted with the K=4 calibration, never K=2's."""
+    four = _record("m4", "multi_worker_mirrored", 4, 1.0, 5, probe=0.03)
+    recs = _load(results_dir, four, _sharing(1.0, 1.3), _sharing(1.9, 2.4, "s4", processes=4))
+    mw = _fits(recs)["multi_worker_mirrored"]
+    assert mw.slowdowns[2][0] == pytest.approx(1.3) and mw.slowdowns[4][0] == pytest.approx(2.4)
+    assert mw.predictions[4][0] == pytest.approx(4 * 64 / (0.1 * 2.4 + 0.03))
+    without = _fits(_load(results_dir, four, _sharing(1.0, 1.3)))["multi_worker_mirrored"]
+    assert 4 not in without.slowdowns
+    assert without.predictions[4][0] == pytest.approx(4 * 64 / (0.1 + 0.03))
+    assert any("N=4: no sharing calibration with 4 processes" in n for n in without.notes)
+
+
+def test_accumulation_steps_count_in_the_step_batch(results_dir, tmp_path):
+    """Defect 1: with --accumulation_steps=4 a step is 4 micro-batches: the profile's batch is
+    256, and the prediction is not 4x low."""
+    for rec in [_record("b", "one_device", 1, 8.0, 20, run_name="baseline/cnn/1280/r0",
+                        accumulation=4),
+                _record("m", "multi_worker_mirrored", 2, 4.4, 10, probe=0.02, accumulation=4)]:
+        records.write_record(str(tmp_path / "k4"), rec)
+    (mw,) = scaling_model.fit(records.load_records(str(tmp_path / "k4"))[0])
+    assert mw.profile.batch == 256 and mw.profile.compute_s == pytest.approx(0.4)
+    predicted, measured, error = mw.prediction_n2
+    assert predicted == pytest.approx(2 * 256 / 0.42) and abs(error) < 0.05
+
+
+def test_one_estimator_of_measured(results_dir):
+    """Defect 5: the scaling section's measured examples/s is the summary table's."""
+    two = _record("m", "multi_worker_mirrored", 2, 1.5, 10, probe=0.02, times=[1.2, 1.6])
+    again = _record("m2", "multi_worker_mirrored", 2, 1.5, 10, probe=0.02, times=[1.3, 2.0])
+    recs = [r for r in _load(results_dir) if r["strategy"] != "multi_worker_mirrored"]
+    mw = _fits(recs + [two, again])["multi_worker_mirrored"]
+    (row,) = [r for r in summarize(recs + [two, again])
+              if r["strategy"] == "multi_worker_mirrored"]
+    assert mw.measured[2][2] == pytest.approx(row["examples_per_sec"])
+
+
+def test_compute_is_the_baseline_for_every_strategy(results_dir):
+    """Defect 7: a PSS N=1 worker that borrowed a second core steps faster than one core
+    computes: the profile keeps the 1-thread compute, PSS's overhead is 0 and the notes say so."""
+    ps1 = _record("p1", "parameter_server", 1, 20 * 0.095, 20, probe=0.01)
+    ps = _fits(_load(results_dir, ps1))["parameter_server"]
+    assert ps.t_comp == pytest.approx(0.1) and ps.overhead == 0.0
+    assert any("parameter_server N=1 stepped" in n and "overhead 0" in n for n in ps.notes)
+
+
+def test_pss_pulls_variables_in_their_own_dtype(tmp_path):
+    """Defect 6: with bfloat16 sync a PSS step pushes G/2 but pulls the float32 variables."""
+    for rec in [_record("b", "one_device", 1, 2.0, 20, run_name="baseline/cnn/1280/r0"),
+                _record("p", "parameter_server", 2, 1.5, 20, probe=0.01)]:
+        rec["config"]["gradient_sync_dtype"] = "bfloat16"
+        if rec["strategy"] == "parameter_server":
+            rec["communication"].update(gradient_bytes=500_000, dense_gradient_bytes=500_000,
+                                        pull_bytes=1_000_000)
+        records.write_record(str(tmp_path), rec)
+    (ps,) = scaling_model.fit(records.load_records(str(tmp_path))[0])
+    assert ps.profile.gradient_bytes == {"bfloat16": 500_000} and ps.profile.pull_bytes == 1e6
+    cluster = ps.cluster(4, NET)
+    assert ps.project(4, NET)["communication_s"] == pytest.approx(
+        1.5e6 / 1e9 * 4 + 2e-4) == pytest.approx(cost_model.parameter_server_s(5e5, 1e6, cluster))
+
+
+def test_report_has_projection_table_plot_profile_and_prints_validation(results_dir):
     paths, _, notes = build(str(results_dir), network=NET)
     assert any("multi_worker_mirrored N=2: predicted 1067 examples/s" in n and "error" in n
                for n in notes)
@@ -90,50 +182,31 @@ def test_report_has_projection_table_plot_and_prints_validation(results_dir):
     for name in ("projection.png", "step_breakdown.png"):
         (png,) = [p for p in paths if p.endswith(name)]
         assert mpimg.imread(png).shape[1] > 400
+    # the measured profile, as a file recommend reads (--profile)
+    (profile,) = [p for p in paths if p.endswith("profile-cnn-1280.json")]
+    loaded = cost_model.load_profile(profile)
+    assert loaded.compute_s == pytest.approx(0.1) and json.loads(open(profile).read())["batch"] == 64
 
 
-def _fits(recs):
-    return {f.strategy: f for f in scaling_model.fit(recs)}
-
-
-def test_t_comp_from_the_strategys_own_one_worker_run(results_dir):
-    """With an MWMS N=1 run, t_comp is its step (minus its probe), not the baseline's; PSS has
-    no N=1 run here and falls back to the baseline, and the notes say so."""
-    recs, _ = records.load_records(str(results_dir))
-    own = _record("m1", "multi_worker_mirrored", 1, 24 * 0.11, 24, probe=0.0)  # 0.11 s/step
-    fits = _fits(recs + [own])
-    mw, ps = fits["multi_worker_mirrored"], fits["parameter_server"]
-    assert mw.t_comp == pytest.approx(0.11)
-    assert mw.t_sync == pytest.approx(0.15 - 0.11 - 0.02)
-    assert mw.prediction_n2[0] == pytest.approx(2 * 64 / (0.11 + 0.02))
-    assert any("from multi_worker_mirrored N=1" in n for n in mw.notes)
-    assert ps.t_comp == pytest.approx(0.1)
-    assert ps.notes[0] == ("t_comp from the 1-thread baseline: no parameter_server N=1 run in "
-                           "this setting")
-    # a PSS N=1 run's own push/pull (its probe) is not compute
-    ps1 = _record("p1", "parameter_server", 1, 20 * 0.12, 20, probe=0.03)
-    assert _fits(recs + [ps1])["parameter_server"].t_comp == pytest.approx(0.09)
-
-
-def test_negative_residual_is_clamped_and_unphysical_efficiency_flagged(results_dir):
-    """An N=1 run slower than the N=2 step (e.g. other threads): t_sync would be negative and
-    the measured N=2 efficiency above 100%; neither is shown bare."""
-    recs, _ = records.load_records(str(results_dir))
-    slow = _record("m1", "multi_worker_mirrored", 1, 24 * 0.2, 24, threads=2)  # 0.2 s/step
-    mw = _fits(recs + [slow])["multi_worker_mirrored"]
-    assert mw.t_sync == 0.0
-    assert any("clamped to 0" in n for n in mw.notes)
-    assert any("2 thread(s) per task, the N>=2 workers 1" in n for n in mw.notes)
+def test_negative_efficiency_rows_are_flagged_not_shown_bare(results_dir):
+    """A measured N=2 step faster than one worker alone: its efficiency is above 100% and is
+    never shown bare."""
+    recs = _load(results_dir)
+    for r in recs:
+        if r["strategy"] == "multi_worker_mirrored":  # 0.09 s per step < compute 0.1
+            r["epochs"] = [dict(e, time_s=e["time_s"] * 0.09 / 0.15,
+                                examples_per_sec=e["examples_per_sec"] * 0.15 / 0.09)
+                           for e in r["epochs"]]
+    mw = _fits(recs)["multi_worker_mirrored"]
     rows = scaling_model.projection_rows([mw], NET)
     (measured,) = [r for r in rows if r["kind"] == "measured"]
     assert measured["efficiency"] > 1 and measured["note"].startswith("above 100%: not physical")
     assert all(r["efficiency"] <= 1 and not r["note"] for r in rows if r["kind"] == "projected")
-    text = scaling_model.markdown([mw], rows, NET)
-    assert "above 100%: not physical" in text and "clamped to 0" in text
+    assert "above 100%: not physical" in scaling_model.markdown([mw], rows, NET)
 
 
 def test_straggler_and_fixed_global_batch_runs_are_not_fitted(results_dir):
-    recs, _ = records.load_records(str(results_dir))
+    recs = _load(results_dir)
     for r in recs:
         if r["strategy"] == "multi_worker_mirrored":
             r["run_name"] = "straggler-multi_worker_mirrored-n2-d0/cnn/1280/r0"
@@ -147,40 +220,31 @@ def test_two_worker_prediction_capped_by_the_machines_cores(results_dir):
     """A PSS N=1 cluster that burned 1.5 cores (worker + ps + chief) for its throughput cannot
     double it with 2 workers on a 2-core machine: the prediction is capped at cores x its
     examples per CPU-second, and the notes say so. Without CPU figures nothing is capped."""
-    recs, _ = records.load_records(str(results_dir))
     ps1 = _record("p1", "parameter_server", 1, 20 * 0.12, 20, probe=0.03)
-    uncapped = _fits(recs + [ps1])["parameter_server"].prediction_n2[0]
-    assert uncapped == pytest.approx(2 * 64 / (0.09 + 0.01))
+    uncapped = _fits(_load(results_dir, ps1))["parameter_server"].prediction_n2[0]
+    assert uncapped == pytest.approx(2 * 64 / (0.1 + 0.0 + 0.01))  # overhead 0.12-0.1-0.03 < 0
     rate = 64 / 0.12  # the N=1 run's examples/s
     ps1["cpu"] = {"examples_per_cpu_second": rate / 1.5, "scope": "all tasks"}
+    recs = _load(results_dir, ps1)
     for rec in recs:
         rec["environment"] = {"cpu_count": 2, "usable_cpus": 2}
-    fit = _fits(recs + [ps1])["parameter_server"]
+    fit = _fits(recs)["parameter_server"]
     assert fit.prediction_n2[0] == pytest.approx(2 * rate / 1.5) and 2 * rate / 1.5 < uncapped
     assert any("capped by this machine's CPU: 2 cores" in n for n in fit.notes)
     # shared cores whose processes wait on each other do 1/slowdown of their work: so does the cap
-    slowed = _fits(recs + [ps1, _sharing(free=1.0, lockstep=1.25)])["parameter_server"]
+    slowed = _fits(recs + [_sharing(free=1.0, lockstep=1.25)])["parameter_server"]
     assert slowed.prediction_n2[0] == pytest.approx(2 * rate / 1.5 / 1.25)
     assert any("examples per CPU-second / 1.25" in n for n in slowed.notes)
     # a partial CPU figure (one task of a real cluster) says nothing about the whole cluster
     ps1["cpu"]["scope"] = "this task only (partial: other hosts not measured)"
-    assert _fits(recs + [ps1])["parameter_server"].prediction_n2[0] == pytest.approx(uncapped)
+    assert _fits(_load(results_dir, ps1))["parameter_server"].prediction_n2[0] == \
+        pytest.approx(uncapped)
 
 
-def test_t_comp_falls_back_to_the_baseline_when_the_probe_covers_the_step(results_dir):
-    """A PSS N=1 run whose push/pull probe is as long as its step leaves no compute to read: the
-    fit must not vanish; it uses the baseline's step and says why."""
-    recs, _ = records.load_records(str(results_dir))
-    ps1 = _record("p1", "parameter_server", 1, 20 * 0.05, 20, probe=0.06)
-    fit = _fits(recs + [ps1])["parameter_server"]
-    assert fit.t_comp == pytest.approx(0.1) and fit.prediction_n2 is not None
-    assert any("probe is as long as its step" in n for n in fit.notes)
-
-
-def _sharing(free, lockstep, run_id="s"):
+def _sharing(free, lockstep, run_id="s", processes=2):
     rec = _record(run_id, "engine_floor", 1, 1.0, 20, run_name="engine_floor_shared/cnn/1280/r0")
-    rec["num_workers"] = 2
-    rec["sharing"] = {"processes": 2, "rounds": 3, "steps_per_round": 20, "batch": 64,
+    rec["num_workers"] = processes
+    rec["sharing"] = {"processes": processes, "rounds": 3, "steps_per_round": 20, "batch": 64,
                       "examples_per_sec": {"solo": 640.0, "free": 640.0 / free,
                                            "lockstep": 640.0 / lockstep},
                       "slowdown": {"free": free, "lockstep": lockstep}}
@@ -188,27 +252,20 @@ def _sharing(free, lockstep, run_id="s"):
 
 
 def test_two_worker_prediction_on_this_machine_uses_the_sharing_slowdown(results_dir):
-    """Two workers on one machine share its cores: the N=2 prediction multiplies t_comp by the
-    slowdown two plain loops in lockstep showed there (MWMS workers wait for each other every
-    step, a PSS worker for the ps); the prediction for workers with cores of their own stays
-    beside it, and without a calibration nothing changes."""
-    recs, _ = records.load_records(str(results_dir))
-    before = _fits(recs)
-    assert before["multi_worker_mirrored"].slowdown is None
+    """Two workers on one machine share its cores: the N=2 prediction multiplies compute by the
+    slowdown two plain loops in lockstep showed there; the prediction for workers with cores of
+    their own stays beside it, and without a calibration nothing changes."""
+    before = _fits(_load(results_dir))
+    assert not before["multi_worker_mirrored"].slowdowns
     assert any("no sharing calibration" in n for n in before["multi_worker_mirrored"].notes)
-    fits = _fits(recs + [_sharing(free=1.2, lockstep=1.5), _sharing(1.4, 1.7, "s2")])
+    fits = _fits(_load(results_dir, _sharing(free=1.2, lockstep=1.5),
+                       _sharing(1.4, 1.7, "s2")))
     mw, ps = fits["multi_worker_mirrored"], fits["parameter_server"]
-    assert mw.slowdown[:2] == (pytest.approx(1.6), "lockstep") and mw.slowdown[2] == 2
+    assert mw.slowdowns[2][:2] == (pytest.approx(1.6), "lockstep") and mw.slowdowns[2][2] == 2
     assert mw.prediction_n2[0] == pytest.approx(2 * 64 / (0.1 * 1.6 + 0.02))
-    assert mw.own_cores_n2 == pytest.approx(before["multi_worker_mirrored"].prediction_n2[0])
-    assert ps.slowdown[:2] == (pytest.approx(1.6), "lockstep")
+    assert mw.own_cores[2] == pytest.approx(before["multi_worker_mirrored"].prediction_n2[0])
     assert ps.prediction_n2[0] == pytest.approx(2 * 64 / (0.1 * 1.6 + 0.01))
-    assert any("slowdown of two plain TF loops run lockstep" in n for n in mw.notes)
-    # the calibration is a floor: no fit of its own, and it does not move t_comp; the N=2
-    # run's slower compute is this machine's, so it leaves t_sync (which projections carry)
+    assert any("slowdown of 2 plain TF loops run lockstep" in n for n in mw.notes)
+    # the calibration is a floor: no fit of its own, and it does not move the profile
     assert set(fits) == {"multi_worker_mirrored", "parameter_server"}
     assert mw.t_comp == before["multi_worker_mirrored"].t_comp
-    mild = _fits(recs + [_sharing(free=1.0, lockstep=1.2)])
-    assert mild["multi_worker_mirrored"].t_sync == pytest.approx(0.15 - 0.1 * 1.2 - 0.02)
-    assert mild["parameter_server"].t_sync == pytest.approx(0.15 - 0.1 * 1.2 - 0.01)
-    assert before["multi_worker_mirrored"].t_sync == pytest.approx(0.15 - 0.1 - 0.02)

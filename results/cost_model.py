@@ -1,0 +1,223 @@
+"""The one cost model of a data-parallel training step: a workload profile (what one replica's
+step computes and moves) on a cluster spec (hosts, devices, links, parameter servers) under a
+strategy. The report's projections (results/scaling_model.py), the network experiment
+(results/network.py) and `experiments.recommend` all predict through `predict`; no other module
+models a strategy's cost.
+
+    python -m experiments.recommend --profile=docs/examples/profile_cnn.json \
+        --cluster=docs/examples/cluster_4x2.json
+
+Per-replica step time:  t = compute / device_speedup + overhead + communication
+  compute      the profile's compute_s: one replica's forward, backward and update at `batch`,
+               measured with one worker per core (or written from a published table)
+  overhead     the strategy's per-step software cost with no peer to wait for (dispatch, its
+               distributed input path), measured at N=1 on idle cores; host CPU, not scaled
+  communication, with G = gradient bytes in the sync dtype, P = bytes a PSS worker pulls (the
+  variables, in their own dtype), d devices per host, H hosts, N = d x H workers:
+    all-reduce (MWMS), hierarchical as NCCL and Horovod do it: a ring within each host, then a
+      ring across hosts carrying the whole gradient through each host's NIC:
+        2 (d-1)/d G/B_intra + 2 (d-1) a_intra  +  2 (H-1)/H G/B_inter + 2 (H-1) a_inter
+      sparse gradients (IndexedSlices) are all-gathered, not reduced: each worker receives the
+      other N-1 workers' rows: (N-1) G / B over the slowest tier
+    parameter servers (PSS), K of them holding 1/K of the variables each: a worker pushes G and
+      pulls P per step; a ps's link carries the traffic of the N/K workers it serves, a host's
+      link the traffic of its d workers:  (G + P) / B_inter x max(d, N/K) + 2 a_inter
+      (ps on hosts of their own; `ps_placement="with_workers"` keeps the share of the ps
+      beside a worker off the network: x (H-1)/H)
+    shared medium (the emulated network, tc tbf on one loopback): every byte of every link
+      goes through one bucket of B: all-reduce 2 (N-1) G / B per step; a PSS worker (G + P)/B
+      per step, and the cluster at most B / (G + P) steps per second
+
+Assumptions (said in every report that uses it): synchronization does not overlap compute
+(`overlap` is 0 until measured), links are full duplex and uncontended except as above, every
+worker is equally fast, the per-replica batch is the profile's.
+"""
+import dataclasses
+import json
+
+STRATEGIES = ("multi_worker_mirrored", "parameter_server")
+
+
+class SpecError(ValueError):
+    """A profile or cluster file that cannot be used (one line for the user)."""
+
+
+@dataclasses.dataclass
+class WorkloadProfile:
+    model: str
+    batch: int  # examples per replica per step (micro-batch x accumulation steps)
+    compute_s: float  # one replica's compute per step at `batch` on the profile's device
+    gradient_bytes: dict  # {sync dtype: bytes one replica synchronizes per step}
+    gradient_kind: str = "dense"  # "dense", or "sparse" (IndexedSlices: rows, all-gathered)
+    pull_bytes: int = 0  # bytes a PSS worker reads from the ps per step (variables' dtype)
+    parameter_bytes: int = 0
+    optimizer_state_bytes: int = 0
+    activation_bytes: int = 0  # held per replica until backward, at `batch`
+    overhead_s: dict = dataclasses.field(default_factory=dict)  # {strategy: s per step}
+    device: str = ""  # what compute_s was measured on ("2-vCPU AMD EPYC, 1 thread", "V100")
+    source: str = ""  # the records it came from, or a citation
+
+    def gradient(self, dtype="float32"):
+        if dtype in self.gradient_bytes:
+            return self.gradient_bytes[dtype]
+        if "float32" in self.gradient_bytes:  # a cast: 16-bit halves the bytes
+            return self.gradient_bytes["float32"] * (2 if dtype in ("float16", "bfloat16")
+                                                     else 4) // 4
+        raise SpecError(f"profile {self.model!r} has no gradient bytes for {dtype}")
+
+    def to_json(self):
+        return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True) + "\n"
+
+
+@dataclasses.dataclass
+class ClusterSpec:
+    hosts: int = 1
+    devices_per_host: int = 1
+    device_speedup: float = 1.0  # a device's speed relative to the profile's device
+    intra_host_gbps: float = 100.0  # between devices of one host (NVLink, PCIe, shared memory)
+    intra_host_latency_us: float = 5.0
+    inter_host_gbps: float = 10.0  # each host's network link, each direction
+    inter_host_latency_us: float = 50.0
+    memory_per_device_mb: float = 0.0  # 0: not limited
+    num_ps: int = 1
+    ps_placement: str = "own_hosts"  # or "with_workers"
+    shared_medium: bool = False  # every link shares one bucket of inter_host_gbps
+    name: str = ""
+
+    @property
+    def workers(self):
+        return self.hosts * self.devices_per_host
+
+    def check(self):
+        for name in ("hosts", "devices_per_host", "num_ps"):
+            if getattr(self, name) < 1:
+                raise SpecError(f"cluster {name}={getattr(self, name)} must be >= 1")
+        for name in ("device_speedup", "intra_host_gbps", "inter_host_gbps"):
+            if getattr(self, name) <= 0:
+                raise SpecError(f"cluster {name}={getattr(self, name)} must be > 0")
+        if self.ps_placement not in ("own_hosts", "with_workers"):
+            raise SpecError(f"cluster ps_placement={self.ps_placement!r} is not valid; choose "
+                            f"one of: own_hosts, with_workers")
+        return self
+
+    def to_json(self):
+        return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True) + "\n"
+
+
+def _load(cls, path, what):
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, ValueError) as e:
+        raise SpecError(f"--{what}={path}: cannot read it as JSON ({e})") from None
+    fields = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - fields)
+    if unknown:
+        raise SpecError(f"--{what}={path}: unknown field(s) {', '.join(unknown)}; valid: "
+                        f"{', '.join(sorted(fields))}")
+    try:
+        return cls(**data)
+    except TypeError as e:
+        raise SpecError(f"--{what}={path}: {e}") from None
+
+
+def load_profile(path):
+    profile = _load(WorkloadProfile, path, "profile")
+    if profile.batch < 1 or profile.compute_s <= 0 or not profile.gradient_bytes:
+        raise SpecError(f"--profile={path}: needs batch >= 1, compute_s > 0 and gradient_bytes")
+    return profile
+
+
+def load_cluster(path):
+    try:
+        return _load(ClusterSpec, path, "cluster").check()
+    except SpecError as e:
+        raise SpecError(str(e) if str(e).startswith("--") else f"--cluster={path}: {e}") \
+            from None
+
+
+def _ring(nbytes, n, gbps, latency_us):
+    if n <= 1:
+        return 0.0
+    return 2 * (n - 1) / n * nbytes * 8 / (gbps * 1e9) + 2 * (n - 1) * latency_us * 1e-6
+
+
+def allreduce_s(gradient, cluster, kind="dense"):
+    """Seconds of one step's gradient synchronization under MWMS (see the module doc)."""
+    n, d, h = cluster.workers, cluster.devices_per_host, cluster.hosts
+    if n <= 1:
+        return 0.0
+    if cluster.shared_medium:
+        moved = (n - 1) * gradient if kind == "sparse" else 2 * (n - 1) * gradient
+        return moved * 8 / (cluster.inter_host_gbps * 1e9)
+    if kind == "sparse":  # all-gather of every worker's rows, over the slowest tier
+        gbps = cluster.inter_host_gbps if h > 1 else cluster.intra_host_gbps
+        return (n - 1) * gradient * 8 / (gbps * 1e9)
+    return _ring(gradient, d, cluster.intra_host_gbps, cluster.intra_host_latency_us) + \
+        _ring(gradient, h, cluster.inter_host_gbps, cluster.inter_host_latency_us)
+
+
+def parameter_server_s(gradient, pull, cluster):
+    """Seconds of one worker step's push and pull under PSS (see the module doc)."""
+    moved = gradient + pull
+    gbps = cluster.inter_host_gbps
+    if cluster.shared_medium:
+        return moved * 8 / (gbps * 1e9)
+    fan_in = max(cluster.devices_per_host, cluster.workers / cluster.num_ps)
+    seconds = moved * 8 / (gbps * 1e9) * fan_in + 2 * cluster.inter_host_latency_us * 1e-6
+    if cluster.ps_placement == "with_workers" and cluster.hosts > 1:
+        seconds *= (cluster.hosts - 1) / cluster.hosts
+    return seconds
+
+
+@dataclasses.dataclass
+class Prediction:
+    strategy: str
+    workers: int
+    step_s: float
+    compute_s: float
+    overhead_s: float
+    communication_s: float
+    examples_per_sec: float
+    speedup: float  # over one worker of the same cluster running alone at `compute + overhead`
+    efficiency: float
+    communication_share: float
+    memory_per_device_bytes: int
+    fits_memory: bool
+    bound: str = ""  # what limits it beyond the step ("the shared link")
+
+
+def memory_per_device(profile, strategy):
+    """Bytes one replica holds: its parameters, their gradients and the activations of its
+    batch, and under all-reduce strategies the optimizer state too (under PSS that lives on the
+    parameter servers; a worker holds what it pulled)."""
+    held = 2 * profile.parameter_bytes + profile.activation_bytes
+    return held if strategy == "parameter_server" else held + profile.optimizer_state_bytes
+
+
+def predict(profile, cluster, strategy, sync_dtype="float32", overlap=0.0):
+    """The step, throughput and efficiency of `strategy` for `profile` on `cluster`."""
+    if strategy not in STRATEGIES:
+        raise SpecError(f"the cost model covers {', '.join(STRATEGIES)}, not {strategy!r}")
+    compute = profile.compute_s / cluster.device_speedup
+    overhead = profile.overhead_s.get(strategy, 0.0)
+    gradient = profile.gradient(sync_dtype)
+    if strategy == "parameter_server":
+        comm = parameter_server_s(gradient, profile.pull_bytes, cluster)
+    else:
+        comm = allreduce_s(gradient, cluster, profile.gradient_kind)
+    comm_exposed = comm * (1.0 - overlap)
+    step = compute + overhead + comm_exposed
+    rate = cluster.workers * profile.batch / step
+    bound = ""
+    if strategy == "parameter_server" and cluster.shared_medium:
+        cap = profile.batch * cluster.inter_host_gbps * 1e9 / 8 / (gradient + profile.pull_bytes)
+        if cap < rate:
+            rate, bound = cap, "the shared link"
+    alone = profile.batch / (compute + overhead)
+    speedup = rate / alone
+    memory = memory_per_device(profile, strategy)
+    cap_bytes = cluster.memory_per_device_mb * 1e6
+    return Prediction(strategy, cluster.workers, step, compute, overhead, comm_exposed, rate,
+                      speedup, speedup / cluster.workers, comm_exposed / step, memory,
+                      not cap_bytes or memory <= cap_bytes, bound)

@@ -1,0 +1,98 @@
+"""The one cost model (results/cost_model.py) by hand: hierarchical all-reduce, sparse
+all-gather, parameter servers with their pull and fan-in, the shared medium, memory, and the
+profile and cluster files a user writes."""
+import json
+
+import pytest
+
+from results import cost_model
+from results.cost_model import ClusterSpec, WorkloadProfile
+
+G = 1_000_000
+GBPS8 = 8.0  # 1e9 bytes/s
+
+
+def _profile(**kw):
+    return WorkloadProfile(**{"model": "m", "batch": 64, "compute_s": 0.1,
+                              "gradient_bytes": {"float32": G}, **kw})
+
+
+def test_flat_ring_by_hand():
+    one_per_host = ClusterSpec(hosts=4, inter_host_gbps=GBPS8, inter_host_latency_us=100)
+    # 2 (N-1)/N G/B + 2 (N-1) a
+    assert cost_model.allreduce_s(G, one_per_host) == pytest.approx(2 * 3 / 4 * 1e-3 + 6e-4)
+    assert cost_model.allreduce_s(G, ClusterSpec(hosts=1)) == 0.0
+
+
+def test_hierarchical_ring_within_then_across_hosts():
+    c = ClusterSpec(hosts=2, devices_per_host=4, intra_host_gbps=80.0, intra_host_latency_us=0,
+                    inter_host_gbps=GBPS8, inter_host_latency_us=0)
+    within = 2 * 3 / 4 * G / 1e10
+    across = 2 * 1 / 2 * G / 1e9  # the whole gradient through each host's link
+    assert cost_model.allreduce_s(G, c) == pytest.approx(within + across)
+    # 8 workers on one flat ring over the slow links would pay more
+    flat = cost_model.allreduce_s(G, ClusterSpec(hosts=8, inter_host_gbps=GBPS8,
+                                                 inter_host_latency_us=0))
+    assert flat > cost_model.allreduce_s(G, c)
+
+
+def test_sparse_gradients_are_all_gathered():
+    c = ClusterSpec(hosts=4, inter_host_gbps=GBPS8)
+    assert cost_model.allreduce_s(G, c, kind="sparse") == pytest.approx(3 * G / 1e9)
+
+
+def test_parameter_servers_push_gradients_and_pull_variables():
+    c = ClusterSpec(hosts=8, num_ps=2, inter_host_gbps=GBPS8, inter_host_latency_us=100)
+    # push G/2 (16-bit) and pull G (float32 variables); a ps link serves 8/2 = 4 workers
+    assert cost_model.parameter_server_s(G / 2, G, c) == pytest.approx(1.5e-3 * 4 + 2e-4)
+    # 4 devices per host: the host's link carries its 4 workers' traffic even with 8 ps
+    dense = ClusterSpec(hosts=2, devices_per_host=4, num_ps=8, inter_host_gbps=GBPS8,
+                        inter_host_latency_us=0)
+    assert cost_model.parameter_server_s(G, G, dense) == pytest.approx(2e-3 * 4)
+    beside = ClusterSpec(hosts=2, devices_per_host=4, num_ps=8, inter_host_gbps=GBPS8,
+                         inter_host_latency_us=0, ps_placement="with_workers")
+    assert cost_model.parameter_server_s(G, G, beside) == pytest.approx(2e-3 * 4 / 2)
+
+
+def test_shared_medium_is_the_emulated_network():
+    c = ClusterSpec(hosts=2, inter_host_gbps=0.08, shared_medium=True)  # 1e7 bytes/s
+    assert cost_model.allreduce_s(G, c) == pytest.approx(2 * G / 1e7)
+    p = cost_model.predict(_profile(pull_bytes=G), c, "parameter_server")
+    # a worker step pushes and pulls G (0.2 s); both share the bucket: 5 steps/s in all
+    assert p.communication_s == pytest.approx(0.2)
+    assert p.examples_per_sec == pytest.approx(320) and p.bound == "the shared link"
+
+
+def test_predict_scales_compute_not_overhead_and_checks_memory():
+    profile = _profile(overhead_s={"multi_worker_mirrored": 0.01}, parameter_bytes=G,
+                       optimizer_state_bytes=G, activation_bytes=3 * G)
+    c = ClusterSpec(hosts=8, device_speedup=10.0, inter_host_gbps=GBPS8,
+                    inter_host_latency_us=0, memory_per_device_mb=4.5)
+    p = cost_model.predict(profile, c, "multi_worker_mirrored")
+    comm = 2 * 7 / 8 * G / 1e9
+    assert (p.compute_s, p.overhead_s) == (pytest.approx(0.01), 0.01)
+    assert p.examples_per_sec == pytest.approx(8 * 64 / (0.01 + 0.01 + comm))
+    assert p.speedup == pytest.approx(p.examples_per_sec / (64 / 0.02))
+    assert p.memory_per_device_bytes == 6 * G and not p.fits_memory  # 6 MB > 4.5 MB
+    pss = cost_model.predict(profile, c, "parameter_server")
+    assert pss.memory_per_device_bytes == 5 * G and not pss.fits_memory  # no optimizer state
+    assert cost_model.predict(profile, c, "multi_worker_mirrored", "bfloat16").communication_s \
+        == pytest.approx(comm / 2)
+
+
+def test_profile_and_cluster_files(tmp_path):
+    profile = tmp_path / "profile.json"
+    profile.write_text(_profile(pull_bytes=G).to_json())
+    assert cost_model.load_profile(str(profile)).gradient("float32") == G
+    cluster = tmp_path / "cluster.json"
+    cluster.write_text(json.dumps({"hosts": 4, "devices_per_host": 8, "inter_host_gbps": 100}))
+    assert cost_model.load_cluster(str(cluster)).workers == 32
+    cluster.write_text(json.dumps({"hosts": 4, "nics": 2}))
+    with pytest.raises(cost_model.SpecError, match="unknown field.s. nics; valid: "):
+        cost_model.load_cluster(str(cluster))
+    cluster.write_text(json.dumps({"hosts": 0}))
+    with pytest.raises(cost_model.SpecError, match="cluster.json: cluster hosts=0 must be >= 1"):
+        cost_model.load_cluster(str(cluster))
+    cluster.write_text(json.dumps({"ps_placement": "rack"}))
+    with pytest.raises(cost_model.SpecError, match="ps_placement='rack' is not valid; choose"):
+        cost_model.load_cluster(str(cluster))
