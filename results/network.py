@@ -25,6 +25,7 @@ from results.records import write_text_atomic
 from results.scaling_model import (cpu_cap, probe_of, profile_of, step_time_of,
                                    sync_dtype_of)
 from results.tables import Section, csv_text, markdown_table
+from strategies import REGISTRY
 
 COLUMNS = (*SETTING_KEYS, "strategy", "n", "bandwidth_gbps", "runs", "examples_per_sec",
            "predicted_examples_per_sec", "error", "probe_s", "predicted_comm_s",
@@ -204,12 +205,49 @@ def markdown(network_rows, fitted):
     return "\n".join(lines)
 
 
+def plot(rows, fitted, path):
+    """Throughput vs emulated bandwidth (log axis), per setting and strategy: measured dots, the
+    model's line, the real loopback as a dot at the right, and where the model's lines cross."""
+    settings = sorted({tuple(r[k] for k in SETTING_KEYS) for r in rows}, key=sort_key)
+    fig, axes = plots.plt.subplots(1, len(settings), figsize=(6.5 * len(settings), 4.5), squeeze=False)
+    for ax, setting in zip(axes[0], settings):
+        group = [r for r in rows if tuple(r[k] for k in SETTING_KEYS) == setting]
+        shaped = [r["bandwidth_gbps"] for r in group if r["bandwidth_gbps"]]
+        low, high = min(shaped) / 2, max(shaped) * 4
+        real_x = high  # the real loopback is drawn at the right edge, labelled
+        grid = [low * (high / low) ** (i / 100) for i in range(101)]
+        for strategy in sorted({r["strategy"] for r in group}):
+            color = REGISTRY[strategy].color
+            model = fitted.get((setting, strategy))
+            n = max(r["n"] for r in group if r["strategy"] == strategy)
+            if model is not None:
+                ax.plot(grid, [model.rate(n, b) for b in grid], "-", color=color,
+                        label=f"{plots.short(strategy)} N={n} model")
+            pts = [(r["bandwidth_gbps"] or real_x, r["examples_per_sec"]) for r in group
+                   if r["strategy"] == strategy]
+            ax.plot(*zip(*pts), "o", color=color,
+                    label=f"{plots.short(strategy)} N={n} measured")
+        b = crossover(fitted, setting, low=low, high=high)
+        if b:
+            ax.axvline(b, color="k", ls="--", lw=1, label=f"crossover {b:.3g} Gbit/s")
+        ax.axvline(real_x, color="0.6", ls=":", lw=1)
+        ax.annotate("real\nloopback", (real_x, 0), xytext=(-4, 4), textcoords="offset points",
+                    ha="right", fontsize=8, color="0.4")
+        ax.set_xscale("log")
+        ax.set(title=plots.title(setting),
+               xlabel="emulated bandwidth, all links together (Gbit/s)", ylabel="examples/s")
+        ax.set_ylim(bottom=0)
+        ax.legend(fontsize=8)
+    fig.suptitle("Throughput vs network bandwidth (tc tbf on the cluster's loopback)")
+    return plots.save(fig, path)
+
+
 def section(records, path):
     """The network experiment's part of the report, its plot and CSV; None without shaped runs."""
     shaped = rows(records)
     if not shaped:
         return None
     fitted = models(records)
-    return Section(markdown(shaped, fitted), plots=[plots.network(shaped, fitted,
+    return Section(markdown(shaped, fitted), plots=[plot(shaped, fitted,
                                                                   path("network.png"))],
                    files=[write_text_atomic(path("network.csv"), csv_text(shaped, COLUMNS))])

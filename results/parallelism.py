@@ -16,6 +16,7 @@ from results import metrics, plots
 from results.cells import SETTING_KEYS, is_parallelism_run, setting_of, sort_key
 from results.records import write_text_atomic
 from results.tables import Section, csv_text, markdown_table
+from strategies import REGISTRY
 
 COLUMNS = ("model", "dataset", "train_examples", "global_batch_size", "configuration",
            "strategy", "workers", "num_stages", "microbatches", "devices", "runs",
@@ -230,6 +231,39 @@ def findings(parallel_rows):
     return out
 
 
+def plot(parallel_rows, path):
+    """Per model (results/parallelism.py): throughput relative to one device and peak memory per
+    device of each configuration, side by side; a pipeline's measured bubble written on its bar."""
+    models = list(dict.fromkeys(r["model"] for r in parallel_rows))
+    fig, axes = plots.plt.subplots(len(models), 2, figsize=(11, 3.6 * len(models)), squeeze=False)
+    for (speed, memory), model in zip(axes, models):
+        group = [r for r in parallel_rows if r["model"] == model]
+        names = [r["configuration"].replace(" S=", "\nS=").replace(" (", "\n(")
+                 .replace("hybrid ", "hybrid\n").replace(" x\n", "\nx ") for r in group]
+        x = range(len(group))
+        bars = speed.bar(x, [r["vs_one_device"] or 0 for r in group],
+                         color=[REGISTRY[r["strategy"]].color for r in group])
+        for bar, r in zip(bars, group):
+            if r["bubble_measured"] is not None:
+                speed.text(bar.get_x() + bar.get_width() / 2, bar.get_height(),
+                           f"bubble {r['bubble_measured']:.2f}\n(GPipe {r['bubble_formula']:.2f})",
+                           ha="center", va="bottom", fontsize=7)
+        speed.axhline(1.0, color="k", ls=":", lw=1, label="one device")
+        speed.set_xticks(x, names, fontsize=7)
+        speed.set_ylabel("throughput / one device")
+        speed.set_title(f"{model}: examples/s relative to one device", fontsize=9)
+        speed.set_ylim(top=speed.get_ylim()[1] * 1.2)
+        speed.legend(fontsize=7, loc="upper right")
+        memory.bar(x, [r["peak_memory_per_device_mb"] or 0 for r in group],
+                   color=[REGISTRY[r["strategy"]].color for r in group])
+        memory.set_xticks(x, names, fontsize=7)
+        estimated = any((r["peak_memory_kind"] or "").startswith("estimate") for r in group)
+        memory.set_ylabel("MB on the largest device" + (" (estimate)" if estimated else ""))
+        memory.set_title(f"{model}: peak memory per device", fontsize=9)
+    fig.tight_layout()
+    return plots.save(fig, path)
+
+
 def section(records, path):
     """The parallelism experiment's part of the report, its plot and CSV; None without one."""
     parallel = rows(records)
@@ -237,7 +271,7 @@ def section(records, path):
         return None
     csv_rows = [{**r, "stage_busy_shares": " + ".join(f"{b:.3f}" for b in r["stage_busy_shares"])
                  if r["stage_busy_shares"] else None} for r in parallel]
-    return Section(markdown(parallel), plots=[plots.parallelism(parallel,
+    return Section(markdown(parallel), plots=[plot(parallel,
                                                                 path("parallelism.png"))],
                    files=[write_text_atomic(path("parallelism.csv"), csv_text(csv_rows,
                                                                                COLUMNS))])

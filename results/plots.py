@@ -1,5 +1,7 @@
-"""PNG plots of a comparison, from summary rows and records. Every figure has a title, axis
-labels with units and a legend; files are written atomically."""
+"""PNG plots of a comparison, from summary rows and records: the comparison-wide figures, and
+the helpers every experiment's own figure uses (its module draws it: zoo, straggler, network,
+parallelism). Every figure has a title, axis labels with units and a legend; files are written
+atomically."""
 import collections
 
 import matplotlib
@@ -13,7 +15,7 @@ from results.cells import (ENGINE_FLOOR, REFERENCE_RUN, SETTING_KEYS,  # noqa: E
 from results.summary import groups as _groups, reference_of  # noqa: E402
 from strategies import COMPARED, REGISTRY  # noqa: E402
 
-def _short(strategy):
+def short(strategy):
     """A strategy's tick label (strategies.REGISTRY); the engine floor is no strategy."""
     return "TF loop" if strategy == ENGINE_FLOOR else REGISTRY[strategy].short
 
@@ -21,17 +23,17 @@ def _short(strategy):
 def _tick(row):
     """A bar's label: strategy, N and, for single-device rows, which one."""
     tag = {REFERENCE_RUN: "\n(all cores)", ENGINE_FLOOR: f"\n({row['threads_per_task']} thr.)"}
-    return f"{_short(row['strategy'])}\nN={row['n']}" + tag.get(row["role"], "")
+    return f"{short(row['strategy'])}\nN={row['n']}" + tag.get(row["role"], "")
 
 
-def _title(setting):
+def title(setting):
     s = dict(zip(SETTING_KEYS, setting))
     batch = f"global batch {s['global_batch_size']}" if s["global_batch_size"] else \
         f"{s['batch_size_per_replica']}/replica"
     return f"{s['model']}, {s['dataset']}, {s['train_examples']} examples, {batch}"
 
 
-def _save(fig, path):
+def save(fig, path):
     write_atomic(path, lambda f: fig.savefig(f, format="png", dpi=110, bbox_inches="tight"))
     plt.close(fig)
     return path
@@ -51,9 +53,9 @@ def epoch_time(rows, path):
                label="median epoch time (bars: min-max)")
         ax.set_xticks(range(len(group)), labels, fontsize=8)
         ax.set_ylabel("steady-state epoch time (s)")
-        ax.set_title(f"Epoch time: {_title(setting)}")
+        ax.set_title(f"Epoch time: {title(setting)}")
         ax.legend(fontsize=8)
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def scaling(rows, throughput_path, efficiency_path):
@@ -93,9 +95,9 @@ def scaling(rows, throughput_path, efficiency_path):
                 ax.set_ylabel("parallel efficiency (%) vs 1 worker")
             ax.set_xticks(ns)
             ax.set_xlabel("workers / replicas (N)")
-            ax.set_title(f"{kind.capitalize()} vs N: {_title(setting)}")
+            ax.set_title(f"{kind.capitalize()} vs N: {title(setting)}")
             ax.legend(fontsize=8)
-        figs[kind] = _save(fig, path)
+        figs[kind] = save(fig, path)
     return figs
 
 
@@ -121,7 +123,7 @@ def curves(records, path):
     loss.set(title="Train loss per epoch", xlabel="epoch", ylabel="train loss (cross-entropy)")
     acc.legend(fontsize=7)
     loss.legend(fontsize=7)
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def size_sweep(rows, path):
@@ -148,79 +150,7 @@ def size_sweep(rows, path):
                ylabel=unit)
         ax.set_xscale("log")
         ax.legend(fontsize=7)
-    return _save(fig, path)
-
-
-def straggler(rows, path):
-    """Throughput kept vs the straggler's delay (left) and, for PSS, the share of steps the
-    straggler ran (right): synchronous strategies follow the straggler, PSS routes around it."""
-    lines = collections.defaultdict(list)
-    for r in rows:
-        lines[(tuple(r[k] for k in SETTING_KEYS), r["strategy"], r["n"])].append(r)
-    fig, (kept, share) = plt.subplots(1, 2, figsize=(12, 4.2))
-    for (setting, strategy, n), group in sorted(lines.items(), key=lambda item: (
-            sort_key(item[0][0]), item[0][1:])):
-        model, size = group[0]["model"], group[0]["train_examples"]
-        label = f"{_short(strategy)} N={n} ({model}, {size} ex.)"
-        pts = [(r["delay_ms"], r["relative_throughput"] * 100) for r in group
-               if r["relative_throughput"] is not None]
-        color = REGISTRY[strategy].color  # the same strategy has the same colour in both panels
-        if pts:
-            kept.plot(*zip(*pts), "o-", color=color, label=label)
-        pts = [(r["delay_ms"], r["straggler_step_share"] * 100) for r in group
-               if r["straggler_step_share"] is not None]
-        if pts:
-            share.plot(*zip(*pts), "o-", color=color, label=label)
-            share.axhline(100 / n, color="k", ls="--", lw=1)
-    kept.axhline(100, color="k", ls="--", lw=1, label="undisturbed")
-    kept.set(title="Throughput with one slow worker", xlabel="straggler delay (ms per step)",
-             ylabel="throughput kept (% of delay 0)")
-    share.set(title="PSS: steps run by the straggler (dashed: fair share)",
-              xlabel="straggler delay (ms per step)", ylabel="share of steps (%)")
-    kept.set_ylim(bottom=0)
-    share.set_ylim(0, 100)
-    kept.legend(fontsize=8)
-    if share.lines:
-        share.legend(fontsize=8)
-    return _save(fig, path)
-
-
-def network(rows, fitted, path):
-    """Throughput vs emulated bandwidth (log axis), per setting and strategy: measured dots, the
-    model's line, the real loopback as a dot at the right, and where the model's lines cross."""
-    from results.network import crossover  # network.py imports scaling_model, not plots
-
-    settings = sorted({tuple(r[k] for k in SETTING_KEYS) for r in rows}, key=sort_key)
-    fig, axes = plt.subplots(1, len(settings), figsize=(6.5 * len(settings), 4.5), squeeze=False)
-    for ax, setting in zip(axes[0], settings):
-        group = [r for r in rows if tuple(r[k] for k in SETTING_KEYS) == setting]
-        shaped = [r["bandwidth_gbps"] for r in group if r["bandwidth_gbps"]]
-        low, high = min(shaped) / 2, max(shaped) * 4
-        real_x = high  # the real loopback is drawn at the right edge, labelled
-        grid = [low * (high / low) ** (i / 100) for i in range(101)]
-        for strategy in sorted({r["strategy"] for r in group}):
-            color = REGISTRY[strategy].color
-            model = fitted.get((setting, strategy))
-            n = max(r["n"] for r in group if r["strategy"] == strategy)
-            if model is not None:
-                ax.plot(grid, [model.rate(n, b) for b in grid], "-", color=color,
-                        label=f"{_short(strategy)} N={n} model")
-            pts = [(r["bandwidth_gbps"] or real_x, r["examples_per_sec"]) for r in group
-                   if r["strategy"] == strategy]
-            ax.plot(*zip(*pts), "o", color=color, label=f"{_short(strategy)} N={n} measured")
-        b = crossover(fitted, setting, low=low, high=high)
-        if b:
-            ax.axvline(b, color="k", ls="--", lw=1, label=f"crossover {b:.3g} Gbit/s")
-        ax.axvline(real_x, color="0.6", ls=":", lw=1)
-        ax.annotate("real\nloopback", (real_x, 0), xytext=(-4, 4), textcoords="offset points",
-                    ha="right", fontsize=8, color="0.4")
-        ax.set_xscale("log")
-        ax.set(title=_title(setting), xlabel="emulated bandwidth, all links together (Gbit/s)",
-               ylabel="examples/s")
-        ax.set_ylim(bottom=0)
-        ax.legend(fontsize=8)
-    fig.suptitle("Throughput vs network bandwidth (tc tbf on the cluster's loopback)")
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def step_breakdown(rows, path):
@@ -244,9 +174,9 @@ def step_breakdown(rows, path):
                     va="bottom", fontsize=8)
         ax.set_xticks(list(x), labels, fontsize=8)
         ax.set_ylabel("per-worker step time (ms)")
-        ax.set_title(f"Where a step goes: {_title(setting)}")
+        ax.set_title(f"Where a step goes: {title(setting)}")
         ax.legend(fontsize=8)
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def projection(rows, path):
@@ -259,7 +189,7 @@ def projection(rows, path):
             sort_key(item[0][0]), item[0][1])):
         model, size = kinds["projected"][0]["model"], kinds["projected"][0]["train_examples"]
         color = REGISTRY[strategy].color
-        label = f"{_short(strategy)} ({model}, {size} ex.)"
+        label = f"{short(strategy)} ({model}, {size} ex.)"
         proj = sorted(kinds["projected"], key=lambda r: r["n"])
         tput.plot([r["n"] for r in proj], [r["examples_per_sec"] for r in proj], "-",
                   color=color, label=f"{label}: projected")
@@ -286,75 +216,4 @@ def projection(rows, path):
     eff.set(title="Parallel efficiency vs 1 worker", ylabel="efficiency (%)")
     eff.set_ylim(bottom=0)
     tput.legend(fontsize=7)
-    return _save(fig, path)
-
-
-def zoo(zoo_rows, path):
-    """Per model (results/zoo.py), each strategy's throughput relative to one process on every
-    core, its communication share hatched inside the bar, the winner's margin written above it."""
-    strategies = sorted({s[1] for r in zoo_rows for s in r["strategies"]},
-                        key=list(REGISTRY).index)
-    width = 0.8 / max(1, len(strategies))
-    fig, ax = plt.subplots(figsize=(max(6.5, 2.6 * len(zoo_rows)), 4.6))
-    for i, r in enumerate(zoo_rows):
-        for name, strategy, _, vs, comm in r["strategies"]:
-            if vs is None:
-                continue
-            x = i + (strategies.index(strategy) - (len(strategies) - 1) / 2) * width
-            first = i == 0 or not any(s[1] == strategy for s in zoo_rows[0]["strategies"])
-            ax.bar(x, vs, width * 0.95, color=REGISTRY[strategy].color,
-                   label=f"{REGISTRY[strategy].label}, N={name.split('N=')[-1]}" if first else None)
-            if comm:
-                ax.bar(x, vs * comm, width * 0.95, color="none", edgecolor="black", hatch="//",
-                       lw=0, label="communication share (probe)" if i == 0 and
-                       strategy == strategies[0] else None)
-            if name == r["winner"]:
-                margin = r["margin_over_runner_up"]
-                ax.text(x, vs, "wins" + (f" by\n{margin:.2f}x" if margin else ""), ha="center",
-                        va="bottom", fontsize=8, fontweight="bold")
-    ticks = [f"{r['model']}\n{r['gradient_mb']:.2f} MB sent/step" if r["gradient_mb"] is not None
-             else r["model"] for r in zoo_rows]
-    ax.set_xticks(range(len(zoo_rows)), ticks, fontsize=9)
-    ax.axhline(1.0, color="k", ls=":", lw=1, label="one process, every core")
-    ax.set_ylabel("throughput / one process on every core")
-    ax.set_title("Which strategy wins, per model (bars: examples/s relative to one process)")
-    ax.set_ylim(top=ax.get_ylim()[1] * 1.15)
-    handles, labels = ax.get_legend_handles_labels()  # strategies first, in their fixed order
-    order = sorted(range(len(labels)), key=lambda i: (labels[i][0] == labels[i][0].lower(),
-                                                      labels[i]))
-    ax.legend([handles[i] for i in order], [labels[i] for i in order], fontsize=8,
-              loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    return _save(fig, path)
-
-
-def parallelism(parallel_rows, path):
-    """Per model (results/parallelism.py): throughput relative to one device and peak memory per
-    device of each configuration, side by side; a pipeline's measured bubble written on its bar."""
-    models = list(dict.fromkeys(r["model"] for r in parallel_rows))
-    fig, axes = plt.subplots(len(models), 2, figsize=(11, 3.6 * len(models)), squeeze=False)
-    for (speed, memory), model in zip(axes, models):
-        group = [r for r in parallel_rows if r["model"] == model]
-        names = [r["configuration"].replace(" S=", "\nS=").replace(" (", "\n(")
-                 .replace("hybrid ", "hybrid\n").replace(" x\n", "\nx ") for r in group]
-        x = range(len(group))
-        bars = speed.bar(x, [r["vs_one_device"] or 0 for r in group],
-                         color=[REGISTRY[r["strategy"]].color for r in group])
-        for bar, r in zip(bars, group):
-            if r["bubble_measured"] is not None:
-                speed.text(bar.get_x() + bar.get_width() / 2, bar.get_height(),
-                           f"bubble {r['bubble_measured']:.2f}\n(GPipe {r['bubble_formula']:.2f})",
-                           ha="center", va="bottom", fontsize=7)
-        speed.axhline(1.0, color="k", ls=":", lw=1, label="one device")
-        speed.set_xticks(x, names, fontsize=7)
-        speed.set_ylabel("throughput / one device")
-        speed.set_title(f"{model}: examples/s relative to one device", fontsize=9)
-        speed.set_ylim(top=speed.get_ylim()[1] * 1.2)
-        speed.legend(fontsize=7, loc="upper right")
-        memory.bar(x, [r["peak_memory_per_device_mb"] or 0 for r in group],
-                   color=[REGISTRY[r["strategy"]].color for r in group])
-        memory.set_xticks(x, names, fontsize=7)
-        estimated = any((r["peak_memory_kind"] or "").startswith("estimate") for r in group)
-        memory.set_ylabel("MB on the largest device" + (" (estimate)" if estimated else ""))
-        memory.set_title(f"{model}: peak memory per device", fontsize=9)
-    fig.tight_layout()
-    return _save(fig, path)
+    return save(fig, path)

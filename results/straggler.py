@@ -14,6 +14,7 @@ from results.cells import (SETTING_KEYS, delay_of, is_network_run, setting_of, s
                            workers_of)
 from results.records import write_text_atomic
 from results.tables import Section, csv_text, fmt, markdown_table
+from strategies import REGISTRY
 
 COLUMNS = (*SETTING_KEYS, "strategy", "n", "straggler_task", "delay_ms", "runs",
            "examples_per_sec", "relative_throughput", "straggler_step_share")
@@ -102,10 +103,44 @@ def markdown(straggler_rows):
                       "", *findings(straggler_rows)])
 
 
+def plot(rows, path):
+    """Throughput kept vs the straggler's delay (left) and, for PSS, the share of steps the
+    straggler ran (right): synchronous strategies follow the straggler, PSS routes around it."""
+    lines = collections.defaultdict(list)
+    for r in rows:
+        lines[(tuple(r[k] for k in SETTING_KEYS), r["strategy"], r["n"])].append(r)
+    fig, (kept, share) = plots.plt.subplots(1, 2, figsize=(12, 4.2))
+    for (setting, strategy, n), group in sorted(lines.items(), key=lambda item: (
+            sort_key(item[0][0]), item[0][1:])):
+        model, size = group[0]["model"], group[0]["train_examples"]
+        label = f"{plots.short(strategy)} N={n} ({model}, {size} ex.)"
+        pts = [(r["delay_ms"], r["relative_throughput"] * 100) for r in group
+               if r["relative_throughput"] is not None]
+        color = REGISTRY[strategy].color  # the same strategy has the same colour in both panels
+        if pts:
+            kept.plot(*zip(*pts), "o-", color=color, label=label)
+        pts = [(r["delay_ms"], r["straggler_step_share"] * 100) for r in group
+               if r["straggler_step_share"] is not None]
+        if pts:
+            share.plot(*zip(*pts), "o-", color=color, label=label)
+            share.axhline(100 / n, color="k", ls="--", lw=1)
+    kept.axhline(100, color="k", ls="--", lw=1, label="undisturbed")
+    kept.set(title="Throughput with one slow worker", xlabel="straggler delay (ms per step)",
+             ylabel="throughput kept (% of delay 0)")
+    share.set(title="PSS: steps run by the straggler (dashed: fair share)",
+              xlabel="straggler delay (ms per step)", ylabel="share of steps (%)")
+    kept.set_ylim(bottom=0)
+    share.set_ylim(0, 100)
+    kept.legend(fontsize=8)
+    if share.lines:
+        share.legend(fontsize=8)
+    return plots.save(fig, path)
+
+
 def section(records, path):
     """The straggler experiment's part of the report, its plot and CSV; None without one."""
     slow = rows(records)
     if not slow:
         return None
-    return Section(markdown(slow), plots=[plots.straggler(slow, path("straggler.png"))],
+    return Section(markdown(slow), plots=[plot(slow, path("straggler.png"))],
                    files=[write_text_atomic(path("straggler.csv"), csv_text(slow, COLUMNS))])

@@ -117,13 +117,51 @@ def markdown(zoo_rows):
     return "\n".join(lines)
 
 
+def plot(zoo_rows, path):
+    """Per model (results/zoo.py), each strategy's throughput relative to one process on every
+    core, its communication share hatched inside the bar, the winner's margin written above it."""
+    strategies = sorted({s[1] for r in zoo_rows for s in r["strategies"]},
+                        key=list(REGISTRY).index)
+    width = 0.8 / max(1, len(strategies))
+    fig, ax = plots.plt.subplots(figsize=(max(6.5, 2.6 * len(zoo_rows)), 4.6))
+    for i, r in enumerate(zoo_rows):
+        for name, strategy, _, vs, comm in r["strategies"]:
+            if vs is None:
+                continue
+            x = i + (strategies.index(strategy) - (len(strategies) - 1) / 2) * width
+            first = i == 0 or not any(s[1] == strategy for s in zoo_rows[0]["strategies"])
+            ax.bar(x, vs, width * 0.95, color=REGISTRY[strategy].color,
+                   label=f"{REGISTRY[strategy].label}, N={name.split('N=')[-1]}" if first else None)
+            if comm:
+                ax.bar(x, vs * comm, width * 0.95, color="none", edgecolor="black", hatch="//",
+                       lw=0, label="communication share (probe)" if i == 0 and
+                       strategy == strategies[0] else None)
+            if name == r["winner"]:
+                margin = r["margin_over_runner_up"]
+                ax.text(x, vs, "wins" + (f" by\n{margin:.2f}x" if margin else ""), ha="center",
+                        va="bottom", fontsize=8, fontweight="bold")
+    ticks = [f"{r['model']}\n{r['gradient_mb']:.2f} MB sent/step" if r["gradient_mb"] is not None
+             else r["model"] for r in zoo_rows]
+    ax.set_xticks(range(len(zoo_rows)), ticks, fontsize=9)
+    ax.axhline(1.0, color="k", ls=":", lw=1, label="one process, every core")
+    ax.set_ylabel("throughput / one process on every core")
+    ax.set_title("Which strategy wins, per model (bars: examples/s relative to one process)")
+    ax.set_ylim(top=ax.get_ylim()[1] * 1.15)
+    handles, labels = ax.get_legend_handles_labels()  # strategies first, in their fixed order
+    order = sorted(range(len(labels)), key=lambda i: (labels[i][0] == labels[i][0].lower(),
+                                                      labels[i]))
+    ax.legend([handles[i] for i in order], [labels[i] for i in order], fontsize=8,
+              loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return plots.save(fig, path)
+
+
 def section(summary_rows, records, path):
     """The zoo's part of the report (two or more models), its plot and CSV; None otherwise.
     `path(name)`: where a file of the results directory goes."""
     across = rows(summary_rows, records)
     if not across:
         return None
-    return Section(markdown(across), plots=[plots.zoo(across, path("zoo.png"))],
+    return Section(markdown(across), plots=[plot(across, path("zoo.png"))],
                    files=[write_text_atomic(path("zoo.csv"),
                                             csv_text(csv_rows(across), COLUMNS))], first=True)
 
