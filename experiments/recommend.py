@@ -6,12 +6,13 @@ by hand) on a cluster (from flags, or a cluster spec written by hand), through t
     python -m experiments.recommend --results_dir=runs/compare --workers=8 --network_gbps=1 \
         --accelerator_speedup=20          # each worker computes 20x faster than this CPU
     python -m experiments.recommend --profile=docs/examples/profile_resnet50_v100.json \
-        --cluster=docs/examples/cluster_8x8_v100_100g.json
+        --cluster=docs/examples/cluster_8x8_v100_25g.json
 
 From flags the target has --workers hosts of one device each, each with its own full-duplex
 link; a cluster spec (JSON, cost_model.ClusterSpec's fields) also says devices per host, the
 bandwidth and latency within a host, memory per device and where the parameter servers sit.
-A comparison writes the profile it measured beside its report (profile-<model>-<examples>.json).
+A comparison writes the profile it measured beside its report
+(profile-<model>-<examples>-b<batch>-k<K>-<dtype>.json).
 To check a recommendation here, emulate a network that keeps the target's compute:communication
 ratio: the printed `experiments.compare --experiments=network` command does (N=2 only).
 """
@@ -22,6 +23,7 @@ tf_settings.apply()  # before TensorFlow loads: quiet start-up, the toolkit's ke
 from absl import app, flags  # noqa: E402
 
 from experiments.config.cli import bad_input, parse_flags  # noqa: E402
+from results.cost_model import SYNC_DTYPES  # noqa: E402
 
 _RESULTS_DIR = flags.DEFINE_string("results_dir", "runs/compare", "Records of a comparison with "
                                    "probed N >= 2 runs of MWMS or PSS and the 1-thread baseline "
@@ -42,8 +44,8 @@ _PROFILE = flags.DEFINE_string("profile", "", "A workload profile (JSON) instead
 _CLUSTER = flags.DEFINE_string("cluster", "", "A cluster spec (JSON) instead of --workers, "
                                "--network_gbps, --network_latency_us, --accelerator_speedup and "
                                "--num_ps.")
-_DTYPE = flags.DEFINE_string("gradient_sync_dtype", "", "Sync dtype of a --profile (default: "
-                             "float32; a measured profile: the dtype it was measured in).")
+_DTYPE = flags.DEFINE_enum("gradient_sync_dtype", None, list(SYNC_DTYPES), "Sync dtype to "
+                           "predict (default: a measured profile's own; a --profile's float32).")
 _CLUSTER_FLAGS = ("workers", "network_gbps", "network_latency_us", "accelerator_speedup",
                   "num_ps")
 
@@ -68,14 +70,14 @@ def main(argv):
         if _PROFILE.value:
             profile, where = cost_model.load_profile(_PROFILE.value), f"from {_PROFILE.value}"
             dtype = _DTYPE.value or "float32"
-            profile.gradient(dtype)  # a dtype the profile cannot give: one line
         else:
             records, _ = load_records(_RESULTS_DIR.value)
             profile, dtype, where = recommendation.measured_profile(records, _MODEL.value)
             dtype = _DTYPE.value or dtype
-    except ValueError as e:  # SpecError too
+        text = recommendation.recommend(profile, cluster, dtype, where)
+    except ValueError as e:  # SpecError too: e.g. a dtype the profile has no bytes for
         bad_input(e)
-    print(recommendation.recommend(profile, cluster, dtype, where))
+    print(text)
 
 
 if __name__ == "__main__":

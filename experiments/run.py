@@ -34,8 +34,6 @@ from experiments.config import ConfigError, LaunchConfig, RunConfig, validate  #
 from experiments.config import flags as config_flags  # noqa: E402
 from experiments.config.cli import bad_input, parse_flags  # noqa: E402
 from experiments.config.validation import check_fields  # noqa: E402
-from experiments.workload import npz_data  # noqa: E402
-from experiments.workload.user_code import UserCodeError  # noqa: E402
 from strategies import MULTI_WORKER, all_reduce_workers  # noqa: E402
 from tf_config import TFConfigError, check_strategy_fits, role_from_env  # noqa: E402
 from tf_config import launch, netns, netshape  # noqa: E402
@@ -44,26 +42,6 @@ from tf_config import launch, netns, netshape  # noqa: E402
 config_flags.define(RunConfig)
 config_flags.define(LaunchConfig)
 flags.adopt_module_key_flags(config_flags)  # --help lists them as this command's own
-
-
-def _sizes_from_data(cfg):
-    """--dataset=PATH.npz without --train_examples / --eval_examples: all of its splits (the
-    synthetic set's default sizes are not the user's). Says so once, before the run starts."""
-    given = config_flags.given("train_examples"), config_flags.given("eval_examples")
-    if not cfg.dataset.endswith(".npz") or all(given):
-        return cfg
-    try:
-        info = npz_data.info(cfg.dataset)
-    except UserCodeError:
-        return cfg  # validate() reports it
-    cfg = dataclasses.replace(cfg, train_examples=cfg.train_examples if given[0] else
-                              info.train_size, eval_examples=cfg.eval_examples if given[1]
-                              else info.eval_size)
-    if not os.environ.get("TF_CONFIG"):  # the launcher says it, not every task again
-        print(f"{cfg.dataset}: training on {cfg.train_examples} and evaluating on "
-              f"{cfg.eval_examples} examples (all of a split unless --train_examples / "
-              f"--eval_examples say otherwise)", flush=True)
-    return cfg
 
 
 def _emulation(cfg, launch_cfg, role):
@@ -116,7 +94,7 @@ def main(argv):
         bad_input(f"unexpected arguments {argv[1:]}; all options are --flags")
     launch_cfg = config_flags.read(LaunchConfig)
     tf_settings.show_startup_messages(launch_cfg.verbose)
-    cfg = _sizes_from_data(config_flags.read(RunConfig))
+    cfg = config_flags.sizes_from_data(config_flags.read(RunConfig))
     # Vertex AI tells a job where its outputs go; an explicit --results_dir still wins.
     if os.environ.get("AIP_MODEL_DIR") and not config_flags.given("results_dir"):
         cfg = dataclasses.replace(cfg, results_dir=os.environ["AIP_MODEL_DIR"])

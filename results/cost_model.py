@@ -4,8 +4,8 @@ strategy. The report's projections (results/scaling_model.py), the network exper
 (results/network.py) and `experiments.recommend` all predict through `predict`; no other module
 models a strategy's cost.
 
-    python -m experiments.recommend --profile=docs/examples/profile_cnn.json \
-        --cluster=docs/examples/cluster_4x2.json
+    python -m experiments.recommend --profile=docs/examples/profile_resnet50_v100.json \
+        --cluster=docs/examples/cluster_8x8_v100_25g.json
 
 Per-replica step time:  t = compute / device_speedup + overhead + communication
   compute      the profile's compute_s: one replica's forward, backward and update at `batch`,
@@ -36,6 +36,8 @@ import dataclasses
 import json
 
 STRATEGIES = ("multi_worker_mirrored", "parameter_server")
+SYNC_DTYPES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}  # bytes per element
+OPTIMIZER_SLOTS = {"sgd": 0, "momentum": 1, "adam": 2}  # slot variables per weight
 
 
 class SpecError(ValueError):
@@ -58,12 +60,17 @@ class WorkloadProfile:
     source: str = ""  # the records it came from, or a citation
 
     def gradient(self, dtype="float32"):
+        """Bytes one replica synchronizes per step in `dtype`: as measured, or cast from the
+        profile's float32 bytes (16-bit halves them)."""
+        if dtype not in SYNC_DTYPES:
+            raise SpecError(f"sync dtype {dtype!r} is not valid; choose one of: "
+                            f"{', '.join(SYNC_DTYPES)}")
         if dtype in self.gradient_bytes:
             return self.gradient_bytes[dtype]
-        if "float32" in self.gradient_bytes:  # a cast: 16-bit halves the bytes
-            return self.gradient_bytes["float32"] * (2 if dtype in ("float16", "bfloat16")
-                                                     else 4) // 4
-        raise SpecError(f"profile {self.model!r} has no gradient bytes for {dtype}")
+        if "float32" in self.gradient_bytes:
+            return self.gradient_bytes["float32"] * SYNC_DTYPES[dtype] // 4
+        raise SpecError(f"profile {self.model!r} has gradient bytes for "
+                        f"{', '.join(self.gradient_bytes)} only, not {dtype}")
 
     def to_json(self):
         return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True) + "\n"
@@ -142,14 +149,30 @@ def _ring(nbytes, n, gbps, latency_us):
     return 2 * (n - 1) / n * nbytes * 8 / (gbps * 1e9) + 2 * (n - 1) * latency_us * 1e-6
 
 
+def _sent_per_worker(gradient, n, kind):
+    """What one worker sends per step: ring all-reduce 2(N-1)/N G; all-gather of sparse rows,
+    its rows to each of the N-1 others in a ring, (N-1) G."""
+    return (n - 1) * gradient if kind == "sparse" else 2 * (n - 1) / n * gradient
+
+
+def bytes_moved(profile, strategy, n, dtype="float32", shared_medium=False):
+    """Bytes the cost model moves per step: through one worker's link (PSS: its push G and pull
+    P), or on a shared medium through the medium, every worker's together (PSS: one worker's
+    step; the workers' steps share the medium)."""
+    gradient = profile.gradient(dtype)
+    if strategy == "parameter_server":
+        return gradient + profile.pull_bytes
+    sent = _sent_per_worker(gradient, n, profile.gradient_kind)
+    return n * sent if shared_medium else sent
+
+
 def allreduce_s(gradient, cluster, kind="dense"):
     """Seconds of one step's gradient synchronization under MWMS (see the module doc)."""
     n, d, h = cluster.workers, cluster.devices_per_host, cluster.hosts
     if n <= 1:
         return 0.0
     if cluster.shared_medium:
-        moved = (n - 1) * gradient if kind == "sparse" else 2 * (n - 1) * gradient
-        return moved * 8 / (cluster.inter_host_gbps * 1e9)
+        return n * _sent_per_worker(gradient, n, kind) * 8 / (cluster.inter_host_gbps * 1e9)
     if kind == "sparse":  # all-gather of every worker's rows, over the slowest tier
         gbps = cluster.inter_host_gbps if h > 1 else cluster.intra_host_gbps
         return (n - 1) * gradient * 8 / (gbps * 1e9)

@@ -50,9 +50,8 @@ class Model:
 
     def wire_bytes(self, n):
         """Bytes one step puts through the shared shaper (see the module docstring)."""
-        if self.strategy == "parameter_server":
-            return self.gradient_bytes + self.profile.pull_bytes
-        return 2 * (n - 1) * self.gradient_bytes
+        return cost_model.bytes_moved(self.profile, self.strategy, n, self.dtype,
+                                      shared_medium=True)
 
     def _predicted(self, n, gbps):
         cluster = cost_model.ClusterSpec(hosts=n, inter_host_gbps=gbps, shared_medium=True)
@@ -83,8 +82,7 @@ def _median(values):
 
 
 def _rate(runs):
-    return _median([metrics.steady_state(r["epochs"])["examples_per_sec"]["median"]
-                    for r in runs])
+    return metrics.pooled_steady(runs)[1]["median"]  # the summary's estimator
 
 
 def models(records, shaped_only=True):

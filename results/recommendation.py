@@ -7,8 +7,7 @@ import collections
 from results import cost_model
 from results.cells import SETTING_KEYS, setting_of, setting_title, sort_key
 from results.scaling_model import fit, sync_dtype_of
-
-_NAMES = {"multi_worker_mirrored": "MWMS", "parameter_server": "PSS"}
+from strategies import REGISTRY
 
 
 def measured_profile(records, model_name=""):
@@ -69,7 +68,7 @@ def recommend(profile, cluster, dtype="float32", where=""):
              "communication ms | communication share | efficiency | memory / device MB |",
              "|---|---|---|---|---|---|---|---|---|"]
     for p in predictions:
-        lines.append(f"| {_NAMES[p.strategy]} | {p.examples_per_sec:.0f} | {p.step_s * 1e3:.2f} | "
+        lines.append(f"| {REGISTRY[p.strategy].short} | {p.examples_per_sec:.0f} | {p.step_s * 1e3:.2f} | "
                      f"{p.compute_s * 1e3:.2f} | {p.overhead_s * 1e3:.2f} | "
                      f"{p.communication_s * 1e3:.2f} | {p.communication_share * 100:.0f}% | "
                      f"{p.efficiency * 100:.0f}% | {p.memory_per_device_bytes / 1e6:.1f}"
@@ -77,13 +76,13 @@ def recommend(profile, cluster, dtype="float32", where=""):
     best, other = predictions[0], predictions[1]
     why = ("less communication per step" if best.communication_s < other.communication_s else
            "less time besides communication (compute and per-step overhead)")
-    lines += ["", f"Recommendation: {_NAMES[best.strategy]}, "
+    lines += ["", f"Recommendation: {REGISTRY[best.strategy].short}, "
                   f"{best.examples_per_sec / other.examples_per_sec:.2f}x "
-                  f"{_NAMES[other.strategy]}'s projected throughput ({why}: "
+                  f"{REGISTRY[other.strategy].short}'s projected throughput ({why}: "
                   f"{best.communication_s * 1e3:.2f} ms vs {other.communication_s * 1e3:.2f} ms "
                   "of communication per step)."]
     if not best.fits_memory:
-        lines.append(f"Warning: {_NAMES[best.strategy]} needs "
+        lines.append(f"Warning: {REGISTRY[best.strategy].short} needs "
                      f"{best.memory_per_device_bytes / 1e6:.1f} MB per device, over the cap.")
     lines += ["", "Assumptions: synchronization does not overlap compute; links are full duplex "
               "and uncontended but for the fan-in stated; every worker is equally fast; the "
@@ -94,6 +93,6 @@ def recommend(profile, cluster, dtype="float32", where=""):
         for p in predictions:
             b = emulated_gbps(p.strategy, 2, cluster.inter_host_gbps, cluster.device_speedup,
                               cluster.num_ps)
-            lines.append(f"  {_NAMES[p.strategy]}: python -m experiments.compare "
+            lines.append(f"  {REGISTRY[p.strategy].short}: python -m experiments.compare "
                          f"--experiments=network --models={profile.model} --bandwidths={b:.3g},0")
     return "\n".join(lines)

@@ -2,7 +2,8 @@
 runs of this machine predicted from it, and projections to clusters we do not have, all through
 the one cost model (results/cost_model.py).
 
-The profile (per setting, cost_model.WorkloadProfile, written as profile-<model>-<examples>.json):
+The profile (per setting, cost_model.WorkloadProfile; written as
+profile-<model>-<examples>-b<batch>-k<K>-<dtype>.json):
   compute_s    one replica's step at its batch with one core: the 1-thread baseline's step (every
                strategy alike: a PSS N=1 worker borrows a second core for its inter-op threads,
                which would flatter PSS); without a baseline, the MWMS (else PSS) N=1 step minus
@@ -35,7 +36,6 @@ from results.cells import (BASELINE_RUN, ENGINE_FLOOR, SETTING_KEYS, is_network_
                            is_straggler_run, role_of, setting_of, sort_key, workers_of)
 
 PROJECT_NS = (1, 2, 4, 8, 16, 32, 64)
-COST_MODEL = {"multi_worker_mirrored": "ring all-reduce", "parameter_server": "K parameter servers"}
 COLUMNS = (*SETTING_KEYS, "strategy", "n", "kind", "step_time_s", "compute_s",
            "communication_s", "overhead_s", "examples_per_sec", "speedup", "efficiency", "note")
 _KEY = len(SETTING_KEYS) + 3  # setting, strategy, N, kind
@@ -46,14 +46,6 @@ UNPHYSICAL = "above 100%: not physical, see the scaling model's notes on compute
 class Network:
     bandwidth_gbps: float = 10.0  # per link, each direction
     latency_us: float = 50.0  # per message
-
-    @property
-    def bytes_per_s(self):
-        return self.bandwidth_gbps * 1e9 / 8
-
-    @property
-    def latency_s(self):
-        return self.latency_us * 1e-6
 
 
 def step_time_of(record):
@@ -141,9 +133,7 @@ class Fit:
     def loopback_gbps(self, n=2):
         """Bandwidth the probe at N implies here: the bytes the cost model moves / probe time."""
         probe = self.measured[n][1]
-        moved = (self.profile.gradient(self.dtype) + self.profile.pull_bytes
-                 if self.strategy == "parameter_server" else
-                 2 * (n - 1) / n * self.profile.gradient(self.dtype))
+        moved = cost_model.bytes_moved(self.profile, self.strategy, n, self.dtype)
         return moved * 8 / probe / 1e9 if probe else None
 
 
@@ -226,7 +216,7 @@ def profile_of(setting, baseline, own_n1, runs):
     comm = next(r["communication"] for r in runs)
     kinds = comm.get("gradient_kinds") or {}
     dtype = sync_dtype_of(setting)
-    size = {"float32": 4, "float16": 2, "bfloat16": 2}.get(dtype, 4)
+    size = cost_model.SYNC_DTYPES.get(dtype, 4)
     parameters = (comm.get("dense_gradient_bytes") or comm["gradient_bytes"]) * 4 // size
     pulls = [r["communication"].get("pull_bytes") for r in runs
              if r["communication"].get("pull_bytes")]
@@ -238,14 +228,23 @@ def profile_of(setting, baseline, own_n1, runs):
         gradient_kind="sparse" if kinds.get("indexed_slices") else "dense",
         # variables are pulled in their own dtype; measured where a PSS run probed it
         pull_bytes=pulls[0] if pulls else parameters, parameter_bytes=parameters,
-        optimizer_state_bytes=parameters * _SLOTS.get(optimizer, 1), overhead_s=overhead,
+        optimizer_state_bytes=parameters * cost_model.OPTIMIZER_SLOTS.get(optimizer, 0),
+        activation_bytes=_activations(runs, parameters, optimizer), overhead_s=overhead,
         device=f"{(first.get('environment') or {}).get('cpu_model') or 'this machine'}, "
               f"1 thread", source=", ".join(sorted({r["run_id"] for r in [
                   *baseline, *runs]}))[:200])
     return profile, notes
 
 
-_SLOTS = {"sgd": 0, "momentum": 1, "adam": 2}  # optimizer slot variables per weight
+def _activations(runs, parameters, optimizer):
+    """A replica's activation bytes: its memory_per_device estimate (parameters, gradients,
+    optimizer slots and activations) less the rest; 0 when the records have none."""
+    for r in runs:
+        device = (r.get("memory_per_device") or [None])[0]
+        if isinstance(device, dict) and device.get("bytes"):
+            rest = parameters * (2 + cost_model.OPTIMIZER_SLOTS.get(optimizer, 0))
+            return max(0, int(device["bytes"] - rest))
+    return 0
 
 
 def fit(records):
@@ -266,9 +265,10 @@ def fit(records):
             continue
         if role_of(r) == BASELINE_RUN and r.get("threads_per_task") == 1:
             baselines[setting].append(r)
-        elif r["strategy"] in COST_MODEL and workers_of(r) == 1:
+        elif r["strategy"] in cost_model.STRATEGIES and workers_of(r) == 1:
             own_n1[setting][r["strategy"]].append(r)
-        elif r["strategy"] in COST_MODEL and r.get("communication") and workers_of(r) >= 2:
+        elif r["strategy"] in cost_model.STRATEGIES and r.get("communication") and \
+                workers_of(r) >= 2:
             runs[setting][r["strategy"]].append(r)
     fits = []
     for setting in sorted(runs, key=sort_key):
@@ -355,8 +355,14 @@ def validation_lines(fits):
 
 def profiles(fits):
     """{file name: WorkloadProfile} of the fitted settings (one per setting)."""
-    return {f"profile-{f.model.replace(':', '_').replace('/', '_')}-{f.train_examples}.json":
-            f.profile for f in fits}
+    out = {}
+    for f in fits:
+        s = dict(zip(SETTING_KEYS, f.setting))
+        name = "-".join(str(v) for v in (
+            "profile", f.model.replace(":", "_").replace("/", "_"), f.train_examples,
+            f"b{s['batch_size_per_replica']}", f"k{s['accumulation_steps'] or 1}", f.dtype))
+        out[f"{name}.json"] = f.profile
+    return out
 
 
 def _ms(seconds):

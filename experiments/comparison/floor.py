@@ -33,7 +33,7 @@ flags.adopt_module_key_flags(config_flags)
 
 class PlainLoop:
     """The loop of a TensorFlow tutorial, timed per epoch like the toolkit's Trainer; it has the
-    attributes `experiments.engine.task` reads to write a record."""
+    attributes `experiments.engine.record.build_record` reads to write a record."""
 
     def __init__(self, cfg):
         import keras
@@ -129,7 +129,7 @@ def plain_loop_config(argv, what, fixed_threads=False):
     fixed_threads: --threads=0 (all cores) is refused, each loop needing a fixed share."""
     if len(argv) > 1:
         bad_input(f"unexpected arguments {argv[1:]}; all options are --flags")
-    cfg = config_flags.read(RunConfig)
+    cfg = config_flags.sizes_from_data(config_flags.read(RunConfig))
     tf_settings.show_startup_messages(config_flags.read(LaunchConfig).verbose)
     try:
         if cfg.strategy != "one_device":

@@ -28,6 +28,7 @@ from tf_config import events
 from tf_config.events import PREEMPTED_EXIT_CODE
 
 _STATS = "epochs.json"
+_RECORD = "record_written.json"
 
 
 class Checkpoints:
@@ -38,6 +39,9 @@ class Checkpoints:
         self.directory = directory if is_chief else os.path.join(
             directory, ".scratch", task_name.replace(":", "-"))
         self.stats_path = os.path.join(directory, _STATS)
+        # Written by the chief once the run's record is: a rerun of a finished run adds nothing
+        # then, but one that died between its last checkpoint and its record still writes it.
+        self.record_path = os.path.join(directory, _RECORD)
         self.steps_done = tf.Variable(0, dtype=tf.int64, trainable=False)
         self._checkpoint = tf.train.Checkpoint(model=trainer.model, optimizer=trainer.optimizer,
                                                steps_done=self.steps_done)
@@ -77,6 +81,17 @@ class Checkpoints:
         self._epochs = stats
         events.report_resumed(steps)
         return stats, steps
+
+    def record_written(self):
+        """The run_id of the record this run already wrote, or None."""
+        if not tf.io.gfile.exists(self.record_path):
+            return None
+        with tf.io.gfile.GFile(self.record_path) as f:
+            return json.load(f).get("run_id")
+
+    def mark_record_written(self, run_id):
+        if self.is_chief:
+            write_json_atomic(self.record_path, {"run_id": run_id})
 
     def run_step(self, step_fn, *args):
         """One call of the training function; under MWMS through the preemption handler, which

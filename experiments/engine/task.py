@@ -105,7 +105,8 @@ def run_task(cfg, role, extra_config=None):
         coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
     is_chief = role is None or role.is_chief
     cpu = cpu_usage.CpuMeter(in_cluster=role is not None) if is_chief else None
-    try:  # the user's model and data: what needs TensorFlow to check (config.py did the rest)
+    try:  # the user's model and data: what needs TensorFlow to check (config/validation.py did
+        # the rest)
         info = dataset_info(cfg.dataset, input_context(strategy))
         trainer = Trainer(cfg, info, strategy, build_model(cfg, info, strategy),
                           coordinator=coordinator, is_chief=is_chief, cpu=cpu)
@@ -129,13 +130,16 @@ def run_task(cfg, role, extra_config=None):
                                   role.name if role else "single", cfg.checkpoint_every_steps,
                                   resolver=strategy.cluster_resolver if mwms_cluster else None)
         epochs, steps_done = checkpoints.restore()
-        if steps_done >= cfg.epochs * trainer.steps_per_epoch:
+        written = checkpoints.record_written()
+        if steps_done >= cfg.epochs * trainer.steps_per_epoch and written:
             # Its record was written when it finished: a second one would be a phantom repeat
-            # of the same epochs (summary.csv would count runs=2 and narrow the spread).
+            # of the same epochs (summary.csv would count runs=2 and narrow the spread). One
+            # that finished training but died before its record (a lost peer in the probe)
+            # goes on below: no epoch left to train, the probe and the record still to do.
             if is_chief:
                 print(f"{cfg.checkpoint_dir}: this run finished its {cfg.epochs} epoch(s) "
-                      f"already; nothing to add (no record written; a new --checkpoint_dir "
-                      f"trains afresh)", flush=True)
+                      f"already (record {written}); nothing to add (no record written; a new "
+                      f"--checkpoint_dir trains afresh)", flush=True)
             return 0
     trainer.global_step = steps_done
     first = len(epochs) + 1
@@ -158,8 +162,11 @@ def run_task(cfg, role, extra_config=None):
     if profiler is not None:
         profiler.close()
     # After training, on every task that trains (the all-reduce probe is collective under MWMS).
+    # What training synchronizes: the 16-bit sync dtype, else the model's own (float64 too).
+    sync_dtype = cfg.float_dtype if cfg.gradient_sync_dtype == "float32" else \
+        cfg.gradient_sync_dtype
     probe = comm_probe.measure(strategy, [v.value for v in trainer.model.trainable_variables],
-                               coordinator, dtype=cfg.gradient_sync_dtype,
+                               coordinator, dtype=sync_dtype,
                                gradients=trainer.gradients,
                                # a call never runs past its epoch (training.py)
                                steps_per_call=min(cfg.steps_per_execution,
@@ -188,6 +195,8 @@ def run_task(cfg, role, extra_config=None):
         record["communication"] = {**probe, "step_time_s": step, "fraction": share}
         record["communication_fraction"] = share
     write(cfg, record)
+    if checkpoints is not None:
+        checkpoints.mark_record_written(run_id)
     return 0
 
 

@@ -28,7 +28,7 @@ import importlib.abc
 import importlib.util
 import os
 import sys
-import tempfile
+import threading
 
 from tf_config.task_output import is_startup_noise
 
@@ -63,24 +63,31 @@ def show_startup_messages(show):
 
 @contextlib.contextmanager
 def _stderr_without_startup_noise():
-    """Captures file descriptor 2 (C++ writes there too) and writes back what is not chatter."""
+    """Routes file descriptor 2 (C++ writes there too) through a pipe; a thread writes every line
+    that is not chatter to the real stderr as it arrives, so a crash inside the import still
+    shows what was said before it."""
     sys.stderr.flush()
     saved = os.dup(2)
-    with tempfile.TemporaryFile() as captured:
-        os.dup2(captured.fileno(), 2)
-        try:
-            yield
-        finally:
-            sys.stderr.flush()
-            os.dup2(saved, 2)
-            os.close(saved)
-            captured.seek(0)
-            lines = captured.read().decode(errors="replace").splitlines(keepends=True)
-            show_all = _show_startup or bool(os.environ.get("TF_CONFIG", "").strip())
-            kept = [line for line in lines if show_all or not is_startup_noise(line)]
-            if kept:
-                sys.stderr.write("".join(kept))
-                sys.stderr.flush()
+    read_end, write_end = os.pipe()
+    show_all = _show_startup or bool(os.environ.get("TF_CONFIG", "").strip())
+
+    def forward():
+        with os.fdopen(read_end, "rb") as pipe:
+            for raw in pipe:
+                if show_all or not is_startup_noise(raw.decode(errors="replace")):
+                    os.write(saved, raw)
+
+    thread = threading.Thread(target=forward, daemon=True)
+    thread.start()
+    os.dup2(write_end, 2)
+    os.close(write_end)
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)  # the pipe's last writer closes: the thread reads to its end
+        thread.join(timeout=10)
+        os.close(saved)
 
 
 class _QuietStart(importlib.abc.MetaPathFinder):

@@ -451,6 +451,9 @@ class Trainer:
         """Runs a checkpoint or profiler hook; returns its wall seconds. When it acts (saves,
         starts or stops a trace), the CPU seconds it cost every task are added to hooks_cpu:
         the CPU meter is read then only, so a step without a due hook pays nothing for it."""
+        if acts and self.coordinator is not None:
+            # PSS: the hook first waits for the scheduled steps; that CPU is training's.
+            self.coordinator.join()
         before = self.cpu.reading() if acts and self.cpu is not None else None
         spent = call(*args, **kwargs)
         if before is not None:

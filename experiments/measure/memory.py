@@ -15,8 +15,8 @@ counted, so the estimate is a floor: compare it across configurations, not with 
 import tensorflow as tf
 
 from models import stages as model_stages
+from results.cost_model import OPTIMIZER_SLOTS  # slot variables per weight
 
-_OPTIMIZER_SLOTS = {"sgd": 0, "momentum": 1, "adam": 2}  # slot variables per weight
 ESTIMATE = "estimate (tensor sizes)"
 MEASURED = "measured (GPU allocator peak)"
 
@@ -24,7 +24,7 @@ MEASURED = "measured (GPU allocator peak)"
 def _estimate(stage, batch, optimizer):
     if stage.activation_bytes_per_example is None:  # a size known only at run time
         return None
-    return (stage.parameter_bytes * (2 + _OPTIMIZER_SLOTS.get(optimizer, 0))
+    return (stage.parameter_bytes * (2 + OPTIMIZER_SLOTS.get(optimizer, 0))
             + stage.activation_bytes_per_example * batch)
 
 

@@ -205,7 +205,8 @@ def test_preemption_without_restarts_left_exits_75_and_a_rerun_resumes(tmp_path)
     # phantom repeat of the same epochs).
     again = run_module("experiments.run", *common)
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
-    assert "finished its 3 epoch(s) already; nothing to add" in again.stdout
+    assert "finished its 3 epoch(s) already (record " in again.stdout
+    assert "nothing to add" in again.stdout
     assert "Epoch" not in again.stdout and len(records_in(tmp_path)) == 1
     assert not processes_mentioning(str(tmp_path))
 
@@ -220,6 +221,15 @@ def test_resume_single_device_keeps_every_epoch(tmp_path):
     assert [(e["epoch"], bool(e.get("resumed"))) for e in record["epochs"]] == [
         (1, True), (2, False), (3, False)]
     assert record["resumed_epochs"] == [1] and record["epochs_timed_here"] == [2, 3]
+    # A run that finished training but died before its record (e.g. a peer lost during the
+    # probe) still writes it when rerun: no epoch trained again, none claimed as timed here.
+    (tmp_path / "c" / "record_written.json").unlink()
+    (tmp_path / "b" / "records").rename(tmp_path / "b" / "first")
+    third = run_module("experiments.run", *common, "--epochs=3", f"--results_dir={tmp_path / 'b'}")
+    assert third.returncode == 0, third.stderr[-2000:]
+    assert "Epoch" not in third.stdout
+    (late,) = records_in(tmp_path / "b")
+    assert late["resumed_epochs"] == [1, 2, 3] and late["epochs_timed_here"] == []
 
 
 def test_straggler_paces_mwms_but_not_pss(tmp_path):

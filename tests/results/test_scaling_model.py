@@ -183,7 +183,7 @@ def test_report_has_projection_table_plot_profile_and_prints_validation(results_
         (png,) = [p for p in paths if p.endswith(name)]
         assert mpimg.imread(png).shape[1] > 400
     # the measured profile, as a file recommend reads (--profile)
-    (profile,) = [p for p in paths if p.endswith("profile-cnn-1280.json")]
+    (profile,) = [p for p in paths if p.endswith("profile-cnn-1280-b64-k1-float32.json")]
     loaded = cost_model.load_profile(profile)
     assert loaded.compute_s == pytest.approx(0.1) and json.loads(open(profile).read())["batch"] == 64
 
