@@ -308,11 +308,19 @@ def _predict_local(f, by_n, own, sharing):
             f.notes.append(f"N={n}: no sharing calibration with {n} processes: the prediction "
                            f"assumes each worker computes as fast as one process alone")
         cap = cpu_cap(own, by_n[n])
-        if cap is not None and cap[0] / factor < predicted:
-            predicted = cap[0] / factor
+        # Processes that wait on each other leave cores idle only while no other worker can run
+        # on them: with more busy workers than cores a waiting worker yields its core, and the
+        # cores deliver their whole share (the slowdown then is time-slicing, already in the
+        # cores' figure: dividing by it again would count the sharing twice).
+        threads = max((r.get("threads_per_task") or 1) for r in by_n[n])
+        idle = factor if cap is not None and n * threads <= cap[1] else 1.0
+        if cap is not None and cap[0] / idle < predicted:
+            predicted = cap[0] / idle
             f.notes.append(f"N={n} prediction capped by this machine's CPU: {cap[1]} cores x the "
                            f"N=1 run's {cap[2]:.0f} examples per CPU-second"
-                           + (f" / {factor:.2f} (the same slowdown)" if factor != 1.0 else "")
+                           + (f" / {idle:.2f} (the same slowdown)" if idle != 1.0 else
+                              " (more workers than cores: no core idles)" if factor != 1.0
+                              else "")
                            + " (its tasks, ps and chief included, need more cores than there "
                              "are)")
         f.predictions[n] = (predicted, rate, (predicted - rate) / rate)

@@ -269,3 +269,20 @@ def test_two_worker_prediction_on_this_machine_uses_the_sharing_slowdown(results
     # the calibration is a floor: no fit of its own, and it does not move the profile
     assert set(fits) == {"multi_worker_mirrored", "parameter_server"}
     assert mw.t_comp == before["multi_worker_mirrored"].t_comp
+
+
+def test_more_workers_than_cores_are_capped_by_the_cores_alone(results_dir):
+    """On 2 cores, 4 PSS workers: a waiting worker yields its core to another, so the cap is the
+    cores' whole share, not divided again by the (time-slicing) slowdown; at N=2 the workers'
+    waits leave cores idle and the cap is divided by it."""
+    ps1 = _record("p1", "parameter_server", 1, 20 * 0.12, 20, probe=0.03)
+    rate = 64 / 0.12
+    ps1["cpu"] = {"examples_per_cpu_second": rate / 1.5, "scope": "all tasks"}
+    four = _record("p4", "parameter_server", 4, 1.5, 40, probe=0.01)
+    recs = _load(results_dir, ps1, four, _sharing(1.0, 1.25), _sharing(1.9, 2.2, "s4", 4))
+    for rec in recs:
+        rec["environment"] = {"cpu_count": 2, "usable_cpus": 2}
+    fit = _fits(recs)["parameter_server"]
+    assert fit.predictions[2][0] == pytest.approx(2 * rate / 1.5 / 1.25)
+    assert fit.predictions[4][0] == pytest.approx(2 * rate / 1.5)
+    assert any("N=4 prediction capped" in n and "no core idles" in n for n in fit.notes)
