@@ -17,6 +17,11 @@ def spread(values):
             "n": len(values)}
 
 
+def median(values):
+    """The median of the values that are not None (None when there are none)."""
+    return spread(values)["median"]
+
+
 def steady_epochs(epochs):
     """The epochs that count for steady state: not the ones that traced the step function (the
     first of each process: `includes_tracing`, or else the first epoch), unless nothing is left."""

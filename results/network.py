@@ -76,11 +76,6 @@ def _delayed(record):
     return bool((record.get("network") or {}).get("latency_ms"))
 
 
-def _median(values):
-    values = [v for v in values if v is not None]
-    return metrics.spread(values)["median"] if values else None
-
-
 def _rate(runs):
     return metrics.pooled_steady(runs)[1]["median"]  # the summary's estimator
 
@@ -109,8 +104,8 @@ def models(records, shaped_only=True):
             one, two = own.get(strategy), by.get((setting, strategy, 2, 0.0))
             if (setting, strategy) not in wanted or not one or not two:
                 continue
-            loopback = _median([probe_of(r) for r in two]) or 0.0
-            local = _median([step_time_of(r) - profile.compute_s -
+            loopback = metrics.median([probe_of(r) for r in two]) or 0.0
+            local = metrics.median([step_time_of(r) - profile.compute_s -
                              profile.overhead_s.get(strategy, 0.0) - (probe_of(r) or 0.0)
                              for r in two])
             cap = cpu_cap(one, two)
@@ -131,7 +126,7 @@ def rows(records):
     out = []
     for (setting, strategy, n, gbps), runs in cells.items():
         model = fitted[(setting, strategy)]
-        probe = _median([probe_of(r) for r in runs])
+        probe = metrics.median([probe_of(r) for r in runs])
         measured = _rate(runs)
         if gbps:
             predicted, comm = model.rate(n, gbps), model.comm_s(n, gbps)
@@ -207,7 +202,8 @@ def plot(rows, fitted, path):
     """Throughput vs emulated bandwidth (log axis), per setting and strategy: measured dots, the
     model's line, the real loopback as a dot at the right, and where the model's lines cross."""
     settings = sorted({tuple(r[k] for k in SETTING_KEYS) for r in rows}, key=sort_key)
-    fig, axes = plots.plt.subplots(1, len(settings), figsize=(6.5 * len(settings), 4.5), squeeze=False)
+    fig, axes = plots.plt.subplots(1, len(settings), figsize=(6.5 * len(settings), 4.5),
+                                   squeeze=False)
     for ax, setting in zip(axes[0], settings):
         group = [r for r in rows if tuple(r[k] for k in SETTING_KEYS) == setting]
         shaped = [r["bandwidth_gbps"] for r in group if r["bandwidth_gbps"]]

@@ -171,7 +171,8 @@ def markdown(parallel_rows):
             _f(r["final_eval_accuracy"], ".3f"), memory,
             _f(r["communication_share"] and r["communication_share"] * 100, ".1f") +
             ("%" if r["communication_share"] is not None else ""), bubble, busy])
-    lines += [markdown_table(head, cells), "", "\\* estimated from tensor sizes (CPU devices share one process's memory).",
+    lines += [markdown_table(head, cells), "",
+              "\\* estimated from tensor sizes (CPU devices share one process's memory).",
               "", *findings(parallel_rows)]
     return "\n".join(lines)
 

@@ -68,7 +68,8 @@ def recommend(profile, cluster, dtype="float32", where=""):
              "communication ms | communication share | efficiency | memory / device MB |",
              "|---|---|---|---|---|---|---|---|---|"]
     for p in predictions:
-        lines.append(f"| {REGISTRY[p.strategy].short} | {p.examples_per_sec:.0f} | {p.step_s * 1e3:.2f} | "
+        lines.append(f"| {REGISTRY[p.strategy].short} | {p.examples_per_sec:.0f} | "
+                     f"{p.step_s * 1e3:.2f} | "
                      f"{p.compute_s * 1e3:.2f} | {p.overhead_s * 1e3:.2f} | "
                      f"{p.communication_s * 1e3:.2f} | {p.communication_share * 100:.0f}% | "
                      f"{p.efficiency * 100:.0f}% | {p.memory_per_device_bytes / 1e6:.1f}"

@@ -19,9 +19,10 @@ This machine's runs at N >= 2 (the validation): N x batch / (compute_s x s_N + o
 with probe_N the communication probe measured in those runs and s_N the slowdown of N plain TF
 loops sharing these cores in lockstep (experiments/comparison/sharing.py at K = N; without one
 the notes say that the prediction assumes cores of their own), capped by what the cores deliver at
-the N=1 run's examples per CPU-second over s_N. Nothing in it is fitted to the runs it predicts:
-what the prediction does not explain is shown as the error, never folded into a term that the
-projections would carry.
+the N=1 run's examples per CPU-second, over s_N while the workers do not outnumber the cores
+(their waits leave cores idle; with more workers than cores none idles). Nothing in it is
+fitted to the runs it predicts: what the prediction does not explain is shown as the error, never
+folded into a term that the projections would carry.
 
 Projections: cost_model.predict for N workers on a stated network (--network_gbps,
 --network_latency_us): one host per worker. This machine's sharing never reaches them.
@@ -180,11 +181,6 @@ def sync_dtype_of(setting):
     return setting[SETTING_KEYS.index("gradient_sync_dtype")] or "float32"
 
 
-def _median(values):
-    values = [v for v in values if v is not None]
-    return metrics.spread(values)["median"] if values else None
-
-
 def _compute_step(record):
     """A 1-worker run's step without the synchronization its probe measured (0 if unprobed)."""
     return max(0.0, step_time_of(record) - (probe_of(record) or 0.0))
@@ -194,12 +190,12 @@ def profile_of(setting, baseline, own_n1, runs):
     """(WorkloadProfile, notes) of one setting. baseline: its 1-thread baseline records;
     own_n1: {strategy: its N=1 records}; runs: the setting's probed multi-worker records."""
     notes = []
-    compute = _median([step_time_of(r) for r in baseline])
+    compute = metrics.median([step_time_of(r) for r in baseline])
     if compute:
         notes.append("compute from the 1-thread baseline's step (one core, every strategy alike)")
     else:
         for strategy in cost_model.STRATEGIES:
-            compute = _median([_compute_step(r) for r in own_n1.get(strategy, [])])
+            compute = metrics.median([_compute_step(r) for r in own_n1.get(strategy, [])])
             if compute:
                 notes.append(f"compute from {strategy} N=1 minus its probe: no 1-thread baseline "
                              f"in this setting")
@@ -208,7 +204,7 @@ def profile_of(setting, baseline, own_n1, runs):
         return None, notes
     overhead = {}
     for strategy, own in own_n1.items():
-        value = _median([step_time_of(r) - compute - (probe_of(r) or 0.0) for r in own])
+        value = metrics.median([step_time_of(r) - compute - (probe_of(r) or 0.0) for r in own])
         if value is not None and value < 0:
             notes.append(f"{strategy} N=1 stepped {-value * 1e3:.2f} ms faster than the 1-thread "
                          f"compute plus its probe (a second core for its threads): overhead 0")

@@ -36,10 +36,6 @@ _ROLE_ORDER = {ENGINE_FLOOR: 0, BASELINE_RUN: 1, REFERENCE_RUN: 2, "strategy": 3
 _FLOOR_COMPARABLE = ("one_device", "mirrored", "multi_worker_mirrored")
 
 
-def _median(values):
-    return metrics.spread(values)["median"]
-
-
 def seconds_per_example(row):
     """Steady epoch time per example trained: what speedups compare (None when unknown)."""
     if not row["epoch_time_s"] or not row["examples_per_epoch"]:
@@ -54,36 +50,37 @@ def _cpu(runs):
     scopes = sorted({c["scope"] for c in cpus if c.get("scope")})
     by_task = [c["cores_by_task"] for c in cpus if c.get("cores_by_task")]
     tasks = sorted({t for b in by_task for t in b})
-    return {"cores_used": _median([c.get("cores_used") for c in cpus]),
-            "examples_per_cpu_second": _median([c.get("examples_per_cpu_second") for c in cpus]),
+    return {"cores_used": metrics.median([c.get("cores_used") for c in cpus]),
+            "examples_per_cpu_second": metrics.median([c.get("examples_per_cpu_second")
+                                                       for c in cpus]),
             "cpu_scope": " / ".join(scopes) or None,
             # "chief:0=0.28 ps:0=0.26 worker:0=0.63": one CSV cell, medians over the runs
-            "cores_by_task": " ".join(f"{t}={_median([b.get(t) for b in by_task]):.2f}"
+            "cores_by_task": " ".join(f"{t}={metrics.median([b.get(t) for b in by_task]):.2f}"
                                       for t in tasks) or None}
 
 
 def _row(role, strategy, n, setting, threads, runs, target_accuracy):
     time_s, rate = metrics.pooled_steady(runs)
-    examples = _median([r["train_examples"] for r in runs])
-    steps = _median([r.get("steps_per_epoch") for r in runs]) or examples // _median(
+    examples = metrics.median([r["train_examples"] for r in runs])
+    steps = metrics.median([r.get("steps_per_epoch") for r in runs]) or examples // metrics.median(
         [r["global_batch_size"] for r in runs])
     reached = [t for t in (metrics.time_to_accuracy(r["epochs"], target_accuracy)
                            for r in runs) if t is not None] if target_accuracy else []
     return {
         "role": role, "strategy": strategy, "n": n, **dict(zip(SETTING_KEYS, setting)),
         "threads_per_task": threads, "examples_per_epoch": examples,
-        "batch_per_replica_used": _median([r["batch_size_per_replica"] for r in runs]),
-        "global_batch_used": _median([r["global_batch_size"] for r in runs]),
+        "batch_per_replica_used": metrics.median([r["batch_size_per_replica"] for r in runs]),
+        "global_batch_used": metrics.median([r["global_batch_size"] for r in runs]),
         "runs": len(runs), "epoch_time_s": time_s["median"], "epoch_time_min_s": time_s["min"],
         "epoch_time_max_s": time_s["max"], "examples_per_sec": rate["median"],
-        "final_eval_accuracy": _median([r["final_eval_accuracy"] for r in runs]),
-        "final_eval_loss": _median([r["final_eval_loss"] for r in runs]),
+        "final_eval_accuracy": metrics.median([r["final_eval_accuracy"] for r in runs]),
+        "final_eval_loss": metrics.median([r["final_eval_loss"] for r in runs]),
         # over the runs that reached the target only: never read without target_reached_runs
-        "time_to_target_s": _median(reached),
+        "time_to_target_s": metrics.median(reached),
         "target_reached_runs": len(reached) if target_accuracy else None,
         "step_time_s": metrics.per_worker_step_time(time_s["median"], max(1, steps or 0),
                                                     strategy, n),
-        "communication_fraction": _median([r.get("communication_fraction") for r in runs]),
+        "communication_fraction": metrics.median([r.get("communication_fraction") for r in runs]),
         **_cpu(runs),
     }
 
