@@ -34,7 +34,7 @@ from experiments.config import ConfigError, LaunchConfig, RunConfig, validate  #
 from experiments.config import flags as config_flags  # noqa: E402
 from experiments.config.cli import bad_input, parse_flags  # noqa: E402
 from experiments.config.validation import check_fields  # noqa: E402
-from strategies import MULTI_WORKER, all_reduce_workers  # noqa: E402
+from strategies import all_reduce_workers, kind, needs_cluster  # noqa: E402
 from tf_config import TFConfigError, check_strategy_fits, role_from_env  # noqa: E402
 from tf_config import launch, netns, netshape  # noqa: E402
 
@@ -57,9 +57,7 @@ def _emulation(cfg, launch_cfg, role):
         raise ConfigError(f"--emulate_bandwidth_gbps={gbps:g} must be in (0, 1000] (0: off)")
     if not 0 <= latency <= 10000:
         raise ConfigError(f"--emulate_latency_ms={latency:g} must be in (0, 10000] (0: off)")
-    local = role is None and cfg.strategy in MULTI_WORKER and (
-        cfg.strategy == "parameter_server" or cfg.num_workers > 1)
-    if not local:
+    if role is not None or not needs_cluster(cfg.strategy, cfg.num_workers):
         raise ConfigError("--emulate_bandwidth_gbps/--emulate_latency_ms shape a local cluster's "
                           "private network: use multi_worker_mirrored with --num_workers > 1 or "
                           f"parameter_server, without TF_CONFIG (got --strategy={cfg.strategy})")
@@ -120,16 +118,14 @@ def main(argv):
     # No cluster given: launch one locally. A one-worker MWMS needs no cluster (it runs like a
     # single worker), and a task that already has TF_CONFIG never launches another cluster.
     tf_settings.pin_cores(cfg.pin_cores)
-    needs_cluster = cfg.strategy == "parameter_server" or cfg.num_workers > 1
-    if role is None and cfg.strategy in MULTI_WORKER and needs_cluster and \
+    if role is None and needs_cluster(cfg.strategy, cfg.num_workers) and \
             not os.environ.get("TF_CONFIG"):
         this_command = [sys.executable, "-m", "experiments.run"] + sys.argv[1:]
         if shaping is not None:  # applied by tf_config.netns inside the private namespace
             os.environ.update(netshape.request_env(*shaping))
         launch.maybe_isolate(this_command, launch_cfg.isolate_network)
-        pss = cfg.strategy == "parameter_server"
         sys.exit(launch.run(launch.LaunchOptions(
-            num_workers=cfg.num_workers, num_ps=cfg.num_ps, chief=pss,
+            num_workers=cfg.num_workers, num_ps=cfg.num_ps, chief=kind(cfg.strategy).parameter_servers,
             threads_per_task=launch_cfg.threads_per_worker,
             cluster_timeout_s=launch_cfg.cluster_timeout, verbose=launch_cfg.verbose,
             max_restarts=launch_cfg.max_restarts, cluster_restarts=bool(cfg.checkpoint_dir),

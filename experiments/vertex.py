@@ -38,7 +38,7 @@ from experiments.cloud.jobspec import (DEFAULT_MACHINE, PLACEHOLDER_IMAGE, TPU_M
                                        is_placeholder_image)
 from experiments.cloud.tfjob import tfjob, tfjob_yaml  # noqa: E402
 from experiments.cloud.vertex_job import build_custom_job, vertex_custom_job  # noqa: E402
-from strategies import STRATEGIES  # noqa: E402
+from strategies import STRATEGIES, kind  # noqa: E402
 
 _STRATEGY = flags.DEFINE_enum("strategy", "multi_worker_mirrored", list(STRATEGIES), "Strategy.")
 _WORKERS = flags.DEFINE_integer("num_workers", 2, "Workers.", lower_bound=1)
@@ -110,17 +110,17 @@ def main(argv):
     if tpu_type and strategy != "tpu":
         bad_input(f"--accelerator_type={_ACCEL.value} is a TPU: use --strategy=tpu (got "
                   f"--strategy={strategy})")
-    if strategy in ("mirrored", "central_storage") and _ACCEL_N.value and \
+    if kind(strategy).local_replicas and _ACCEL_N.value and \
             _REPLICAS.value > _ACCEL_N.value:
         bad_input(f"--num_replicas={_REPLICAS.value} exceeds --accelerator_count={_ACCEL_N.value}: "
                   f"{strategy} runs one replica per GPU of its machine")
     _check_gcs("base_output_dir", _OUTPUT.value)
     _check_gcs("staging_bucket", _STAGING.value)
-    if strategy == "parameter_server":
+    pss = kind(strategy).parameter_servers
+    if pss:
         run_args = [f"--num_ps={_PS.value}"] + run_args  # validated by each task
     spec = JobSpec(strategy=strategy, run_args=run_args, image_uri=_IMAGE.value,
-                   num_workers=_WORKERS.value, num_ps=_PS.value if strategy == "parameter_server"
-                   else 0, num_replicas=_REPLICAS.value, machine_type=_MACHINE.value,
+                   num_workers=_WORKERS.value, num_ps=_PS.value if pss else 0, num_replicas=_REPLICAS.value, machine_type=_MACHINE.value,
                    accelerator_type=_ACCEL.value, accelerator_count=_ACCEL_N.value,
                    display_name=_NAME.value, base_output_dir=_OUTPUT.value)
     if _FORMAT.value == "tfjob":

@@ -9,7 +9,7 @@ from them: `--train_examples=5000` trains 4992 examples per epoch on one device 
 replica on one device but 32 on 8. Keyed on the derived counts, those runs would lose their
 baseline; the derived counts stay in the rows as data.
 """
-from strategies import PIPELINED
+from strategies import PIPELINED, kind
 
 SETTING_KEYS = ("model", "dataset", "train_examples", "batch_size_per_replica",
                 "global_batch_size", "epochs", "steps_per_execution", "optimizer", "learning_rate",
@@ -92,9 +92,10 @@ def setting_details(setting):
 def workers_of(record):
     """N: local replicas of a one-process strategy, workers of a cluster, the plain loops run at
     once by the sharing calibration, else 1."""
-    if record["strategy"] in ("mirrored", "central_storage"):
+    strategy_kind = kind(record["strategy"])
+    if strategy_kind.local_replicas:
         return record["num_replicas_in_sync"]
-    if record["strategy"] in ("multi_worker_mirrored", "parameter_server", "hybrid"):
+    if strategy_kind.multi_worker:
         return record["num_workers"]
     if record["strategy"] == ENGINE_FLOOR and record.get("sharing"):
         return record["sharing"].get("processes") or 1
@@ -150,9 +151,14 @@ def role_of(record):
 def single_process(strategy, n):
     """Runs in one process: every single-device run, mirrored and central_storage at any N; MWMS
     and the plain loop only at N=1 (PSS always has a coordinator and a parameter server besides
-    its workers; N plain loops are N processes)."""
-    return strategy in ("one_device", "mirrored", "central_storage") or (
-        strategy in ("multi_worker_mirrored", ENGINE_FLOOR) and n == 1)
+    its workers; N plain loops are N processes; pipelines are compared apart, in
+    results/parallelism.py)."""
+    strategy_kind = kind(strategy)
+    if strategy_kind.pipelined or strategy_kind.parameter_servers:
+        return False
+    if strategy_kind.multi_worker or strategy == ENGINE_FLOOR:
+        return n == 1
+    return True
 
 
 def is_machine_limit(row):

@@ -6,6 +6,7 @@ data points to, never reported as a plain win.
 from results.cells import (BASELINE_RUN, ENGINE_FLOOR, is_machine_limit, label, setting_title,
                            single_process)
 from results.summary import baseline_of, groups, reference_of, seconds_per_example
+from strategies import COMPARED
 
 _SLACK = 1.05  # measurements on a shared machine move by a few percent
 
@@ -155,7 +156,7 @@ def _slower_than_one_device(group, strat):
 
 def _adding_workers(strat):
     out = []
-    for strategy in ("mirrored", "central_storage", "multi_worker_mirrored", "parameter_server"):
+    for strategy in COMPARED:
         pts = sorted((r for r in strat if r["strategy"] == strategy), key=lambda r: r["n"])
         for a, b in zip(pts, pts[1:]):
             if b["examples_per_sec"] <= a["examples_per_sec"] * _SLACK:

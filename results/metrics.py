@@ -7,6 +7,8 @@ Definitions (same total work per epoch, T = steady-state epoch time):
 """
 import statistics
 
+from strategies import kind
+
 
 def spread(values):
     """Median with min/max and count; None values are dropped."""
@@ -60,7 +62,7 @@ def per_worker_step_time(epoch_time_s, steps_per_epoch, strategy, num_workers):
     None when the epoch time or step count is unknown."""
     if not epoch_time_s or not steps_per_epoch:
         return None
-    concurrent = num_workers if strategy == "parameter_server" else 1
+    concurrent = num_workers if kind(strategy).parameter_servers else 1
     return epoch_time_s * concurrent / steps_per_epoch
 
 

@@ -25,8 +25,7 @@ COLUMNS = ("model", "dataset", "train_examples", "global_batch_size", "configura
            "peak_memory_kind", "communication_share", "activation_mb_per_step",
            "bubble_measured", "bubble_formula", "bubble_formula_unequal_stages",
            "stage_busy_shares")
-_ORDER = {"one_device": 0, "mirrored": 1, "multi_worker_mirrored": 2, "parameter_server": 3,
-          "model_parallel": 4, "hybrid": 5}
+_ORDER = {name: i for i, name in enumerate(REGISTRY)}  # the registry's order
 
 
 def configuration(record):

@@ -14,7 +14,7 @@ from results.cells import (SETTING_KEYS, delay_of, is_network_run, setting_of, s
                            workers_of)
 from results.records import write_text_atomic
 from results.tables import Section, csv_text, fmt, markdown_table
-from strategies import REGISTRY
+from strategies import REGISTRY, kind
 
 COLUMNS = (*SETTING_KEYS, "strategy", "n", "straggler_task", "delay_ms", "runs",
            "examples_per_sec", "relative_throughput", "straggler_step_share")
@@ -39,7 +39,7 @@ def rows(records):
     least one straggler run; delay 0 rows are the same setting without a straggler."""
     cells = collections.defaultdict(list)
     for r in records:
-        if r["strategy"] in ("multi_worker_mirrored", "parameter_server") and \
+        if kind(r["strategy"]).multi_worker and not kind(r["strategy"]).pipelined and \
                 not is_network_run(r):
             setting = (*setting_of(r), r["strategy"], workers_of(r))
             cells[setting, delay_of(r)].append(r)

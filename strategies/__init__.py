@@ -18,24 +18,42 @@ class Kind:
     multi_worker: bool = False  # a cluster of processes (TF_CONFIG; local clusters launched)
     all_reduce: bool = False  # workers all-reduce in lockstep (MWMS: a chief plus workers)
     pipelined: bool = False  # the model split into --num_stages stages (experiments/engine/gpipe.py)
+    # A coordinator (the chief) dispatches steps to workers that only serve, and parameter
+    # servers hold the variables: a cluster of chief + workers + ps, asynchronous steps, one
+    # dataset per worker made by the coordinator (experiments/engine/training.py).
+    parameter_servers: bool = False
+    # Variables on one device apart from the replicas': input goes through the distributed
+    # dataset even for one replica, so each batch lands on its replica's compute device.
+    central_variables: bool = False
 
 
-# The one registry: a new strategy is an entry here and a branch in factory.get_strategy.
+# The one registry: a new strategy is an entry here and a branch in factory.get_strategy; the
+# engine, the launcher, the cloud specs and the report ask its Kind, never its name.
 REGISTRY = {
     "one_device": Kind("1 device", "one device", "tab:gray"),
     "mirrored": Kind("mirrored", "Mirrored (replicas)", "tab:green", compared=True,
                      local_replicas=True),
     "central_storage": Kind("central", "CentralStorage (replicas)", "tab:purple", compared=True,
-                            local_replicas=True),
+                            local_replicas=True, central_variables=True),
     "multi_worker_mirrored": Kind("MWMS", "MWMS (workers)", "tab:blue", compared=True,
                                   multi_worker=True, all_reduce=True),
     "parameter_server": Kind("PSS", "PSS (workers)", "tab:orange", compared=True,
-                             multi_worker=True),
+                             multi_worker=True, parameter_servers=True),
     "model_parallel": Kind("pipeline", "model parallel (stages)", "tab:red", pipelined=True),
     "hybrid": Kind("hybrid", "hybrid (MWMS x stages)", "tab:brown", multi_worker=True,
                    all_reduce=True, pipelined=True),
     "tpu": Kind("TPU", "TPUStrategy", "tab:olive"),
 }
+
+# What kind() answers for a name that is no strategy (the comparison's plain-loop floor cell):
+# one process, nothing distributed.
+_PLAIN = Kind("", "", "tab:gray")
+
+
+def kind(name):
+    """The Kind of strategy `name`; a plain single process for any other name."""
+    return REGISTRY.get(name, _PLAIN)
+
 
 STRATEGIES = tuple(REGISTRY)
 # What experiments.compare may run against the single-device baseline.
@@ -43,6 +61,7 @@ COMPARED = tuple(n for n, k in REGISTRY.items() if k.compared)
 LOCAL_REPLICAS = tuple(n for n, k in REGISTRY.items() if k.local_replicas)
 MULTI_WORKER = tuple(n for n, k in REGISTRY.items() if k.multi_worker)
 PIPELINED = tuple(n for n, k in REGISTRY.items() if k.pipelined)
+PARAMETER_SERVERS = tuple(n for n, k in REGISTRY.items() if k.parameter_servers)
 COLLECTIVES = ("auto", "ring")
 
 
@@ -61,4 +80,12 @@ def all_reduce_workers(name):
     """True for the strategies whose workers all-reduce in lockstep under MWMS (a chief plus
     workers, collective checkpoints): multi_worker_mirrored, and hybrid, which is MWMS with a
     pipeline inside each worker."""
-    return name in REGISTRY and REGISTRY[name].all_reduce  # the engine floor is no strategy
+    return kind(name).all_reduce
+
+
+def needs_cluster(name, num_workers):
+    """True when `name` with `num_workers` workers runs as a cluster of processes: parameter
+    servers always (a coordinator, workers, ps), all-reduce workers from two on (one MWMS
+    worker runs like a single process)."""
+    k = kind(name)
+    return k.multi_worker and (k.parameter_servers or num_workers > 1)

@@ -9,6 +9,8 @@ import os
 import re
 import socket
 
+import strategies
+
 TASK_TYPES = ("chief", "master", "worker", "ps", "evaluator")
 _ADDRESS = re.compile(r"^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})$")
 
@@ -145,9 +147,9 @@ def check_strategy_fits(strategy, role, tf_config_set=False):
     """Raises TFConfigError when the cluster cannot run `strategy`. `role` None with
     `tf_config_set`: TF_CONFIG names a one-task cluster (see role_from_env)."""
     if role is None:
-        if tf_config_set and strategy == "parameter_server":
-            raise TFConfigError("TF_CONFIG does not fit: it describes a single task, but "
-                                "--strategy=parameter_server needs a chief, workers and ps tasks")
+        if tf_config_set and strategies.kind(strategy).parameter_servers:
+            raise TFConfigError(f"TF_CONFIG does not fit: it describes a single task, but "
+                                f"--strategy={strategy} needs a chief, workers and ps tasks")
         return
     try:
         _check_fits(strategy, role)
@@ -157,18 +159,19 @@ def check_strategy_fits(strategy, role, tf_config_set=False):
 
 def _check_fits(strategy, role):
     kinds = {k for k, v in role.cluster.items() if v}
-    if strategy in ("multi_worker_mirrored", "hybrid"):
+    strategy_kind = strategies.kind(strategy)
+    if strategy_kind.all_reduce:
         if "ps" in kinds:
             _fail(f"strategy {strategy} cannot use a cluster with 'ps' tasks; "
                   "use --strategy=parameter_server or drop cluster.ps")
         if "worker" not in kinds:
             _fail(f"strategy {strategy} needs cluster.worker")
-    elif strategy == "parameter_server":
+    elif strategy_kind.parameter_servers:
         missing = [k for k in ("ps", "worker") if k not in kinds]
         if not kinds & {"chief", "master"}:
             missing.insert(0, "chief")
         if missing:
-            _fail(f"strategy parameter_server needs cluster.{' and cluster.'.join(missing)} "
+            _fail(f"strategy {strategy} needs cluster.{' and cluster.'.join(missing)} "
                   f"(it has: {', '.join(sorted(kinds))})")
     else:
         _fail(f"strategy {strategy} runs in one process but TF_CONFIG describes a cluster "

@@ -17,6 +17,8 @@ variables in its containers' env (the same layout), and experiments.run reads th
 """
 import dataclasses
 
+from strategies import kind
+
 # The image the flags default to: a job with it cannot start (no such registry project).
 PLACEHOLDER_PROJECT = "PROJECT"
 PLACEHOLDER_IMAGE = f"us-docker.pkg.dev/{PLACEHOLDER_PROJECT}/tfdist/tfdist-compare:latest"
@@ -56,7 +58,7 @@ def run_command(spec, gpus=0):
     """The container command: the same entry point and flags as a local run. `gpus` > 0: the
     container's machine has that many GPUs, and the run refuses to start without them."""
     args = [f"--strategy={spec.strategy}"]
-    if spec.strategy in ("mirrored", "central_storage"):
+    if kind(spec.strategy).local_replicas:
         args.append(f"--num_replicas={spec.num_replicas}")
     if gpus:
         args.append(f"--require_gpus={gpus}")

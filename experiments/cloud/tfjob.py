@@ -8,18 +8,19 @@ tests, which is why the manifest always has a runPolicy (the SDK refuses a TFJob
 import yaml
 
 from experiments.cloud.jobspec import output_dirs, run_command
+from strategies import MULTI_WORKER, kind
 
 
 def tfjob(spec, name="tfdist-compare", namespace="default"):
     """A Kubeflow TFJob manifest (dict) for MWMS or PSS. GPUs (accelerator_count) go to the
     workers only; with base_output_dir every container gets Vertex's AIP_* directories."""
-    if spec.strategy in ("multi_worker_mirrored", "hybrid"):
-        replicas = {"Worker": spec.num_workers}
-    elif spec.strategy == "parameter_server":
+    strategy_kind = kind(spec.strategy)
+    if strategy_kind.parameter_servers:
         replicas = {"Chief": 1, "Worker": spec.num_workers, "PS": spec.num_ps}
+    elif strategy_kind.all_reduce:
+        replicas = {"Worker": spec.num_workers}
     else:
-        raise ValueError(f"a TFJob is for multi_worker_mirrored, hybrid or parameter_server, "
-                         f"not {spec.strategy!r}")
+        raise ValueError(f"a TFJob is for {', '.join(MULTI_WORKER)}, not {spec.strategy!r}")
     specs = {}
     for role, count in replicas.items():
         gpus = spec.accelerator_count if role == "Worker" else 0

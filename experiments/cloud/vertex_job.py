@@ -13,6 +13,7 @@ Not verified on Vertex: this toolkit's machines have no TPU.
 """
 from experiments.cloud.jobspec import (DEFAULT_MACHINE, TPU_CORES, TPU_DEFAULT_ACCELERATOR,
                                        TPU_MACHINE, run_command)
+import strategies
 
 
 def _pool(spec, replicas, accelerators=True):
@@ -36,20 +37,21 @@ def _pool(spec, replicas, accelerators=True):
 
 def vertex_custom_job(spec):
     """A CustomJob dict (the `aiplatform.CustomJob` keyword arguments)."""
-    if spec.strategy in ("one_device", "mirrored", "central_storage", "model_parallel", "tpu"):
-        # one replica, N accelerators: no TF_CONFIG; Mirrored and CentralStorage over GPUs,
-        # TPUStrategy over TPU cores; model_parallel's stages over the GPUs
-        pools = [_pool(spec, 1)]
-    elif spec.strategy in ("multi_worker_mirrored", "hybrid"):
-        # pool 0 is the chief = MWMS worker 0 (Vertex names it "chief"); pool 1 the others
-        pools = [_pool(spec, 1)] + ([_pool(spec, spec.num_workers - 1)]
-                                    if spec.num_workers > 1 else [])
-    elif spec.strategy == "parameter_server":
+    strategy_kind = strategies.kind(spec.strategy)
+    if strategy_kind.parameter_servers:
         # the chief only coordinates: no accelerator; ps hold variables: no accelerator
         pools = [_pool(spec, 1, accelerators=False), _pool(spec, spec.num_workers),
                  _pool(spec, spec.num_ps, accelerators=False)]
+    elif strategy_kind.all_reduce:
+        # pool 0 is the chief = MWMS worker 0 (Vertex names it "chief"); pool 1 the others
+        pools = [_pool(spec, 1)] + ([_pool(spec, spec.num_workers - 1)]
+                                    if spec.num_workers > 1 else [])
+    elif spec.strategy in strategies.REGISTRY:
+        # one replica, N accelerators: no TF_CONFIG; Mirrored and CentralStorage over GPUs,
+        # TPUStrategy over TPU cores; model_parallel's stages over the GPUs
+        pools = [_pool(spec, 1)]
     else:
-        raise ValueError(f"unknown strategy {spec.strategy!r}")
+        raise ValueError(f"unknown strategy {spec.strategy!r}; valid: {', '.join(strategies.REGISTRY)}")
     job = {"display_name": spec.display_name, "worker_pool_specs": pools}
     if spec.base_output_dir:
         job["base_output_dir"] = spec.base_output_dir

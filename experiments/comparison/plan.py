@@ -6,13 +6,15 @@ recorded runs already count as done (resuming).
 """
 import os
 
-from strategies import LOCAL_REPLICAS
+from strategies import kind
+
 
 def strategy_flags(strategy, n, num_ps, threads):
     """Every strategy at N gets `threads` per worker (N workers = N x threads cores of work)."""
-    if strategy in LOCAL_REPLICAS:  # one process feeding N replicas: the cores of N workers
+    strategy_kind = kind(strategy)
+    if strategy_kind.local_replicas:  # one process feeding N replicas: the cores of N workers
         return [f"--strategy={strategy}", f"--num_replicas={n}", f"--threads={n * threads}"]
-    if strategy == "multi_worker_mirrored":
+    if not strategy_kind.parameter_servers:  # all-reduce workers (one worker runs in-process)
         return [f"--strategy={strategy}", f"--num_workers={n}", f"--threads={threads}",
                 f"--threads_per_worker={threads}"]
     return [f"--strategy={strategy}", f"--num_workers={n}", f"--num_ps={num_ps}",
@@ -72,7 +74,7 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
                           ("hardware_reference", run, ["--strategy=one_device", "--threads=0"], 0)]
                 for n in workers:
                     if floors and n >= 2 and threads and any(
-                            s not in LOCAL_REPLICAS for s in strategies):
+                            not kind(s).local_replicas for s in strategies):
                         # Right before the N-worker clusters: how this machine shares its cores
                         # among N such workers, for the scaling model's prediction at N (at
                         # N > cores the calibration is oversubscribed just as the cluster is).
@@ -82,7 +84,7 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
                                n * threads) for s in strategies]
             if "straggler" in experiments:
                 n = straggler_workers
-                for s in (s for s in strategies if s not in LOCAL_REPLICAS):
+                for s in (s for s in strategies if not kind(s).local_replicas):
                     for d in delays:
                         slow = [f"--straggler_task=worker:{n - 1}",
                                 f"--straggler_delay_ms={d}"] if d else []
@@ -92,7 +94,7 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
             if "network" in experiments:
                 # N=1 and the real loopback (b=0) give the model its t_comp and t_sync; the
                 # shaped N=2 runs are what it must predict (results/network.py).
-                for s in (s for s in strategies if s not in LOCAL_REPLICAS):
+                for s in (s for s in strategies if not kind(s).local_replicas):
                     cells.append((f"network-{s}-n1", run, strategy_flags(s, 1, num_ps, threads),
                                   threads))
                     for b in bandwidths:

@@ -11,7 +11,7 @@ from experiments.config.run_config import ConfigError
 from experiments.workload import npz_data, user_code
 from experiments.workload.datasets import DATASETS, is_user_dataset
 from models import MODELS, TOKEN_MODELS
-from strategies import LOCAL_REPLICAS, MULTI_WORKER, PIPELINED
+from strategies import LOCAL_REPLICAS, MULTI_WORKER, PARAMETER_SERVERS, PIPELINED
 
 
 def check_fields(cfg):
@@ -144,11 +144,11 @@ def validate(cfg):
     if cfg.strategy not in MULTI_WORKER and cfg.num_workers != 1:
         raise ConfigError(f"--num_workers={cfg.num_workers} needs a multi-worker strategy "
                           f"({', '.join(MULTI_WORKER)}), not --strategy={cfg.strategy}")
-    if cfg.strategy == "parameter_server" and cfg.num_ps < 1:
-        raise ConfigError(f"--num_ps={cfg.num_ps}: --strategy=parameter_server needs --num_ps >= 1")
-    if cfg.strategy != "parameter_server" and (cfg.num_ps or cfg.ps_shards):
-        raise ConfigError(f"--num_ps/--ps_shards apply to --strategy=parameter_server only "
-                          f"(got --strategy={cfg.strategy})")
+    if cfg.strategy in PARAMETER_SERVERS and cfg.num_ps < 1:
+        raise ConfigError(f"--num_ps={cfg.num_ps}: --strategy={cfg.strategy} needs --num_ps >= 1")
+    if cfg.strategy not in PARAMETER_SERVERS and (cfg.num_ps or cfg.ps_shards):
+        raise ConfigError(f"--num_ps/--ps_shards apply to --strategy="
+                          f"{' or '.join(PARAMETER_SERVERS)} only (got --strategy={cfg.strategy})")
     if cfg.ps_shards > max(cfg.num_ps, 1):
         raise ConfigError(f"--ps_shards={cfg.ps_shards} exceeds --num_ps={cfg.num_ps}")
     replicas = cfg.replicas_in_sync()

@@ -17,7 +17,7 @@ import psutil
 from experiments.engine import gpipe
 from experiments.measure import cpu_usage, environment, memory
 from results import metrics, records
-from strategies import all_reduce_workers
+from strategies import all_reduce_workers, kind
 from tf_config import events, netshape
 from tf_config.events import LAUNCH_T0_ENV
 
@@ -125,7 +125,7 @@ def build_record(cfg, role, trainer, strategy, run_id, epochs, checksum, extra_c
         "cluster": {"roles": role.tf_cluster() if role else {}, "this_task": role.name if role
                     else "single", "collective": cfg.collective if all_reduce_workers(
                     cfg.strategy) else None,
-                    "ps_shards": cfg.ps_shards if cfg.strategy == "parameter_server" else None},
+                    "ps_shards": cfg.ps_shards if kind(cfg.strategy).parameter_servers else None},
         "config": {**dataclasses.asdict(cfg), **extra_config},
         "environment": environment.describe(),
     }

@@ -19,7 +19,7 @@ from experiments.measure.profiling import StepProfiler
 from experiments.workload.inputs import dataset_info
 from experiments.workload.user_code import UserCodeError
 from results import metrics
-from strategies import PIPELINED, all_reduce_workers
+from strategies import all_reduce_workers, kind
 from strategies.factory import MissingGPUs, TPUUnavailable, check_gpus, get_strategy
 
 
@@ -74,18 +74,18 @@ def _serve(role, threads):
 
 def run_task(cfg, role, extra_config=None):
     """Plays this process's role. Returns the process exit code."""
-    if cfg.strategy in PIPELINED:
+    strategy_kind = kind(cfg.strategy)
+    if strategy_kind.pipelined:
         set_stage_threads(cfg.threads, cfg.num_stages)
     else:
-        set_threads(cfg.threads, _MIN_SERVER_INTEROP if cfg.strategy == "parameter_server"
-                    else 1)
+        set_threads(cfg.threads, _MIN_SERVER_INTEROP if strategy_kind.parameter_servers else 1)
     try:  # before serving or training: a GPU pool's task without GPUs must not run on the CPU
         check_gpus(cfg.require_gpus)
     except MissingGPUs as e:
         sys.stderr.write(f"error: {e}\n")
         return 2
-    if role is not None and cfg.strategy == "parameter_server" and role.task_type in ("worker",
-                                                                                        "ps"):
+    if role is not None and strategy_kind.parameter_servers and role.task_type in ("worker",
+                                                                                   "ps"):
         return _serve(role, cfg.threads)
     if role is not None and role.task_type == "evaluator":
         print("evaluator: this toolkit evaluates on the chief; nothing to do", flush=True)
@@ -101,7 +101,7 @@ def run_task(cfg, role, extra_config=None):
         sys.stderr.flush()
         return 2
     coordinator = None
-    if cfg.strategy == "parameter_server":
+    if strategy_kind.parameter_servers:
         coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
     is_chief = role is None or role.is_chief
     cpu = cpu_usage.CpuMeter(in_cluster=role is not None) if is_chief else None

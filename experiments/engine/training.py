@@ -30,7 +30,7 @@ from experiments.workload import inputs, user_data, user_model
 from experiments.workload.datasets import FUNCTION
 from experiments.workload.user_code import UserCodeError
 from models import stages as model_stages
-from strategies import PIPELINED
+from strategies import kind
 from strategies.factory import stage_devices
 from tf_config import events
 
@@ -210,7 +210,7 @@ class Trainer:
         self.learning_rate = learning_rate_for(cfg, self.global_batch)
         warmup_steps = int(round(cfg.warmup_epochs * self.steps_per_epoch))
         with strategy.scope(), _floatx(cfg.float_dtype):
-            self.stages = self._split_stages() if cfg.strategy in PIPELINED else None
+            self.stages = self._split_stages() if kind(cfg.strategy).pipelined else None
             self.optimizer = make_optimizer(cfg.optimizer,
                                             WarmupScaledLR(self.learning_rate, warmup_steps))
             # Create slot variables now, in scope: lazily created Adam slots break under
@@ -263,7 +263,8 @@ class Trainer:
             sample, _ = next(iter(inputs.examples(self.info, "train", micro, cfg.seed,
                                                     cfg.data_dir or None).batch(micro)))
         wrap, agree = tf.function, None
-        if cfg.strategy == "hybrid":  # MWMS: mirrored variables are read in a replica context
+        if kind(cfg.strategy).all_reduce:  # hybrid (MWMS): mirrored variables are read in a
+            # replica context
             strategy = self.strategy
 
             def wrap(fn):
@@ -283,7 +284,7 @@ class Trainer:
         except model_stages.StageError as e:
             raise UserCodeError(str(e)) from None
         self.stage_devices = stage_devices(cfg.num_stages)
-        if cfg.strategy == "model_parallel":
+        if not kind(cfg.strategy).all_reduce:  # model_parallel: no mirrored copy to keep
             for stage, device in zip(stages, self.stage_devices):
                 with tf.device(device):
                     for v in stage.model.weights:
@@ -337,7 +338,7 @@ class Trainer:
             return self.coordinator.create_per_worker_dataset(
                 lambda: self._pss_dataset(
                     tf.distribute.coordinator.experimental_get_current_worker_index()))
-        if local_replicas(self.strategy) == 1 and self.cfg.strategy != "central_storage":
+        if local_replicas(self.strategy) == 1 and not kind(self.cfg.strategy).central_variables:
             # One replica per process: feed strategy.run from this worker's plain tf.data
             # iterator. Iterating a strategy's distributed dataset ran the same step at half
             # speed on some CPUs (docs/strategies.md, "Engine overhead"); with one local replica there
