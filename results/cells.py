@@ -126,6 +126,12 @@ def is_network_run(record):
     return bool(record.get("network"))
 
 
+def is_collectives_run(record):
+    """A collectives cell (`--comm_sweep`): calibrates synchronization, trains a token epoch;
+    the scaling model's input, not a row of the summary."""
+    return bool((record.get("config") or {}).get("comm_sweep"))
+
+
 def is_parallelism_run(record):
     """A pipeline run, or a cell of the parallelism experiment (compare's 'parallel-' cells):
     parallelism.py's table, not the summary's."""

@@ -193,6 +193,47 @@ def parameter_server_s(gradient, pull, cluster):
     return seconds
 
 
+@dataclasses.dataclass(frozen=True)
+class LatencyBandwidth:
+    """t(bytes) = alpha_s + beta_s_per_byte x bytes for one synchronization, fitted to a sweep of
+    message sizes (experiments/measure/comm_probe.py `sweep`); residuals: (fit - measured) /
+    measured per point, in the sweep's order."""
+    alpha_s: float
+    beta_s_per_byte: float
+    sizes: tuple
+    residuals: tuple
+
+    def seconds(self, nbytes):
+        return self.alpha_s + self.beta_s_per_byte * nbytes
+
+    @property
+    def gbps(self):
+        """The bandwidth 1 / beta, in Gbit/s of message bytes (not of link traffic)."""
+        return 8 / self.beta_s_per_byte / 1e9 if self.beta_s_per_byte > 0 else float("inf")
+
+
+def fit_latency_bandwidth(points):
+    """LatencyBandwidth of [(bytes, seconds)], by least squares on relative error (each point
+    weighted 1 / seconds^2, so 4 KiB counts as much as 16 MiB; plain least squares would fit the
+    largest messages and leave alpha to noise). alpha and beta are kept >= 0."""
+    points = sorted((float(b), float(t)) for b, t in points if t and t > 0)
+    if len(points) < 2:
+        raise SpecError(f"a latency-bandwidth fit needs 2 message sizes or more, got "
+                        f"{len(points)}")
+    w = [1 / t ** 2 for _, t in points]
+    sw = sum(w)
+    sx = sum(wi * b for wi, (b, _) in zip(w, points))
+    sy = sum(wi * t for wi, (_, t) in zip(w, points))
+    sxx = sum(wi * b * b for wi, (b, _) in zip(w, points))
+    sxy = sum(wi * b * t for wi, (b, t) in zip(w, points))
+    beta = max(0.0, (sw * sxy - sx * sy) / (sw * sxx - sx * sx))
+    alpha = max(0.0, (sy - beta * sx) / sw)
+    if alpha == 0.0:  # refit beta alone through the origin
+        beta = sxy / sxx
+    return LatencyBandwidth(alpha, beta, tuple(int(b) for b, _ in points),
+                            tuple((alpha + beta * b - t) / t for b, t in points))
+
+
 @dataclasses.dataclass
 class Prediction:
     strategy: str

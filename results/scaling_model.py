@@ -15,8 +15,12 @@ profile-<model>-<examples>-b<batch>-k<K>-<dtype>.json):
   bytes        gradient bytes per sync dtype and kind, the PSS pull (variables in their own
                dtype), parameters, optimizer state and activations, from the records
 
-This machine's runs at N >= 2 (the validation): N x batch / (compute_s x s_N + overhead + probe_N)
-with probe_N the communication probe measured in those runs and s_N the slowdown of N plain TF
+This machine's runs at N >= 2 (the validation): N x batch / (compute_s x s_N + overhead + sync_N)
+with sync_N = alpha_N + beta_N x bytes from the sweep of message sizes that the comparison's
+collectives cell ran with N processes before the N-worker runs (`--comm_sweep`; bytes: the
+gradient for all-reduce, (push + pull) / 2 for PSS, whose sweep pulls and pushes each size);
+without a sweep, the probe measured in the predicted runs themselves, and the notes call that
+prediction in-sample; s_N the slowdown of N plain TF
 loops sharing these cores in lockstep (experiments/comparison/sharing.py at K = N; without one
 the notes say that the prediction assumes cores of their own), capped by what the cores deliver at
 the N=1 run's examples per CPU-second, over s_N while the workers do not outnumber the cores
@@ -33,8 +37,9 @@ import dataclasses
 from results import cost_model, metrics
 from results.records import write_text_atomic
 from results.tables import Section, csv_text, markdown_table
-from results.cells import (BASELINE_RUN, ENGINE_FLOOR, SETTING_KEYS, is_network_run,
-                           is_straggler_run, role_of, setting_of, sort_key, workers_of)
+from results.cells import (BASELINE_RUN, ENGINE_FLOOR, SETTING_KEYS, is_collectives_run,
+                           is_network_run, is_straggler_run, role_of, setting_of, sort_key,
+                           workers_of)
 
 PROJECT_NS = (1, 2, 4, 8, 16, 32, 64)
 COLUMNS = (*SETTING_KEYS, "strategy", "n", "kind", "step_time_s", "compute_s",
@@ -85,6 +90,7 @@ class Fit:
     predictions: dict = dataclasses.field(default_factory=dict)  # n -> (predicted, measured, error)
     own_cores: dict = dataclasses.field(default_factory=dict)  # n -> prediction without sharing
     slowdowns: dict = dataclasses.field(default_factory=dict)  # n -> (factor, phase, runs)
+    sync: dict = dataclasses.field(default_factory=dict)  # n -> (seconds, source)
     notes: list = dataclasses.field(default_factory=list)
 
     @property
@@ -161,6 +167,28 @@ def cpu_cap(own_n1, runs_n):
 # lockstep phase measures that. (The free phase, independent loops, is the report's "machine's
 # limit" row.)
 SHARING_PHASE = {"multi_worker_mirrored": "lockstep", "parameter_server": "lockstep"}
+
+
+def sweep_fit(sweeps, strategy, n):
+    """cost_model.LatencyBandwidth of the collectives cells' sweeps of `strategy` with `n`
+    processes (the median time per size over repeats); None without one."""
+    by_size = collections.defaultdict(list)
+    for points in sweeps.get((strategy, n), []):
+        for p in points:
+            by_size[p["bytes"]].append(p["probe_s"]["median"])
+    if len(by_size) < 2:
+        return None
+    return cost_model.fit_latency_bandwidth([(b, metrics.median(ts)) for b, ts in by_size.items()])
+
+
+def sync_bytes(profile, strategy, dtype):
+    """The message size whose sweep time stands for one step's synchronization: the gradient
+    (all-reduce packs a step's gradients into one message), or for PSS, whose sweep pulls and
+    pushes each size, the mean of what a step pushes and pulls."""
+    gradient = profile.gradient(dtype)
+    if strategy == "parameter_server":
+        return (gradient + profile.pull_bytes) / 2
+    return gradient
 
 
 def slowdown_of(sharing, strategy, n=2):
@@ -251,7 +279,12 @@ def fit(records):
     own_n1 = collections.defaultdict(lambda: collections.defaultdict(list))
     runs = collections.defaultdict(lambda: collections.defaultdict(list))
     sharing = collections.defaultdict(list)
+    sweeps = collections.defaultdict(list)  # (strategy, N) -> [sweep points]: any setting
     for r in records:
+        if is_collectives_run(r):
+            if (r.get("communication") or {}).get("sweep"):
+                sweeps[r["strategy"], workers_of(r)].append(r["communication"]["sweep"])
+            continue
         if r.get("sharing") and role_of(r) == ENGINE_FLOOR:
             sharing[setting_of(r)].append(r["sharing"])
             continue
@@ -281,20 +314,34 @@ def fit(records):
                     {n: measured_cell(by_n[n]) for n in sorted(by_n)},
                     notes=list(profile_notes))
             _predict_local(f, by_n, own_n1.get(setting, {}).get(strategy),
-                           sharing.get(setting))
+                           sharing.get(setting), sweeps)
             fits.append(f)
     return fits
 
 
-def _predict_local(f, by_n, own, sharing):
-    """Fills f.predictions: this machine's run at each measured N from the profile, the probe
-    measured at N and the sharing calibration at K = N (see the module doc)."""
+def _predict_local(f, by_n, own, sharing, sweeps=None):
+    """Fills f.predictions: this machine's run at each measured N from the profile, the
+    synchronization at N (the sweep at K = N, else the runs' own probe) and the sharing
+    calibration at K = N (see the module doc)."""
     for n, (step, probe, rate) in f.measured.items():
-        own_cores = n * f.batch / (f.t_comp + f.overhead + (probe or 0.0))
+        lb = sweep_fit(sweeps or {}, f.strategy, n)
+        if lb is not None:
+            sync = lb.seconds(sync_bytes(f.profile, f.strategy, f.dtype))
+            f.sync[n] = (sync, "sweep")
+            f.notes.append(f"N={n} synchronization {sync * 1e3:.2f} ms from the sweep with {n} "
+                           f"processes (alpha {lb.alpha_s * 1e6:.0f} us, 1/beta "
+                           f"{lb.gbps:.2f} Gbit/s; the runs' own probe: "
+                           f"{(probe or 0.0) * 1e3:.2f} ms)")
+        else:
+            sync = probe or 0.0
+            f.sync[n] = (sync, "probe")
+            f.notes.append(f"N={n} synchronization from the predicted runs' own probe (no sweep "
+                           f"with {n} processes): in-sample")
+        own_cores = n * f.batch / (f.t_comp + f.overhead + sync)
         f.own_cores[n] = own_cores
         slowdown = slowdown_of(sharing, f.strategy, n)
         factor = slowdown[0] if slowdown else 1.0
-        predicted = n * f.batch / (f.t_comp * factor + f.overhead + (probe or 0.0))
+        predicted = n * f.batch / (f.t_comp * factor + f.overhead + sync)
         if slowdown:
             f.slowdowns[n] = slowdown
             f.notes.append(f"N={n} on this machine: compute x {factor:.2f}, the slowdown of {n} "
@@ -352,7 +399,8 @@ def validation_lines(fits):
     for f in fits:
         for n, (predicted, measured, error) in sorted(f.predictions.items()):
             out.append(f"{f.model} {f.strategy} N={n}: predicted {predicted:.0f} examples/s "
-                       f"from the profile + the probe at N, measured {measured:.0f} "
+                       f"from the profile + the {f.sync.get(n, (0, 'probe'))[1]} at N, "
+                       f"measured {measured:.0f} "
                        f"(error {error * 100:+.1f}%); {'; '.join(f.notes)}")
     return out
 

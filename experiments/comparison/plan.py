@@ -9,6 +9,11 @@ import os
 from strategies import kind
 
 
+# A collectives cell's token training per worker: a few steps at the largest per-worker batch
+# the comparison uses (64 x 4 accumulated), then the sweep.
+COLLECTIVES_EXAMPLES = 2048
+
+
 def strategy_flags(strategy, n, num_ps, threads):
     """Every strategy at N gets `threads` per worker (N workers = N x threads cores of work)."""
     strategy_kind = kind(strategy)
@@ -80,6 +85,14 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
                         # N > cores the calibration is oversubscribed just as the cluster is).
                         cells.append(("engine_floor_shared", sharing,
                                       [f"--threads={threads}", f"--processes={n}"], n * threads))
+                        # And how fast N such processes synchronize, at message sizes from
+                        # 4 KiB to 16 MiB: the scaling model's alpha-beta at N (a token epoch
+                        # of training first; the record is no row of the summary).
+                        cells += [(f"collectives-{s}-n{n}", run,
+                                   [*strategy_flags(s, n, num_ps, threads), "--comm_sweep",
+                                    f"--train_examples={COLLECTIVES_EXAMPLES * n}",
+                                    "--eval_examples=256"], n * threads)
+                                  for s in strategies if not kind(s).local_replicas]
                     cells += [(f"{s}-n{n}", run, strategy_flags(s, n, num_ps, threads),
                                n * threads) for s in strategies]
             if "straggler" in experiments:
@@ -108,7 +121,8 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
             for k in accumulation:
                 for repeat in range(repeats):
                     for cell, module, extra, cores in cells:
-                        if k != 1 and module in (floor, sharing):  # plain loops: K=1 only
+                        if k != 1 and (module in (floor, sharing) or cell.startswith(
+                                "collectives-")):  # calibrations: K=1 only (no step in them)
                             continue
                         name = f"{cell}/{model}/{size}/" + (f"k{k}/" if k != 1 else "") + \
                             f"r{repeat}"

@@ -206,6 +206,37 @@ def measure(strategy, variables, coordinator=None, repeats=_REPEATS, dtype="floa
             "synchronized_as": synchronized_as, "probe_s": probe}
 
 
+# The message sizes of the sweep: 4 KiB to 16 MiB by x4, around every zoo model's gradients
+# (mlp 0.4 MB, cnn 0.1 MB, wide_mlp 17 MB in float32).
+SWEEP_BYTES = tuple(4096 * 4 ** i for i in range(7))
+
+
+class _Flat:
+    """A one-tensor stand-in for a model's variables: the all-reduce of `elements` float32s."""
+
+    def __init__(self, elements):
+        self.shape = tf.TensorShape([elements])
+
+
+def sweep(strategy, coordinator=None, steps_per_call=1, sizes=SWEEP_BYTES, repeats=10):
+    """The strategy's own synchronization of one dense float32 tensor per message size:
+    [{bytes, probe_s}] (MWMS and mirrored: the batch all-reduce, which packs a step's gradients
+    into one message; PSS: a pull plus a push of a variable of that size on a ps). Every MWMS
+    worker must call it, in the same order. For the alpha-beta fit (results/cost_model.py)."""
+    points = []
+    for size in sizes:
+        elements = size // 4
+        if coordinator is not None:
+            with strategy.scope():
+                flat = [tf.Variable(tf.zeros([elements]))]
+            call = _pushpull_call(coordinator, flat, [("dense", None)], "float32", steps_per_call)
+        else:
+            call = _allreduce_call(strategy, [_Flat(elements)], [("dense", None)], tf.float32, {},
+                                   steps_per_call)
+        points.append({"bytes": size, "probe_s": _timed(call, repeats, steps_per_call)})
+    return points
+
+
 def fraction(probe, step_time_s):
     """Share of a per-worker step (results.metrics.per_worker_step_time) spent synchronizing
     gradients and, in a pipeline, moving activations between its stages."""

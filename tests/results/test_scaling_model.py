@@ -286,3 +286,48 @@ def test_more_workers_than_cores_are_capped_by_the_cores_alone(results_dir):
     assert fit.predictions[2][0] == pytest.approx(2 * rate / 1.5 / 1.25)
     assert fit.predictions[4][0] == pytest.approx(2 * rate / 1.5)
     assert any("N=4 prediction capped" in n and "no core idles" in n for n in fit.notes)
+
+
+def _collectives(strategy, n, alpha, beta, run_id="c"):
+    """A collectives cell's record: a sweep whose times follow alpha + beta x bytes exactly."""
+    rec = _record(run_id, strategy, n, 1.0, 4, probe=0.5,
+                  run_name=f"collectives-{strategy}-n{n}/cnn/1280/r0")
+    rec["config"] = {"comm_sweep": True, "train_examples": 4096}
+    rec["communication"]["sweep"] = [
+        {"bytes": b, "probe_s": {"median": alpha + beta * b, "min": 0, "max": 0, "n": 10}}
+        for b in (4096 * 4 ** i for i in range(7))]
+    return rec
+
+
+def test_latency_bandwidth_fit_recovers_alpha_and_beta_and_reports_residuals():
+    exact = [(b, 50e-6 + b / 1e9) for b in (4096 * 4 ** i for i in range(7))]
+    lb = cost_model.fit_latency_bandwidth(exact)
+    assert lb.alpha_s == pytest.approx(50e-6, rel=1e-6)
+    assert lb.gbps == pytest.approx(8.0, rel=1e-6)
+    assert max(abs(r) for r in lb.residuals) < 1e-9
+    # relative weighting: 20% noise on the largest message does not swamp alpha
+    noisy = exact[:-1] + [(exact[-1][0], exact[-1][1] * 1.2)]
+    assert cost_model.fit_latency_bandwidth(noisy).alpha_s == pytest.approx(50e-6, rel=0.25)
+    with pytest.raises(cost_model.SpecError, match="2 message sizes"):
+        cost_model.fit_latency_bandwidth(exact[:1])
+
+
+def test_the_sweep_at_n_replaces_the_predicted_runs_own_probe(results_dir):
+    """Out of sample: with a collectives cell at N, the N-worker prediction synchronizes for
+    alpha + beta x bytes of that sweep, not for the probe measured in the runs it predicts; the
+    cell is no row of the summary and no fit of its own. Without one, the note says in-sample."""
+    before = _fits(_load(results_dir))
+    assert before["multi_worker_mirrored"].sync[2] == (0.02, "probe")
+    assert any("in-sample" in n for n in before["multi_worker_mirrored"].notes)
+    recs = _load(results_dir, _collectives("multi_worker_mirrored", 2, 1e-3, 4e-9),
+                 _collectives("parameter_server", 2, 2e-3, 1e-8, "c2"))
+    fits = _fits(recs)
+    mw, ps = fits["multi_worker_mirrored"], fits["parameter_server"]
+    assert mw.sync[2] == (pytest.approx(1e-3 + 4e-9 * 1e6), "sweep")
+    assert mw.prediction_n2[0] == pytest.approx(2 * 64 / (0.1 + 1e-3 + 4e-3))
+    # PSS: its sweep pulls and pushes each size; a step pushes G and pulls P (= G here)
+    assert ps.sync[2][0] == pytest.approx(2e-3 + 1e-8 * (1e6 + ps.profile.pull_bytes) / 2)
+    assert not any("in-sample" in n for n in mw.notes)
+    rows = summarize(recs)
+    assert not any(r.get("train_examples") == 4096 for r in rows)
+    assert len(rows) == len(summarize(_load(results_dir)))

@@ -5,7 +5,8 @@ from experiments.comparison.plan import plan, same_run
 
 
 def _flags(argv):
-    return dict(f[2:].split("=", 1) for f in argv[1:])
+    return dict((f[2:] + "=").split("=")[:2] if "=" not in f else f[2:].split("=", 1)
+                for f in argv[1:])
 
 
 def test_scaling_plan_has_floors_baseline_reference_and_each_strategy_per_n():
@@ -14,7 +15,13 @@ def test_scaling_plan_has_floors_baseline_reference_and_each_strategy_per_n():
                           "baseline/mlp/4096/r0", "hardware_reference/mlp/4096/r0",
                           "mirrored-n1/mlp/4096/r0", "parameter_server-n1/mlp/4096/r0",
                           "engine_floor_shared/mlp/4096/r0",
+                          "collectives-parameter_server-n2/mlp/4096/r0",
                           "mirrored-n2/mlp/4096/r0", "parameter_server-n2/mlp/4096/r0"]
+    # and how fast 2 processes synchronize, per message size (the scaling model's alpha-beta):
+    # a cluster of the strategy's own, a token epoch (the last --train_examples wins)
+    sweep = runs["collectives-parameter_server-n2/mlp/4096/r0"]
+    assert {"--comm_sweep", "--num_workers=2", "--num_ps=1"} <= set(sweep)
+    assert [f for f in sweep if f.startswith("--train_examples=")][-1] == "--train_examples=4096"
     assert runs["engine_floor/mlp/4096/r0"][0] == "experiments.comparison.floor"
     # right before the 2-worker clusters: how two 1-thread workers share this machine's cores
     assert runs["engine_floor_shared/mlp/4096/r0"] == [
@@ -60,7 +67,8 @@ def test_pinned_plan_gives_each_cell_its_workers_cores():
     pins = {name.split("/")[0]: _flags(argv)["pin_cores"] for name, argv in runs.items()}
     assert pins == {"engine_floor": "1", "engine_floor_all": "8", "baseline": "1",
                     "hardware_reference": "8", "parameter_server-n1": "1",
-                    "engine_floor_shared": "2", "parameter_server-n2": "2"}
+                    "engine_floor_shared": "2", "collectives-parameter_server-n2": "2",
+                    "parameter_server-n2": "2"}
     assert not any("pin_cores" in f for argv in dict(plan(["cnn"], [2], [4096], [
         "parameter_server"], 1, 1)).values() for f in argv)
 
@@ -172,12 +180,13 @@ def test_network_plan_fits_on_the_real_loopback_and_shapes_the_two_worker_runs()
     assert "--num_workers=2" in by_name["network-multi_worker_mirrored-n2-b0.1"]
 
 
-def test_accumulation_sweep_runs_every_cell_at_each_k_but_the_floors():
+def test_accumulation_sweep_runs_every_cell_at_each_k_but_the_calibrations():
     runs = dict(plan(["mlp"], [2], [4096], ["multi_worker_mirrored"], 1, 1,
                      accumulation=(1, 4)))
     assert list(runs) == ["engine_floor/mlp/4096/r0", "engine_floor_all/mlp/4096/r0",
                           "baseline/mlp/4096/r0", "hardware_reference/mlp/4096/r0",
                           "engine_floor_shared/mlp/4096/r0",
+                          "collectives-multi_worker_mirrored-n2/mlp/4096/r0",
                           "multi_worker_mirrored-n2/mlp/4096/r0",
                           "baseline/mlp/4096/k4/r0", "hardware_reference/mlp/4096/k4/r0",
                           "multi_worker_mirrored-n2/mlp/4096/k4/r0"]
