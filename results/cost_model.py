@@ -36,6 +36,7 @@ import dataclasses
 import json
 
 STRATEGIES = ("multi_worker_mirrored", "parameter_server")
+SWEEP_SPLIT_BYTES = 65536  # the sweep's message cut into 1, 4, 16 tensors (per-tensor cost)
 SYNC_DTYPES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}  # bytes per element
 OPTIMIZER_SLOTS = {"sgd": 0, "momentum": 1, "adam": 2}  # slot variables per weight
 
@@ -55,6 +56,7 @@ class WorkloadProfile:
     parameter_bytes: int = 0
     optimizer_state_bytes: int = 0
     activation_bytes: int = 0  # held per replica until backward, at `batch`
+    tensors: int = 1  # gradient tensors per step (a PSS step reads and pushes each on its own)
     overhead_s: dict = dataclasses.field(default_factory=dict)  # {strategy: s per step}
     device: str = ""  # what compute_s was measured on ("2-vCPU AMD EPYC, 1 thread", "V100")
     source: str = ""  # the records it came from, or a citation
@@ -195,16 +197,19 @@ def parameter_server_s(gradient, pull, cluster):
 
 @dataclasses.dataclass(frozen=True)
 class LatencyBandwidth:
-    """t(bytes) = alpha_s + beta_s_per_byte x bytes for one synchronization, fitted to a sweep of
-    message sizes (experiments/measure/comm_probe.py `sweep`); residuals: (fit - measured) /
-    measured per point, in the sweep's order."""
+    """t(bytes, tensors) = alpha_s + per_tensor_s x (tensors - 1) + beta_s_per_byte x bytes for
+    one synchronization, fitted to a sweep of message sizes and tensor counts
+    (experiments/measure/comm_probe.py `sweep`); residuals: (fit - measured) / measured per
+    one-tensor size, smallest first."""
     alpha_s: float
     beta_s_per_byte: float
     sizes: tuple
     residuals: tuple
+    per_tensor_s: float = 0.0
 
-    def seconds(self, nbytes):
-        return self.alpha_s + self.beta_s_per_byte * nbytes
+    def seconds(self, nbytes, tensors=1):
+        return self.alpha_s + self.per_tensor_s * max(0, tensors - 1) + \
+            self.beta_s_per_byte * nbytes
 
     @property
     def gbps(self):
@@ -212,10 +217,12 @@ class LatencyBandwidth:
         return 8 / self.beta_s_per_byte / 1e9 if self.beta_s_per_byte > 0 else float("inf")
 
 
-def fit_latency_bandwidth(points):
-    """LatencyBandwidth of [(bytes, seconds)], by least squares on relative error (each point
-    weighted 1 / seconds^2, so 4 KiB counts as much as 16 MiB; plain least squares would fit the
-    largest messages and leave alpha to noise). alpha and beta are kept >= 0."""
+def fit_latency_bandwidth(points, split=()):
+    """LatencyBandwidth of [(bytes, seconds)] one-tensor messages, by least squares on relative
+    error (each point weighted 1 / seconds^2, so 4 KiB counts as much as 16 MiB; plain least
+    squares would fit the largest messages and leave alpha to noise), alpha and beta kept >= 0;
+    split: [(tensors, seconds)] of one size cut into that many tensors, whose slope is the cost
+    per extra tensor (>= 0)."""
     points = sorted((float(b), float(t)) for b, t in points if t and t > 0)
     if len(points) < 2:
         raise SpecError(f"a latency-bandwidth fit needs 2 message sizes or more, got "
@@ -230,8 +237,15 @@ def fit_latency_bandwidth(points):
     alpha = max(0.0, (sy - beta * sx) / sw)
     if alpha == 0.0:  # refit beta alone through the origin
         beta = sxy / sxx
+    per_tensor = 0.0
+    split = sorted(split)
+    if len(split) >= 2:
+        mk = sum(k for k, _ in split) / len(split)
+        mt = sum(t for _, t in split) / len(split)
+        per_tensor = max(0.0, sum((k - mk) * (t - mt) for k, t in split) /
+                         sum((k - mk) ** 2 for k, _ in split))
     return LatencyBandwidth(alpha, beta, tuple(int(b) for b, _ in points),
-                            tuple((alpha + beta * b - t) / t for b, t in points))
+                            tuple((alpha + beta * b - t) / t for b, t in points), per_tensor)
 
 
 @dataclasses.dataclass

@@ -172,13 +172,19 @@ SHARING_PHASE = {"multi_worker_mirrored": "lockstep", "parameter_server": "locks
 def sweep_fit(sweeps, strategy, n):
     """cost_model.LatencyBandwidth of the collectives cells' sweeps of `strategy` with `n`
     processes (the median time per size over repeats); None without one."""
-    by_size = collections.defaultdict(list)
+    by_size, by_count = collections.defaultdict(list), collections.defaultdict(list)
     for points in sweeps.get((strategy, n), []):
         for p in points:
-            by_size[p["bytes"]].append(p["probe_s"]["median"])
+            tensors = p.get("tensors", 1)
+            if tensors > 1 or p["bytes"] == cost_model.SWEEP_SPLIT_BYTES:
+                by_count[tensors].append(p["probe_s"]["median"])
+            if tensors == 1:
+                by_size[p["bytes"]].append(p["probe_s"]["median"])
     if len(by_size) < 2:
         return None
-    return cost_model.fit_latency_bandwidth([(b, metrics.median(ts)) for b, ts in by_size.items()])
+    return cost_model.fit_latency_bandwidth(
+        [(b, metrics.median(ts)) for b, ts in by_size.items()],
+        [(k, metrics.median(ts)) for k, ts in by_count.items()])
 
 
 def sync_bytes(profile, strategy, dtype):
@@ -254,6 +260,7 @@ def profile_of(setting, baseline, own_n1, runs):
         pull_bytes=pulls[0] if pulls else parameters, parameter_bytes=parameters,
         optimizer_state_bytes=parameters * cost_model.OPTIMIZER_SLOTS.get(optimizer, 0),
         activation_bytes=_activations(runs, parameters, optimizer), overhead_s=overhead,
+        tensors=max(1, sum(kinds.values())),
         device=f"{(first.get('environment') or {}).get('cpu_model') or 'this machine'}, "
               f"1 thread", source=", ".join(sorted({r["run_id"] for r in [
                   *baseline, *runs]}))[:200])
@@ -326,11 +333,12 @@ def _predict_local(f, by_n, own, sharing, sweeps=None):
     for n, (step, probe, rate) in f.measured.items():
         lb = sweep_fit(sweeps or {}, f.strategy, n)
         if lb is not None:
-            sync = lb.seconds(sync_bytes(f.profile, f.strategy, f.dtype))
+            sync = lb.seconds(sync_bytes(f.profile, f.strategy, f.dtype), f.profile.tensors)
             f.sync[n] = (sync, "sweep")
             f.notes.append(f"N={n} synchronization {sync * 1e3:.2f} ms from the sweep with {n} "
                            f"processes (alpha {lb.alpha_s * 1e6:.0f} us, 1/beta "
-                           f"{lb.gbps:.2f} Gbit/s; the runs' own probe: "
+                           f"{lb.gbps:.2f} Gbit/s, {lb.per_tensor_s * 1e6:.0f} us per tensor "
+                           f"x {f.profile.tensors - 1} more; the runs' own probe: "
                            f"{(probe or 0.0) * 1e3:.2f} ms)")
         else:
             sync = probe or 0.0

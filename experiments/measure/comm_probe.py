@@ -28,6 +28,7 @@ import time
 import tensorflow as tf
 
 from results import metrics
+from results.cost_model import SWEEP_SPLIT_BYTES
 
 _WARMUP = 3
 _REPEATS = 20
@@ -206,8 +207,8 @@ def measure(strategy, variables, coordinator=None, repeats=_REPEATS, dtype="floa
             "synchronized_as": synchronized_as, "probe_s": probe}
 
 
-# The message sizes of the sweep: 4 KiB to 16 MiB by x4, around every zoo model's gradients
-# (mlp 0.4 MB, cnn 0.1 MB, wide_mlp 17 MB in float32).
+# The message sizes of the sweep: 4 KiB to 16 MiB by x4, spanning the zoo models' gradients
+# (in float32: cnn 1.7 MB; the others: their records' communication.gradient_bytes).
 SWEEP_BYTES = tuple(4096 * 4 ** i for i in range(7))
 
 
@@ -218,22 +219,30 @@ class _Flat:
         self.shape = tf.TensorShape([elements])
 
 
+# Then the same 64 KiB split into this many tensors: what each tensor of a step costs beyond
+# its bytes (a PSS step reads and updates every variable in its own RPCs; MWMS packs them).
+SWEEP_TENSORS = (1, 4, 16)
+
+
 def sweep(strategy, coordinator=None, steps_per_call=1, sizes=SWEEP_BYTES, repeats=10):
-    """The strategy's own synchronization of one dense float32 tensor per message size:
-    [{bytes, probe_s}] (MWMS and mirrored: the batch all-reduce, which packs a step's gradients
-    into one message; PSS: a pull plus a push of a variable of that size on a ps). Every MWMS
-    worker must call it, in the same order. For the alpha-beta fit (results/cost_model.py)."""
+    """The strategy's own synchronization of dense float32 tensors: one tensor per message size,
+    then 64 KiB as 1, 4 and 16 tensors: [{bytes, tensors, probe_s}] (MWMS and mirrored: the
+    batch all-reduce, which packs a step's gradients into one message; PSS: a pull plus a push
+    of variables of that size on the ps). Every MWMS worker must call it, in the same order.
+    For the latency-bandwidth fit (results/cost_model.py)."""
     points = []
-    for size in sizes:
-        elements = size // 4
+    for size, tensors in [*((s, 1) for s in sizes), *((SWEEP_SPLIT_BYTES, k) for k in SWEEP_TENSORS)]:
+        elements = size // 4 // tensors
         if coordinator is not None:
             with strategy.scope():
-                flat = [tf.Variable(tf.zeros([elements]))]
-            call = _pushpull_call(coordinator, flat, [("dense", None)], "float32", steps_per_call)
+                flat = [tf.Variable(tf.zeros([elements])) for _ in range(tensors)]
+            call = _pushpull_call(coordinator, flat, [("dense", None)] * tensors, "float32",
+                                  steps_per_call)
         else:
-            call = _allreduce_call(strategy, [_Flat(elements)], [("dense", None)], tf.float32, {},
-                                   steps_per_call)
-        points.append({"bytes": size, "probe_s": _timed(call, repeats, steps_per_call)})
+            call = _allreduce_call(strategy, [_Flat(elements)] * tensors,
+                                   [("dense", None)] * tensors, tf.float32, {}, steps_per_call)
+        points.append({"bytes": size, "tensors": tensors,
+                       "probe_s": _timed(call, repeats, steps_per_call)})
     return points
 
 
