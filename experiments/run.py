@@ -126,7 +126,7 @@ def main(argv):
         launch.maybe_isolate(this_command, launch_cfg.isolate_network)
         sys.exit(launch.run(launch.LaunchOptions(
             num_workers=cfg.num_workers, num_ps=cfg.num_ps, chief=kind(cfg.strategy).parameter_servers,
-            threads_per_task=launch_cfg.threads_per_worker,
+            threads_per_task=launch_cfg.threads_per_worker, pin_workers=launch_cfg.pin_workers,
             cluster_timeout_s=launch_cfg.cluster_timeout, verbose=launch_cfg.verbose,
             max_restarts=launch_cfg.max_restarts, cluster_restarts=bool(cfg.checkpoint_dir),
             log_dir=task_log_dir(cfg),

@@ -28,8 +28,8 @@ Per-replica step time:  t = compute / device_speedup + overhead + communication
       goes through one bucket of B: all-reduce 2 (N-1) G / B per step; a PSS worker (G + P)/B
       per step, and the cluster at most B / (G + P) steps per second
 
-Assumptions (said in every report that uses it): synchronization does not overlap compute
-(`overlap` is 0 until measured), links are full duplex and uncontended except as above, every
+Assumptions (said in every report that uses it): synchronization overlaps compute only by the
+profile's measured `overlap` share (0 where unmeasured; communication x (1 - overlap)), links are full duplex and uncontended except as above, every
 worker is equally fast, the per-replica batch is the profile's.
 """
 import dataclasses
@@ -58,6 +58,10 @@ class WorkloadProfile:
     activation_bytes: int = 0  # held per replica until backward, at `batch`
     tensors: int = 1  # gradient tensors per step (a PSS step reads and pushes each on its own)
     overhead_s: dict = dataclasses.field(default_factory=dict)  # {strategy: s per step}
+    # {strategy: share of its synchronization hidden behind compute}, measured where a strategy's
+    # 1-worker step took less than compute + its probe (PSS: the ps and the chief work on other
+    # cores while the worker computes); 0 where unmeasured
+    overlap: dict = dataclasses.field(default_factory=dict)
     device: str = ""  # what compute_s was measured on ("2-vCPU AMD EPYC, 1 thread", "V100")
     source: str = ""  # the records it came from, or a citation
 
@@ -273,8 +277,11 @@ def memory_per_device(profile, strategy):
     return held if strategy == "parameter_server" else held + profile.optimizer_state_bytes
 
 
-def predict(profile, cluster, strategy, sync_dtype="float32", overlap=0.0):
-    """The step, throughput and efficiency of `strategy` for `profile` on `cluster`."""
+def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None):
+    """The step, throughput and efficiency of `strategy` for `profile` on `cluster`; overlap:
+    the share of synchronization hidden behind compute (None: the profile's measured one)."""
+    if overlap is None:
+        overlap = profile.overlap.get(strategy, 0.0)
     if strategy not in STRATEGIES:
         raise SpecError(f"the cost model covers {', '.join(STRATEGIES)}, not {strategy!r}")
     compute = profile.compute_s / cluster.device_speedup

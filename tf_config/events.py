@@ -28,6 +28,9 @@ RUN_TAG_ENV = "TFDIST_LAUNCH_TAG"  # every task carries it, so tests can find le
 LAUNCH_T0_ENV = "TFDIST_LAUNCH_T0"
 ATTEMPT_ENV = "TFDIST_LAUNCH_ATTEMPT"
 EVENTS_ENV = "TFDIST_LAUNCH_EVENTS"
+# The cores a task pins itself to at start ("0" or "2,3"), set by the launcher with pin_workers
+# and applied by experiments.engine.tf_settings.apply before TensorFlow starts its threads.
+PIN_CPUS_ENV = "TFDIST_PIN_CPUS"
 
 
 def under_launcher():

@@ -28,8 +28,8 @@ import psutil
 
 from tf_config import events, netns, recovery
 from tf_config.events import (ATTEMPT_ENV, BAD_INPUT_EXIT_CODE, EVENTS_ENV,  # noqa: F401
-                              FAULT_MARK, FAULT_SIGNALS, LAUNCH_T0_ENV, PREEMPTED_EXIT_CODE,
-                              RESUMED_MARK, RUN_TAG_ENV, STEP_MARK)
+                              FAULT_MARK, FAULT_SIGNALS, LAUNCH_T0_ENV, PIN_CPUS_ENV,
+                              PREEMPTED_EXIT_CODE, RESUMED_MARK, RUN_TAG_ENV, STEP_MARK)
 from tf_config.spec import local_cluster, tf_config_json
 from tf_config.task_process import Task
 from tf_config.task_output import TaskLog, died_of_lost_peer
@@ -46,6 +46,7 @@ class LaunchOptions:
     num_ps: int = 0
     chief: bool = False
     threads_per_task: int = 0  # 0: cores // tasks, at least 1
+    pin_workers: bool = False  # worker i on its own threads_per_task cores (events.PIN_CPUS_ENV)
     cluster_timeout_s: float = 60.0
     isolate_network: bool = True
     port_retries: int = 2
@@ -59,6 +60,13 @@ class LaunchOptions:
     tag: str = ""
     # Called with (task_type, index, threads) -> argv of that task.
     command: object = None
+
+
+def worker_cpus(index, threads, cpus=None):
+    """The cores of worker `index` with `threads` threads: the next `threads` of the usable
+    cores, round robin (with more workers than cores, workers share them evenly)."""
+    cpus = sorted(cpus or os.sched_getaffinity(0))
+    return sorted({cpus[(index * threads + j) % len(cpus)] for j in range(threads)})
 
 
 def default_threads(num_tasks, cores=None):
@@ -109,6 +117,8 @@ class Cluster:
                             RUN_TAG_ENV: opts.tag or env.get(RUN_TAG_ENV) or str(os.getpid()),
                             LAUNCH_T0_ENV: env.get(LAUNCH_T0_ENV) or repr(_START_TIME),
                             ATTEMPT_ENV: str(attempt), EVENTS_ENV: state.journal.path})
+                if opts.pin_workers and kind == "worker":
+                    env[PIN_CPUS_ENV] = ",".join(map(str, worker_cpus(index, threads)))
                 name = f"{kind}:{index}"
                 if name not in state.logs:
                     state.logs[name] = TaskLog(state.log_dir, name)

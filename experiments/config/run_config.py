@@ -159,13 +159,17 @@ class RunConfig:
 @dataclasses.dataclass
 class LaunchConfig:
     """How `experiments.run` starts a local cluster (tf_config.launch) and shows its output. The
-    first four are stored in every record's `config` beside the RunConfig (RECORDED)."""
+    first five are stored in every record's `config` beside the RunConfig (RECORDED)."""
     threads_per_worker: int = setting(0, "Threads per task of a local cluster (0: cores / tasks, "
                                       "at least 1).", bound=">= 0")
     max_restarts: int = setting(3, "Local cluster: restarts of lost tasks before the run fails. "
                                 "A lost PSS worker is restarted alone; with --checkpoint_dir, any "
                                 "other lost task restarts the whole cluster from the last "
                                 "checkpoint.", bound=">= 0")
+    pin_workers: bool = setting(False, "Local cluster: pin worker i to its own "
+                                "--threads_per_worker cores (round robin over the usable cores), "
+                                "so no worker borrows a core for its extra threads; the chief and "
+                                "ps are not pinned.")
     cluster_timeout: float = setting(60.0, "Seconds for every local task to come up.", bound="> 0")
     isolate_network: bool = setting(True, "Run a local cluster in a private network namespace.")
     verbose: bool = setting(False, "Show every line: TensorFlow's start-up messages (CUDA "
@@ -180,7 +184,8 @@ class LaunchConfig:
                                    "emulated here; best_effort: warn and run on the real one "
                                    "(the record says so).", EMULATE_MODES)
 
-    RECORDED = ("threads_per_worker", "max_restarts", "cluster_timeout", "isolate_network")
+    RECORDED = ("threads_per_worker", "max_restarts", "pin_workers", "cluster_timeout",
+                "isolate_network")
 
     def recorded(self):
         return {name: getattr(self, name) for name in self.RECORDED}

@@ -30,6 +30,7 @@ import os
 import sys
 import threading
 
+from tf_config.events import PIN_CPUS_ENV
 from tf_config.task_output import is_startup_noise
 
 SETTINGS = {"TF_CPP_MIN_LOG_LEVEL": "2", "TF_ENABLE_ONEDNN_OPTS": "1"}
@@ -50,6 +51,9 @@ def apply():
     and quiet TensorFlow's start-up in this process (see the module docstring)."""
     for key, value in SETTINGS.items():
         os.environ.setdefault(key, value)
+    pinned = os.environ.get(PIN_CPUS_ENV)  # a local cluster's pinned worker (tf_config.launch)
+    if pinned:
+        os.sched_setaffinity(0, {int(c) for c in pinned.split(",")})
     if "tensorflow" not in sys.modules and not any(
             isinstance(f, _QuietStart) for f in sys.meta_path):
         sys.meta_path.insert(0, _QuietStart())

@@ -96,3 +96,19 @@ def test_profile_and_cluster_files(tmp_path):
     cluster.write_text(json.dumps({"ps_placement": "rack"}))
     with pytest.raises(cost_model.SpecError, match="ps_placement='rack' is not valid; choose"):
         cost_model.load_cluster(str(cluster))
+
+
+def test_the_profiles_measured_overlap_hides_that_share_of_synchronization():
+    cluster = ClusterSpec(hosts=4, inter_host_gbps=10.0, inter_host_latency_us=50.0)
+    plain = cost_model.predict(_profile(), cluster, "parameter_server")
+    hidden = cost_model.predict(_profile(overlap={"parameter_server": 0.25}), cluster,
+                                "parameter_server")
+    assert hidden.communication_s == pytest.approx(0.75 * plain.communication_s)
+    assert hidden.step_s == pytest.approx(plain.step_s - 0.25 * plain.communication_s)
+    # another strategy's overlap is not this one's; an explicit overlap wins
+    assert cost_model.predict(_profile(overlap={"parameter_server": 0.25}), cluster,
+                              "multi_worker_mirrored").communication_s == pytest.approx(
+        cost_model.predict(_profile(), cluster, "multi_worker_mirrored").communication_s)
+    assert cost_model.predict(_profile(overlap={"parameter_server": 0.25}), cluster,
+                              "parameter_server", overlap=0.0).step_s == pytest.approx(
+        plain.step_s)

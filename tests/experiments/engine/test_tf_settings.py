@@ -60,3 +60,14 @@ def test_tensorflow_start_up_chatter_is_hidden_and_real_errors_are_not(verbose):
         assert any("absl::InitializeLog" in line for line in chatter), proc.stderr
     else:
         assert len(lines) == 2 and not chatter, proc.stderr
+
+
+def test_a_pinned_worker_pins_itself_before_tensorflow_starts():
+    """tf_config.launch --pin_workers hands each worker its cores in TFDIST_PIN_CPUS; the task
+    applies them in tf_settings.apply, before TensorFlow creates its thread pools."""
+    first = min(os.sched_getaffinity(0))
+    code = ("import os; from experiments.engine import tf_settings; tf_settings.apply(); "
+            "print(sorted(os.sched_getaffinity(0)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "TFDIST_PIN_CPUS": str(first)}).stdout
+    assert out.strip() == f"[{first}]"
