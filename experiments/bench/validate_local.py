@@ -1,0 +1,84 @@
+"""Benchmark (not a test): the scaling model's out-of-sample errors on this machine's runs, per
+repeat and pooled, from a comparison's records (docs/benchmarks.md, issue 28's validation).
+
+    python -m experiments.compare --workers=1,2,3,4 --models=cnn,mlp,wide_mlp \
+        --strategies=multi_worker_mirrored,parameter_server --repeats=3 --results_dir=/tmp/v1
+    python -m experiments.bench.validate_local --results_dir=/tmp/v1
+
+Per repeat r: only that repeat's records (its baseline, N=1 runs, sharing calibrations and
+collectives sweeps) predict its own N >= 2 runs. Pooled: every repeat's inputs and the report's
+one estimator of "measured" (results/scaling_model.py, as `experiments.report` states it). A
+prediction whose synchronization came from the predicted runs' own probe (no sweep at that N)
+is marked in-sample and counts as no validation.
+"""
+import collections
+import sys
+
+from absl import app, flags
+
+from experiments.config.cli import parse_flags
+from results import scaling_model
+from results.records import load_records
+
+_DIR = flags.DEFINE_string("results_dir", "runs/compare", "A comparison's results directory.")
+_TARGET = flags.DEFINE_float("target", 0.15, "The error bound to count against.")
+
+
+def repeat_of(record):
+    """'r0', 'r1', ... from the comparison cell's run name (None outside a comparison)."""
+    tail = (record.get("run_name") or "").rsplit("/", 1)[-1]
+    return tail if tail.startswith("r") and tail[1:].isdigit() else None
+
+
+def errors(records):
+    """{(model, strategy, n): (predicted, measured, error, source)} of records' fits."""
+    out = {}
+    for f in scaling_model.fit(records):
+        for n, (predicted, measured, error) in f.predictions.items():
+            out[f.model, f.strategy, n] = (predicted, measured, error,
+                                           f.sync.get(n, (0.0, "probe"))[1])
+    return out
+
+
+def table(records):
+    """Markdown rows: one per (model, strategy, N), each repeat's error and the pooled one."""
+    by_repeat = collections.defaultdict(list)
+    for r in records:
+        by_repeat[repeat_of(r)].append(r)
+    repeats = sorted(k for k in by_repeat if k)
+    per = {k: errors(by_repeat[k]) for k in repeats}
+    pooled = errors(records)
+    lines = [f"| model | strategy | N | {' | '.join(repeats)} | pooled: predicted vs measured "
+             f"ex/s, error |", "|---" * (4 + len(repeats)) + "|"]
+    counted = within = 0
+    for key in sorted(pooled):
+        cells = []
+        for k in repeats:
+            e = per[k].get(key)
+            if e is None:
+                cells.append("-")
+                continue
+            out = e[3] == "sweep" and abs(e[2]) <= _TARGET.value
+            counted, within = counted + (e[3] == "sweep"), within + out
+            cells.append(f"{e[2] * 100:+.1f}%" + ("" if e[3] == "sweep" else " (in-sample)")
+                         + ("" if abs(e[2]) <= _TARGET.value else " **"))
+        p = pooled[key]
+        lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {' | '.join(cells)} | {p[0]:.0f} vs "
+                     f"{p[1]:.0f}, {p[2] * 100:+.1f}%" + ("" if p[3] == "sweep" else
+                                                           " (in-sample)") + " |")
+    lines.append("")
+    lines.append(f"{within} of {counted} out-of-sample per-repeat predictions within "
+                 f"±{_TARGET.value * 100:g}% (** marks the others)")
+    return "\n".join(lines)
+
+
+def main(argv):
+    del argv
+    records, problems = load_records(_DIR.value)
+    for p in problems:
+        print(f"skipped: {p}", file=sys.stderr)
+    print(table(records))
+
+
+if __name__ == "__main__":
+    app.run(main, flags_parser=parse_flags)
