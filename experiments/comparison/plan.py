@@ -167,8 +167,13 @@ def same_run(record, name, run_flags):
         return False
     config = record.get("config") or {}
     for flag in run_flags:
-        key, _, value = flag[2:].partition("=")
+        key, eq, value = flag[2:].partition("=")
+        if not eq:  # a boolean flag: --comm_sweep, --nocomm_probe
+            key, value = (key[2:], False) if key.startswith("no") and key not in config else \
+                (key, True)
         recorded = config.get(key)
+        if key == "emulate_bandwidth_gbps":  # a launch setting: the record's network says it
+            recorded = (record.get("network") or {}).get("emulated_gbps")
         if isinstance(recorded, float):  # "--straggler_delay_ms=50" was recorded as 50.0
             recorded, value = recorded, float(value)
         if recorded is None or str(recorded) != str(value):

@@ -86,6 +86,13 @@ def test_a_cell_is_done_only_with_the_same_flags(monkeypatch):
     # ... and with the same CPU kernels: a record from before the setting, or under another
     # value, ran other kernels and is run again.
     assert not same_run({**record, "environment": {}}, "mirrored-n2/cnn/4096/r0", flags)
+    # boolean flags and the emulated network (recorded under `network`) resume too
+    swept = {**record, "config": {**record["config"], "comm_sweep": True, "comm_probe": False},
+             "network": {"emulated_gbps": 0.2}}
+    assert same_run(swept, "mirrored-n2/cnn/4096/r0",
+                    flags + ["--comm_sweep", "--nocomm_probe", "--emulate_bandwidth_gbps=0.2"])
+    assert not same_run(swept, "mirrored-n2/cnn/4096/r0", flags + ["--emulate_bandwidth_gbps=1"])
+    assert not same_run(record, "mirrored-n2/cnn/4096/r0", flags + ["--comm_sweep"])
     monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", "0")
     assert not same_run(record, "mirrored-n2/cnn/4096/r0", flags)
 
