@@ -23,7 +23,9 @@ Per-replica step time:  t = compute / device_speedup + overhead + communication
       pulls P per step; a ps's link carries the traffic of the N/K workers it serves, a host's
       link the traffic of its d workers:  (G + P) / B_inter x max(d, N/K) + 2 a_inter
       (ps on hosts of their own; `ps_placement="with_workers"` keeps the share of the ps
-      beside a worker off the network: x (H-1)/H)
+      beside a worker off the network: x (H-1)/H); with `ps_local_aggregation` a host's devices
+      all-reduce within the host first and the host pushes and pulls once: an intra-host ring
+      plus (G + P) / B_inter x max(1, H/K)
     shared medium (the emulated network, tc tbf on one loopback): every byte of every link
       goes through one bucket of B: all-reduce 2 (N-1) G / B per step; a PSS worker (G + P)/B
       per step, and the cluster at most B / (G + P) steps per second
@@ -94,6 +96,10 @@ class ClusterSpec:
     memory_per_device_mb: float = 0.0  # 0: not limited
     num_ps: int = 1
     ps_placement: str = "own_hosts"  # or "with_workers"
+    # PSS with the devices of a host reducing their gradients first (an intra-host ring) and the
+    # host pushing and pulling once (tf_cnn_benchmarks' distributed_replicated), instead of every
+    # device on its own (TF's ParameterServerStrategy, variable_update=parameter_server)
+    ps_local_aggregation: bool = False
     shared_medium: bool = False  # every link shares one bucket of inter_host_gbps
     name: str = ""
 
@@ -192,11 +198,17 @@ def parameter_server_s(gradient, pull, cluster):
     gbps = cluster.inter_host_gbps
     if cluster.shared_medium:
         return moved * 8 / (gbps * 1e9)
-    fan_in = max(cluster.devices_per_host, cluster.workers / cluster.num_ps)
+    local = 0.0
+    if cluster.ps_local_aggregation:  # one push and pull per host, after an intra-host ring
+        local = _ring(gradient, cluster.devices_per_host, cluster.intra_host_gbps,
+                      cluster.intra_host_latency_us)
+        fan_in = max(1.0, cluster.hosts / cluster.num_ps)
+    else:
+        fan_in = max(cluster.devices_per_host, cluster.workers / cluster.num_ps)
     seconds = moved * 8 / (gbps * 1e9) * fan_in + 2 * cluster.inter_host_latency_us * 1e-6
     if cluster.ps_placement == "with_workers" and cluster.hosts > 1:
         seconds *= (cluster.hosts - 1) / cluster.hosts
-    return seconds
+    return local + seconds
 
 
 @dataclasses.dataclass(frozen=True)

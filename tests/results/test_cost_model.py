@@ -112,3 +112,15 @@ def test_the_profiles_measured_overlap_hides_that_share_of_synchronization():
     assert cost_model.predict(_profile(overlap={"parameter_server": 0.25}), cluster,
                               "parameter_server", overlap=0.0).step_s == pytest.approx(
         plain.step_s)
+
+
+def test_parameter_servers_with_local_aggregation_push_once_per_host():
+    """tf_cnn_benchmarks' distributed_replicated: a host's 8 devices ring-reduce over the
+    intra-host link, then the host pushes G and pulls P once (fan-in H/K, not its 8 devices)."""
+    spec = dict(hosts=8, devices_per_host=8, intra_host_gbps=80.0, intra_host_latency_us=0.0,
+                inter_host_gbps=GBPS8, inter_host_latency_us=0.0, num_ps=4)
+    each = cost_model.parameter_server_s(G, G, ClusterSpec(**spec))
+    once = cost_model.parameter_server_s(G, G, ClusterSpec(**spec, ps_local_aggregation=True))
+    assert each == pytest.approx(2 * G / 1e9 * 16)  # fan-in max(8 devices, 64 workers / 4 ps)
+    ring = 2 * 7 / 8 * G / 10e9
+    assert once == pytest.approx(ring + 2 * G / 1e9 * 2)  # fan-in 8 hosts / 4 ps
