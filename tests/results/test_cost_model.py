@@ -2,6 +2,7 @@
 all-gather, parameter servers with their pull and fan-in, the shared medium, memory, and the
 profile and cluster files a user writes."""
 import json
+import os
 
 import pytest
 
@@ -124,3 +125,21 @@ def test_parameter_servers_with_local_aggregation_push_once_per_host():
     assert each == pytest.approx(2 * G / 1e9 * 16)  # fan-in max(8 devices, 64 workers / 4 ps)
     ring = 2 * 7 / 8 * G / 10e9
     assert once == pytest.approx(ring + 2 * G / 1e9 * 2)  # fan-in 8 hosts / 4 ps
+
+
+def test_the_published_cases_are_consistent_and_predictable():
+    """docs/examples/published/cases.json (experiments.bench.validate_published): every case's
+    efficiency is its throughputs' ratio, and its profile and cluster load and predict."""
+    from experiments.bench.validate_published import predictions
+    from tests.helpers import ROOT
+    with open(os.path.join(ROOT, "docs", "examples", "published", "cases.json")) as f:
+        cases = json.load(f)["cases"]
+    assert len({c["cluster"]["name"] for c in cases}) >= 3  # three published setups
+    for case, p in predictions(cases):
+        pub = case["published"]
+        assert pub["efficiency"] == pytest.approx(
+            pub["images_per_sec"] / (pub["gpus"] * pub["one_gpu_images_per_sec"]))
+        assert p.workers == pub["gpus"] and 0 < p.efficiency <= 1
+        # the reference is the published single GPU: compute at its batch and throughput
+        assert case["profile"]["batch"] / p.compute_s == pytest.approx(
+            pub["one_gpu_images_per_sec"])
