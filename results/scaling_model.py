@@ -91,6 +91,7 @@ class Fit:
     own_cores: dict = dataclasses.field(default_factory=dict)  # n -> prediction without sharing
     slowdowns: dict = dataclasses.field(default_factory=dict)  # n -> (factor, phase, runs)
     sync: dict = dataclasses.field(default_factory=dict)  # n -> (seconds, source)
+    sync_fits: dict = dataclasses.field(default_factory=dict)  # n -> LatencyBandwidth (sweep)
     notes: list = dataclasses.field(default_factory=list)
 
     @property
@@ -343,7 +344,7 @@ def _predict_local(f, by_n, own, sharing, sweeps=None):
         lb = sweep_fit(sweeps or {}, f.strategy, n)
         if lb is not None:
             sync = lb.seconds(sync_bytes(f.profile, f.strategy, f.dtype), f.profile.tensors)
-            f.sync[n] = (sync, "sweep")
+            f.sync[n], f.sync_fits[n] = (sync, "sweep"), lb
             f.notes.append(f"N={n} synchronization {sync * 1e3:.2f} ms from the sweep with {n} "
                            f"processes (alpha {lb.alpha_s * 1e6:.0f} us, 1/beta "
                            f"{lb.gbps:.2f} Gbit/s, {lb.per_tensor_s * 1e6:.0f} us per tensor "
@@ -448,15 +449,17 @@ def markdown(fits, rows, net):
              "alike); overhead, a strategy's N=1 step minus compute and its own probe; "
              "communication, ring all-reduce 2(N-1)/N·G/B + 2(N-1)·a within and across hosts "
              "(MWMS; sparse gradients all-gathered) or push G and pull P with a ps link serving "
-             "N/K workers, (G+P)/B·max(1, N/K) + 2a (PSS). Nothing is fitted to the runs it "
-             "predicts: this machine's N-worker runs are predicted from the profile, the probe "
-             "measured at N and the sharing calibration with N processes, and what that does not "
-             "explain is the error. "
+             "N/K workers, (G+P)/B·max(1, N/K) + 2a (PSS), less the share a strategy's N=1 run "
+             "hid behind compute (its overlap). Nothing is fitted to the runs it "
+             "predicts: this machine's N-worker runs are predicted from the profile, the "
+             "latency-bandwidth fit of the collectives sweep with N processes (without one: the "
+             "runs' own probe, marked in-sample) and the sharing calibration with N processes, "
+             "and what that does not explain is the error. "
              f"Projected network: B = {net.bandwidth_gbps:g} Gbit/s per link, "
              f"a = {net.latency_us:g} µs per message (`--network_gbps`, `--network_latency_us`); "
              "this machine's sharing never reaches a projection.", "",
-             "Assumptions: each projected worker has its own host, synchronization does not "
-             "overlap compute, links are full duplex and uncontended, every worker is equally "
+             "Assumptions: each projected worker has its own host, synchronization overlaps "
+             "compute only by the measured overlap, links are full duplex and uncontended, every worker is equally "
              "fast, the per-replica batch stays fixed.", "",
              ]
     cells = []
@@ -468,12 +471,27 @@ def markdown(fits, rows, net):
                 f.model, str(f.train_examples), f.strategy, str(n),
                 f"{f.gradient_bytes / 1e6:.2f}", _ms(f.t_comp), _ms(f.overhead),
                 f"{f.slowdowns[n][0]:.2f}" if n in f.slowdowns else "–",
-                _ms(probe) if probe is not None else "–", f"{loop:.2f}" if loop else "–",
-                f"{predicted:.0f}", f"{measured:.0f}", f"{error * 100:+.1f}%"])
+                _ms(probe) if probe is not None else "–",
+                f"{_ms(f.sync[n][0])} ({f.sync[n][1]})" if n in f.sync else "–",
+                f"{loop:.2f}" if loop else "–",
+                f"{predicted:.0f}", f"{measured:.0f}",
+                f"{error * 100:+.1f}%" + (" (in-sample)" if f.sync.get(n, (0, "probe"))[1]
+                                          == "probe" else "")])
     parts.append(markdown_table(["model", "examples", "strategy", "N", "G (MB)", "compute ms",
                                  "overhead ms", "sharing slowdown", "probe at N ms",
-                                 "loopback Gbit/s", "predicted ex/s", "measured ex/s", "error"],
-                                cells))
+                                 "sync used ms (from)", "loopback Gbit/s", "predicted ex/s",
+                                 "measured ex/s", "error"], cells))
+    sweeps = {(f.strategy, n): lb for f in fits for n, lb in f.sync_fits.items()}
+    if sweeps:
+        parts += ["", "Latency and bandwidth of this machine's synchronization, fitted to the "
+                      "collectives sweeps (t = alpha + per tensor x (tensors - 1) + bytes / "
+                      "bandwidth; residuals: fit vs measured per message size, 4 KiB to 16 MiB):",
+                  "", markdown_table(
+                      ["strategy", "N", "alpha ms", "per tensor µs", "bandwidth Gbit/s",
+                       "residuals"],
+                      [[s, str(n), _ms(lb.alpha_s), f"{lb.per_tensor_s * 1e6:.0f}",
+                        f"{lb.gbps:.2f}", " ".join(f"{round(r * 100):+d}%" for r in lb.residuals)]
+                       for (s, n), lb in sorted(sweeps.items())])]
     parts += ["", "Notes:", ""] + [f"- {f.model}, {f.train_examples} examples, {f.strategy}: "
                                    f"{'; '.join(f.notes)}." for f in fits if f.notes]
     parts += [f"- {r['model']}, {r['train_examples']} examples, {r['strategy']} N={r['n']} "

@@ -332,6 +332,11 @@ def test_the_sweep_at_n_replaces_the_predicted_runs_own_probe(results_dir):
     # PSS: its sweep pulls and pushes each size; a step pushes G and pulls P (= G here)
     assert ps.sync[2][0] == pytest.approx(2e-3 + 1e-8 * (1e6 + ps.profile.pull_bytes) / 2)
     assert not any("in-sample" in n for n in mw.notes)
+    # the report shows each fit: alpha, the per-tensor cost, the bandwidth and the residuals
+    text = scaling_model.markdown(list(fits.values()),
+                                  scaling_model.projection_rows(list(fits.values()), NET), NET)
+    assert "| multi_worker_mirrored | 2 | 1.00 | 0 | 2.00 | " in text
+    assert "(sweep)" in text and "(in-sample)" not in text
     rows = summarize(recs)
     assert not any(r.get("train_examples") == 4096 for r in rows)
     assert len(rows) == len(summarize(_load(results_dir)))
