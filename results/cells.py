@@ -160,11 +160,11 @@ def single_process(strategy, n):
     its workers; N plain loops are N processes; pipelines are compared apart, in
     results/parallelism.py)."""
     strategy_kind = kind(strategy)
-    if strategy_kind.pipelined or strategy_kind.parameter_servers:
-        return False
-    if strategy_kind.multi_worker or strategy == ENGINE_FLOOR:
+    if strategy_kind.local_replicas or strategy == "one_device":
+        return True
+    if strategy_kind.all_reduce and not strategy_kind.pipelined or strategy == ENGINE_FLOOR:
         return n == 1
-    return True
+    return False  # PSS, pipelines, and what runs only elsewhere (tpu)
 
 
 def is_machine_limit(row):

@@ -240,9 +240,9 @@ def fit_latency_bandwidth(points, split=()):
     split: [(tensors, seconds)] of one size cut into that many tensors, whose slope is the cost
     per extra tensor (>= 0)."""
     points = sorted((float(b), float(t)) for b, t in points if t and t > 0)
-    if len(points) < 2:
+    if len({b for b, _ in points}) < 2:
         raise SpecError(f"a latency-bandwidth fit needs 2 message sizes or more, got "
-                        f"{len(points)}")
+                        f"{len({b for b, _ in points})}")
     w = [1 / t ** 2 for _, t in points]
     sw = sum(w)
     sx = sum(wi * b for wi, (b, _) in zip(w, points))

@@ -7,7 +7,7 @@ import os
 
 from results import network as network_experiment
 from results import parallelism, plots, scaling_model, straggler, zoo
-from results.cells import label, setting_details, setting_title
+from results.cells import is_collectives_run, label, setting_details, setting_title
 from results.findings import findings, overhead_sentence
 from results.records import load_records, write_text_atomic
 from results.summary import COLUMNS, groups, reference_of, summarize
@@ -92,6 +92,10 @@ def build(results_dir, target_accuracy=None, network=scaling_model.Network()):
     records, problems = load_records(results_dir)
     if not records:
         raise ValueError(f"no readable records under {os.path.join(results_dir, 'records')}")
+    # The collectives cells calibrate the scaling model's synchronization and nothing else: no
+    # row, curve, straggler, network, zoo or parallelism figure is made from them.
+    sweeps = [r for r in records if is_collectives_run(r)]
+    records = [r for r in records if not is_collectives_run(r)]
     rows = summarize(records, target_accuracy)
     path = lambda name: os.path.join(results_dir, name)  # noqa: E731
     files = []
@@ -105,7 +109,7 @@ def build(results_dir, target_accuracy=None, network=scaling_model.Network()):
     if any(r["communication_fraction"] is not None for r in rows):
         files.append(plots.step_breakdown(rows, path("step_breakdown.png")))
     paths = [write_text_atomic(path("summary.csv"), csv_text(rows, COLUMNS))]
-    fits = scaling_model.fit(records)
+    fits = scaling_model.fit(records + sweeps)
     # Each experiment's part of the report, in the report's order: a new table is a module
     # with a section() and a line here.
     sections = [s for s in (zoo.section(rows, records, path), straggler.section(records, path),

@@ -5,18 +5,20 @@ the one cost model (results/cost_model.py).
 The profile (per setting, cost_model.WorkloadProfile; written as
 profile-<model>-<examples>-b<batch>-k<K>-<dtype>.json):
   compute_s    one replica's step at its batch with one core: the 1-thread baseline's step (every
-               strategy alike: a PSS N=1 worker borrows a second core for its inter-op threads,
-               which would flatter PSS); without a baseline, the MWMS (else PSS) N=1 step minus
-               its probe, and the notes say so
+               strategy alike); without a baseline, the MWMS (else PSS) N=1 step minus its
+               probe, and the notes say so
   overhead_s   per strategy: its N=1 step minus compute_s and its own probe (its dispatch and
-               input path with no peer to wait for), clamped to >= 0
+               input path with no peer to wait for); when that is negative, overhead 0 and
+  overlap      the share of its probe the N=1 step hid behind compute (PSS: the ps and chief
+               serve on other cores while the worker computes); communication x (1 - overlap)
+  tensors      gradient tensors per step
   batch        examples per replica per step: the record's step batch (micro-batch x
                --accumulation_steps) over its replicas in sync
   bytes        gradient bytes per sync dtype and kind, the PSS pull (variables in their own
                dtype), parameters, optimizer state and activations, from the records
 
-This machine's runs at N >= 2 (the validation): N x batch / (compute_s x s_N + overhead + sync_N)
-with sync_N = alpha_N + beta_N x bytes from the sweep of message sizes that the comparison's
+This machine's runs at N >= 2 (the validation): N x batch / (compute_s x s_N + overhead +
+sync_N x (1 - overlap)) with sync_N = alpha_N + per_tensor_N x (tensors - 1) + beta_N x bytes from the sweep of message sizes that the comparison's
 collectives cell ran with N processes before the N-worker runs (`--comm_sweep`; bytes: the
 gradient for all-reduce, (push + pull) / 2 for PSS, whose sweep pulls and pushes each size);
 without a sweep, the probe measured in the predicted runs themselves, and the notes call that

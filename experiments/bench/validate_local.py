@@ -31,12 +31,13 @@ def repeat_of(record):
 
 
 def errors(records):
-    """{(model, strategy, n): (predicted, measured, error, source)} of records' fits."""
+    """{(model, examples, strategy, n, setting): (predicted, measured, error, source)} of the
+    records' fits (the setting keeps two sizes or batches of one model apart)."""
     out = {}
     for f in scaling_model.fit(records):
         for n, (predicted, measured, error) in f.predictions.items():
-            out[f.model, f.strategy, n] = (predicted, measured, error,
-                                           f.sync.get(n, (0.0, "probe"))[1])
+            out[f.model, f.train_examples, f.strategy, n, f.setting] = (
+                predicted, measured, error, f.sync.get(n, (0.0, "probe"))[1])
     return out
 
 
@@ -48,10 +49,10 @@ def table(records):
     repeats = sorted(k for k in by_repeat if k)
     per = {k: errors(by_repeat[k]) for k in repeats}
     pooled = errors(records)
-    lines = [f"| model | strategy | N | {' | '.join(repeats)} | pooled: predicted vs measured "
-             f"ex/s, error |", "|---" * (4 + len(repeats)) + "|"]
+    lines = [f"| model | examples | strategy | N | {' | '.join(repeats)} | pooled: predicted vs "
+             f"measured ex/s, error |", "|---" * (5 + len(repeats)) + "|"]
     counted = within = 0
-    for key in sorted(pooled):
+    for key in sorted(pooled, key=lambda k: k[:4]):
         cells = []
         for k in repeats:
             e = per[k].get(key)
@@ -63,7 +64,8 @@ def table(records):
             cells.append(f"{e[2] * 100:+.1f}%" + ("" if e[3] == "sweep" else " (in-sample)")
                          + ("" if abs(e[2]) <= _TARGET.value else " **"))
         p = pooled[key]
-        lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {' | '.join(cells)} | {p[0]:.0f} vs "
+        lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {' | '.join(cells)} | "
+                     f"{p[0]:.0f} vs "
                      f"{p[1]:.0f}, {p[2] * 100:+.1f}%" + ("" if p[3] == "sweep" else
                                                            " (in-sample)") + " |")
     lines.append("")

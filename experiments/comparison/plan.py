@@ -9,8 +9,8 @@ import os
 from strategies import kind
 
 
-# A collectives cell's token training per worker: a few steps at the largest per-worker batch
-# the comparison uses (64 x 4 accumulated), then the sweep.
+# A collectives cell's training per worker and epoch, before its sweep: a few steps (32 at the
+# default 64 per replica; 8 at 4 accumulated micro-batches), over the comparison's --epochs.
 COLLECTIVES_EXAMPLES = 2048
 
 
@@ -151,7 +151,8 @@ def calibrated_size(budget_s, runs, epochs, rate, overhead_s, largest):
 def size_started(records, model):
     """The examples per epoch the comparison in `records` started with for `model` (the latest
     record's), or None."""
-    sizes = [r["config"]["train_examples"] for r in records if r["model"] == model]
+    sizes = [r["config"]["train_examples"] for r in records if r["model"] == model and
+             not (r.get("run_name") or "").startswith("collectives-")]  # their own token size
     return sizes[-1] if sizes else None
 
 
@@ -166,11 +167,14 @@ def same_run(record, name, run_flags):
             os.environ.get("TF_ENABLE_ONEDNN_OPTS"):
         return False
     config = record.get("config") or {}
-    for flag in run_flags:
+    wanted = {}
+    for flag in run_flags:  # a flag given twice counts as absl reads it: the last one
         key, eq, value = flag[2:].partition("=")
         if not eq:  # a boolean flag: --comm_sweep, --nocomm_probe
             key, value = (key[2:], False) if key.startswith("no") and key not in config else \
                 (key, True)
+        wanted[key] = value
+    for key, value in wanted.items():
         recorded = config.get(key)
         if key == "emulate_bandwidth_gbps":  # a launch setting: the record's network says it
             recorded = (record.get("network") or {}).get("emulated_gbps")

@@ -76,3 +76,15 @@ def test_a_name_that_is_no_strategy_is_a_plain_process():
     assert not (plain.multi_worker or plain.parameter_servers or plain.pipelined
                 or plain.local_replicas)
     assert not strategies.needs_cluster("engine_floor", 4)
+
+
+def test_what_runs_in_one_process_is_unchanged_by_the_registry():
+    """The report's single-process peers (results/cells.py): one device and local replicas at
+    any N, MWMS and the plain loop at N=1; never PSS, pipelines, or a TPU (it runs elsewhere)."""
+    assert cells.single_process("one_device", 1) and cells.single_process("mirrored", 4)
+    assert cells.single_process("central_storage", 2)
+    assert cells.single_process("multi_worker_mirrored", 1)
+    assert not cells.single_process("multi_worker_mirrored", 2)
+    assert cells.single_process("engine_floor", 1) and not cells.single_process("engine_floor", 2)
+    for name in ("parameter_server", "model_parallel", "hybrid", "tpu"):
+        assert not cells.single_process(name, 1)

@@ -1,4 +1,6 @@
 """The comparison's run plan: which cells run, with which flags, and what counts as done."""
+import os
+
 import pytest
 
 from experiments.comparison.plan import plan, same_run
@@ -245,3 +247,19 @@ def test_parallelism_preset_dry_run(tmp_path):
     assert lines[-1] == "compare: 10 runs planned (--dry_run: none made)"
     assert any("parallel-hybrid-n2-s2-m4/wide_mlp/3072/r0" in ln for ln in lines)
     assert not out.exists()
+
+
+def test_a_flag_given_twice_resumes_by_its_last_value_and_sweeps_do_not_set_the_size():
+    """A collectives cell gets the comparison's --train_examples and then its own: absl keeps
+    the last, and so must resuming; and a comparison resumed after one keeps its own size."""
+    from experiments.comparison.plan import size_started
+    runs = dict(plan(["cnn"], [2], [8192], ["multi_worker_mirrored"], 1, 1))
+    argv = runs["collectives-multi_worker_mirrored-n2/cnn/8192/r0"]
+    record = {"run_name": "collectives-multi_worker_mirrored-n2/cnn/8192/r0", "model": "cnn",
+              "environment": {"onednn_opts": os.environ.get("TF_ENABLE_ONEDNN_OPTS")},
+              "config": {**_flags([a for a in argv if not a.startswith("--comm_sweep")]),
+                         "train_examples": "4096", "comm_sweep": True}}
+    assert same_run(record, "collectives-multi_worker_mirrored-n2/cnn/8192/r0", argv[1:])
+    earlier = {"run_name": "baseline/cnn/8192/r0", "model": "cnn",
+               "config": {"train_examples": 8192}}
+    assert size_started([earlier, record], "cnn") == 8192
