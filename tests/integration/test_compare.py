@@ -15,12 +15,12 @@ def test_tiny_comparison_and_rebuild(tmp_path):
             "--train_examples=1024", "--epochs=2", f"--results_dir={tmp_path}"]
     proc = run_module("experiments.compare", *args, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "run 7/7" in proc.stdout and "left" in proc.stdout  # progress with an estimate
+    assert "run 8/8" in proc.stdout and "left" in proc.stdout  # progress with an estimate
     assert "cuInit" not in proc.stdout  # start-up chatter stays out of the console
     recs = records_in(tmp_path)
     assert sorted(r["run_name"].split("/")[0] for r in recs) == [
-        "baseline", "engine_floor", "engine_floor_all", "engine_floor_shared",
-        "hardware_reference", "mirrored-n2", "multi_worker_mirrored-n2"]
+        "baseline", "collectives-multi_worker_mirrored-n2", "engine_floor", "engine_floor_all",
+        "engine_floor_shared", "hardware_reference", "mirrored-n2", "multi_worker_mirrored-n2"]
     # every strategy's workers at N=2 got the same explicit threads; the baseline too
     threads = {r["run_name"].split("/")[0]: r["threads_per_task"] for r in recs}
     assert threads["baseline"] == threads["engine_floor"] == threads["engine_floor_shared"] == 1
@@ -48,7 +48,7 @@ def test_tiny_comparison_and_rebuild(tmp_path):
 
     # resume: nothing left to run
     again = run_module("experiments.compare", *args, timeout=300)
-    assert again.returncode == 0 and "7 already recorded, 0 to go" in again.stdout
+    assert again.returncode == 0 and "8 already recorded, 0 to go" in again.stdout
     # other settings are other runs, even with the same cell names
     changed = run_module("experiments.compare", *args, "--batch_size_per_replica=32",
                          "--strategies=mirrored", timeout=600)
