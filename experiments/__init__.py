@@ -10,12 +10,14 @@ Commands (flags and main only; each docstring gives its command lines):
 Sub-packages, one idea each (their __init__ says what each holds and may import):
     config/      RunConfig and LaunchConfig (each setting declared once), validation, flags
     workload/    built-in and user models and data, and their tf.data input pipelines
-    engine/      one process's run: its role (task), the Trainer, GPipe, checkpoints, the record
+    engine/      one process's run: its role (task), what it builds, the Trainer, GPipe,
+                 checkpoints, the record
     measure/     what a run measures besides time: communication, CPU, memory, profile, versions
     comparison/  the comparison's presets, plan of cells, runner, and its plain-loop cells
     cloud/       job specs for platforms that set TF_CONFIG (Vertex AI, Kubeflow TFJob)
     bench/       hand-run benchmarks that only print figures (nothing imports them)
 
 Data flow: flags -> RunConfig -> (local cluster: tf_config.launch runs `run` per task) ->
-engine.task -> engine.training.Trainer -> engine.record -> results (summary, report, plots).
+engine.task -> engine.build (model, optimizer, input) -> engine.training.Trainer ->
+engine.record -> results (summary, report, plots).
 """

@@ -90,7 +90,7 @@ _STRAGGLER_WORKERS = flags.DEFINE_integer("straggler_workers", 2,
                                           lower_bound=2)
 _STEPS_PER_EXECUTION = flags.DEFINE_integer(
     "steps_per_execution", 8, "Training steps per tf.function call in every run (same for "
-    "every strategy; 8 measured 5-10% faster than 1 here).", lower_bound=1)
+    "every strategy; docs/benchmarks.md: 8 against 1).", lower_bound=1)
 _RUN_TIMEOUT = flags.DEFINE_float("run_timeout", 1800, "Seconds before one run is abandoned.")
 _THREADS = flags.DEFINE_integer("threads_per_worker", 1, "Intra-op threads of every worker of every "
                                 "strategy at every N, and of the baseline (mirrored: N x this in "

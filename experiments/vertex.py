@@ -99,15 +99,16 @@ def main(argv):
                                                        "--num_replicas")]
     if bad:
         bad_input(f"{bad[0]} after -- is set by this command's own flag; pass it before --")
-    if bool(_ACCEL.value) != bool(_ACCEL_N.value) and _STRATEGY.value != "tpu":
+    strategy = _STRATEGY.value
+    on_tpu = kind(strategy).accelerator == "tpu"
+    if bool(_ACCEL.value) != bool(_ACCEL_N.value) and not on_tpu:
         bad_input(f"--accelerator_type={_ACCEL.value!r} and --accelerator_count={_ACCEL_N.value} "
                   f"go together: give both or neither")
-    strategy = _STRATEGY.value
     tpu_type = _ACCEL.value.startswith("TPU_")
-    if strategy == "tpu" and _ACCEL.value and not tpu_type:
+    if on_tpu and _ACCEL.value and not tpu_type:
         bad_input(f"--accelerator_type={_ACCEL.value} is not a TPU; --strategy=tpu takes TPU_V3 "
                   f"or TPU_V2 (or empty: TPU_V3 x 8)")
-    if tpu_type and strategy != "tpu":
+    if tpu_type and not on_tpu:
         bad_input(f"--accelerator_type={_ACCEL.value} is a TPU: use --strategy=tpu (got "
                   f"--strategy={strategy})")
     if kind(strategy).local_replicas and _ACCEL_N.value and \

@@ -148,7 +148,7 @@ def role_of(record):
         return ENGINE_FLOOR
     if cell == REFERENCE_RUN:
         return REFERENCE_RUN
-    if cell == BASELINE_RUN or (record["strategy"] == "one_device" and not cell
+    if cell == BASELINE_RUN or (kind(record["strategy"]).single_device and not cell
                                 and record.get("threads_per_task") == 1):
         return BASELINE_RUN
     return "strategy"
@@ -160,7 +160,7 @@ def single_process(strategy, n):
     its workers; N plain loops are N processes; pipelines are compared apart, in
     results/parallelism.py)."""
     strategy_kind = kind(strategy)
-    if strategy_kind.local_replicas or strategy == "one_device":
+    if strategy_kind.local_replicas or strategy_kind.single_device:
         return True
     if strategy_kind.all_reduce and not strategy_kind.pipelined or strategy == ENGINE_FLOOR:
         return n == 1

@@ -37,7 +37,10 @@ worker is equally fast, the per-replica batch is the profile's.
 import dataclasses
 import json
 
-STRATEGIES = ("multi_worker_mirrored", "parameter_server")
+from strategies import REGISTRY, data_parallel_workers, kind
+
+# The strategies it models: data-parallel workers (strategies.data_parallel_workers).
+STRATEGIES = tuple(n for n in REGISTRY if data_parallel_workers(n))
 SWEEP_SPLIT_BYTES = 65536  # the sweep's message cut into 1, 4, 16 tensors (per-tensor cost)
 SYNC_DTYPES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}  # bytes per element
 OPTIMIZER_SLOTS = {"sgd": 0, "momentum": 1, "adam": 2}  # slot variables per weight
@@ -172,7 +175,7 @@ def bytes_moved(profile, strategy, n, dtype="float32", shared_medium=False):
     P), or on a shared medium through the medium, every worker's together (PSS: one worker's
     step; the workers' steps share the medium)."""
     gradient = profile.gradient(dtype)
-    if strategy == "parameter_server":
+    if kind(strategy).parameter_servers:
         return gradient + profile.pull_bytes
     sent = _sent_per_worker(gradient, n, profile.gradient_kind)
     return n * sent if shared_medium else sent
@@ -286,7 +289,7 @@ def memory_per_device(profile, strategy):
     batch, and under all-reduce strategies the optimizer state too (under PSS that lives on the
     parameter servers; a worker holds what it pulled)."""
     held = 2 * profile.parameter_bytes + profile.activation_bytes
-    return held if strategy == "parameter_server" else held + profile.optimizer_state_bytes
+    return held if kind(strategy).parameter_servers else held + profile.optimizer_state_bytes
 
 
 def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None):
@@ -299,7 +302,7 @@ def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None):
     compute = profile.compute_s / cluster.device_speedup
     overhead = profile.overhead_s.get(strategy, 0.0)
     gradient = profile.gradient(sync_dtype)
-    if strategy == "parameter_server":
+    if kind(strategy).parameter_servers:
         comm = parameter_server_s(gradient, profile.pull_bytes, cluster)
     else:
         comm = allreduce_s(gradient, cluster, profile.gradient_kind)
@@ -307,7 +310,7 @@ def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None):
     step = compute + overhead + comm_exposed
     rate = cluster.workers * profile.batch / step
     bound = ""
-    if strategy == "parameter_server" and cluster.shared_medium:
+    if kind(strategy).parameter_servers and cluster.shared_medium:
         cap = profile.batch * cluster.inter_host_gbps * 1e9 / 8 / (gradient + profile.pull_bytes)
         if cap < rate:
             rate, bound = cap, "the shared link"

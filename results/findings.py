@@ -6,7 +6,7 @@ data points to, never reported as a plain win.
 from results.cells import (BASELINE_RUN, ENGINE_FLOOR, is_machine_limit, label, setting_title,
                            single_process)
 from results.summary import baseline_of, groups, reference_of, seconds_per_example
-from strategies import COMPARED
+from strategies import BASELINE, COMPARED
 
 _SLACK = 1.05  # measurements on a shared machine move by a few percent
 
@@ -196,7 +196,7 @@ def findings(rows):
     for setting, group in groups(rows).items():
         flags = _flags(group)
         strat = [r for r in group if r["role"] == "strategy" and r["epoch_time_s"]
-                 and r["strategy"] not in ("one_device", ENGINE_FLOOR)]
+                 and r["strategy"] not in (BASELINE, ENGINE_FLOOR)]
         lines = []
         if strat:
             lines += _against_reference(group, strat) + _slower_than_one_device(group, strat)

@@ -16,7 +16,7 @@ from results import metrics, plots
 from results.cells import SETTING_KEYS, is_parallelism_run, setting_of, sort_key
 from results.records import write_text_atomic
 from results.tables import Section, csv_text, markdown_table
-from strategies import REGISTRY
+from strategies import BASELINE, REGISTRY, kind
 
 COLUMNS = ("model", "dataset", "train_examples", "global_batch_size", "configuration",
            "strategy", "workers", "num_stages", "microbatches", "devices", "runs",
@@ -45,15 +45,16 @@ def _configuration(record):
     s, n = record["strategy"], record.get("num_workers") or 1
     pipe = record.get("pipeline") or {}
     stages = f"S={pipe.get('num_stages')} M={pipe.get('microbatches')}"
-    if s == "model_parallel":
-        return f"model parallel {stages}"
-    if s == "hybrid":
+    k = kind(s)
+    if k.pipelined and k.all_reduce:
         return f"hybrid N={n} x {stages}"
-    if s == "one_device":
+    if k.pipelined:
+        return f"model parallel {stages}"
+    if k.single_device:
         return "one device"
-    if s == "multi_worker_mirrored":
-        return f"data parallel (MWMS) N={n}"
-    if s in ("mirrored", "central_storage"):
+    if k.all_reduce:
+        return f"data parallel ({k.short}) N={n}"
+    if k.local_replicas:
         return f"data parallel ({s}) N={record['num_replicas_in_sync']}"
     return f"{s} N={n}"
 
@@ -123,7 +124,7 @@ def rows(records):
     for setting in sorted(by_setting, key=sort_key):
         group = sorted(by_setting[setting], key=lambda r: (_ORDER.get(r["strategy"], 9),
                                                            r["configuration"]))
-        one = next((r for r in group if r["strategy"] == "one_device"
+        one = next((r for r in group if r["strategy"] == BASELINE
                     and r["examples_per_sec"]), None)
         for r in group:
             if one and r["examples_per_sec"]:
@@ -214,11 +215,12 @@ def findings(parallel_rows):
         if not group:
             continue
         best = max(group, key=lambda r: r["examples_per_sec"])
-        one = next((r for r in group if r["strategy"] == "one_device"), None)
+        one = next((r for r in group if r["strategy"] == BASELINE), None)
         text = f"- {model}: fastest is {best['configuration']} ({best['examples_per_sec']:.0f} " \
                f"examples/s"
         text += f", {best['vs_one_device']:.2f}x one device)." if best["vs_one_device"] else ")."
-        split = [r for r in group if r["strategy"] == "model_parallel"
+        split = [r for r in group if kind(r["strategy"]).pipelined
+                 and not kind(r["strategy"]).all_reduce
                  and r["peak_memory_per_device_mb"]]
         if one and one["peak_memory_per_device_mb"] and split:
             least = min(split, key=lambda r: r["peak_memory_per_device_mb"])

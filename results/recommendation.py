@@ -7,7 +7,7 @@ import collections
 from results import cost_model
 from results.cells import SETTING_KEYS, setting_of, setting_title, sort_key
 from results.scaling_model import fit, sync_dtype_of
-from strategies import REGISTRY
+from strategies import REGISTRY, kind
 
 
 def measured_profile(records, model_name=""):
@@ -37,7 +37,7 @@ def measured_profile(records, model_name=""):
 def emulated_gbps(strategy, n, gbps, speedup, num_ps):
     """The shared-shaper bandwidth at which this machine's N=2 run has the target's
     compute:communication ratio (communication X times slower, as compute is here)."""
-    if strategy == "parameter_server":
+    if kind(strategy).parameter_servers:
         # Target: (G+P)/B·max(1, n/K) per worker step. Here every worker's G+P shares the
         # shaper: n·(G+P)/B_e per round of n steps. Equal after X: B_e = n·B / (X·max(1, n/K)).
         return n * gbps / (speedup * max(1.0, n / num_ps))

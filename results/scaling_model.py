@@ -36,6 +36,8 @@ Projections: cost_model.predict for N workers on a stated network (--network_gbp
 import collections
 import dataclasses
 
+from strategies import kind
+
 from results import cost_model, metrics
 from results.records import write_text_atomic
 from results.tables import Section, csv_text, markdown_table
@@ -169,7 +171,7 @@ def cpu_cap(own_n1, runs_n):
 # (its pull and push). With every core busy, each such hand-off waits for a core as well; the
 # lockstep phase measures that. (The free phase, independent loops, is the report's "machine's
 # limit" row.)
-SHARING_PHASE = {"multi_worker_mirrored": "lockstep", "parameter_server": "lockstep"}
+SHARING_PHASE = "lockstep"
 
 
 def sweep_fit(sweeps, strategy, n):
@@ -195,7 +197,7 @@ def sync_bytes(profile, strategy, dtype):
     (all-reduce packs a step's gradients into one message), or for PSS, whose sweep pulls and
     pushes each size, the mean of what a step pushes and pulls."""
     gradient = profile.gradient(dtype)
-    if strategy == "parameter_server":
+    if kind(strategy).parameter_servers:
         return (gradient + profile.pull_bytes) / 2
     return gradient
 
@@ -204,7 +206,7 @@ def slowdown_of(sharing, strategy, n=2):
     """(factor, phase, calibrations): how much slower this machine runs a 1-worker step when an
     N-worker cluster's processes share its cores, from the sharing calibrations of the setting
     with K = N processes (the median when repeated); None without one."""
-    phase = SHARING_PHASE[strategy]
+    phase = SHARING_PHASE
     values = [(s.get("slowdown") or {}).get(phase) for s in sharing or []
               if s.get("processes") == n]
     values = [v for v in values if v]

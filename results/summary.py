@@ -17,6 +17,7 @@ replicas trains fewer examples than on one device, and its shorter epoch is not 
 import collections
 
 from results import metrics
+from strategies import floor_comparable
 from results.cells import (BASELINE_RUN, ENGINE_FLOOR, REFERENCE_RUN, SETTING_KEYS,  # noqa: F401
                            is_collectives_run, is_machine_limit, is_network_run, is_parallelism_run,
                            is_straggler_run, label, role_of, setting_of, setting_of_row,
@@ -32,8 +33,6 @@ COLUMNS = (
     "examples_per_cpu_second", "cpu_scope", "cores_by_task",
 )
 _ROLE_ORDER = {ENGINE_FLOOR: 0, BASELINE_RUN: 1, REFERENCE_RUN: 2, "strategy": 3}
-# Single-process rows whose work matches the plain TF loop's (one replica, or mirrored/MWMS at 1).
-_FLOOR_COMPARABLE = ("one_device", "mirrored", "multi_worker_mirrored")
 
 
 def seconds_per_example(row):
@@ -125,7 +124,7 @@ def _compare(group):
         row["reference_row"] = label(ref) if ref else None
         floor = floors.get(row["threads_per_task"])
         comparable = row["role"] in (BASELINE_RUN, REFERENCE_RUN) or (
-            row["role"] == "strategy" and row["n"] == 1 and row["strategy"] in _FLOOR_COMPARABLE)
+            row["role"] == "strategy" and row["n"] == 1 and floor_comparable(row["strategy"]))
         row["vs_engine_floor"] = metrics.speedup(seconds_per_example(floor), tn) \
             if floor and comparable and tn else None
         row["accuracy_delta"] = row["final_eval_accuracy"] - base["final_eval_accuracy"] \

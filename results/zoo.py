@@ -17,7 +17,7 @@ from results.cells import label, setting_of
 from results.records import write_text_atomic
 from results.summary import groups, seconds_per_example
 from results.tables import Section, csv_text, markdown_table
-from strategies import REGISTRY
+from strategies import BASELINE, REGISTRY
 
 COLUMNS = ("model", "dataset", "train_examples", "winner", "winner_examples_per_sec",
            "margin_over_runner_up", "runner_up", "winner_vs_single_process", "reference_row",
@@ -54,7 +54,7 @@ def rows(summary_rows, records):
         if not ranked:
             continue
         win = ranked[0]
-        ref = min((r for r in group if r["strategy"] == "one_device" and seconds_per_example(r)),
+        ref = min((r for r in group if r["strategy"] == BASELINE and seconds_per_example(r)),
                   key=seconds_per_example, default=None)
         second = ranked[1] if len(ranked) > 1 else None
         sent, dense = grads.get(setting, (None, None))

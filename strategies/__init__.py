@@ -20,17 +20,19 @@ class Kind:
     pipelined: bool = False  # the model split into --num_stages stages (experiments/engine/gpipe.py)
     # A coordinator (the chief) dispatches steps to workers that only serve, and parameter
     # servers hold the variables: a cluster of chief + workers + ps, asynchronous steps, one
-    # dataset per worker made by the coordinator (experiments/engine/training.py).
+    # dataset per worker made by the coordinator (experiments/engine/build.py).
     parameter_servers: bool = False
     # Variables on one device apart from the replicas': input goes through the distributed
     # dataset even for one replica, so each batch lands on its replica's compute device.
     central_variables: bool = False
+    single_device: bool = False  # one replica on one device: what every speedup is against
+    accelerator: str = ""  # the device it needs ("tpu": TPU cores, refused where none answers)
 
 
 # The one registry: a new strategy is an entry here and a branch in factory.get_strategy; the
 # engine, the launcher, the cloud specs and the report ask its Kind, never its name.
 REGISTRY = {
-    "one_device": Kind("1 device", "one device", "tab:gray"),
+    "one_device": Kind("1 device", "one device", "tab:gray", single_device=True),
     "mirrored": Kind("mirrored", "Mirrored (replicas)", "tab:green", compared=True,
                      local_replicas=True),
     "central_storage": Kind("central", "CentralStorage (replicas)", "tab:purple", compared=True,
@@ -42,7 +44,7 @@ REGISTRY = {
     "model_parallel": Kind("pipeline", "model parallel (stages)", "tab:red", pipelined=True),
     "hybrid": Kind("hybrid", "hybrid (MWMS x stages)", "tab:brown", multi_worker=True,
                    all_reduce=True, pipelined=True),
-    "tpu": Kind("TPU", "TPUStrategy", "tab:olive"),
+    "tpu": Kind("TPU", "TPUStrategy", "tab:olive", accelerator="tpu"),
 }
 
 # What kind() answers for a name that is no strategy (the comparison's plain-loop floor cell):
@@ -56,6 +58,8 @@ def kind(name):
 
 
 STRATEGIES = tuple(REGISTRY)
+# The single-device baseline every comparison measures the others against.
+BASELINE = next(n for n, k in REGISTRY.items() if k.single_device)
 # What experiments.compare may run against the single-device baseline.
 COMPARED = tuple(n for n, k in REGISTRY.items() if k.compared)
 LOCAL_REPLICAS = tuple(n for n, k in REGISTRY.items() if k.local_replicas)
@@ -81,6 +85,23 @@ def all_reduce_workers(name):
     workers, collective checkpoints): multi_worker_mirrored, and hybrid, which is MWMS with a
     pipeline inside each worker."""
     return kind(name).all_reduce
+
+
+def data_parallel_workers(name):
+    """True for the strategies the cost model projects to other clusters: whole replicas per
+    worker that all-reduce (MWMS) or share parameter servers (PSS); not pipelines (hybrid),
+    local replicas or single devices."""
+    k = kind(name)
+    return k.multi_worker and not k.pipelined
+
+
+def floor_comparable(name):
+    """True for a single process whose step is the plain TF loop's at N=1 (one replica, or
+    mirrored / MWMS with one): not PSS (a coordinator and a ps besides), not central variables,
+    not pipelines."""
+    k = kind(name)
+    return (k.single_device or k.local_replicas or k.all_reduce) and not (
+        k.central_variables or k.pipelined or k.parameter_servers)
 
 
 def needs_cluster(name, num_workers):

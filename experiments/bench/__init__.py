@@ -1,6 +1,10 @@
 """Hand-run benchmarks that print figures (`make bench` runs peer): the toolkit's loop against a
 model.fit script (peer, peer_keras), MWMS against one process (mwms), restarts under faults
-(chaos). Dated results go to docs/benchmarks.md. The product never imports these.
+(chaos), and the cost model's validations: on this machine's comparison records
+(validate_local) and against published multi-node results (validate_published). Dated results
+go to docs/benchmarks.md. The product never imports these.
 
-May import: experiments.comparison.runner, experiments.config, models, results, tf_config.
+May import: experiments.comparison.runner, experiments.config, experiments.engine.tf_settings
+and experiments.workload (peer_keras: the same input as the toolkit), models, results,
+tf_config.
 """

@@ -17,7 +17,7 @@ import strategies
 
 
 def _pool(spec, replicas, accelerators=True):
-    if spec.strategy == "tpu":  # TPU cores, not GPUs: no --require_gpus
+    if strategies.kind(spec.strategy).accelerator == "tpu":  # TPU cores, not GPUs: no --require_gpus
         machine = {"machine_type": spec.machine_type or TPU_MACHINE,
                    "accelerator_type": spec.accelerator_type or TPU_DEFAULT_ACCELERATOR,
                    "accelerator_count": spec.accelerator_count or TPU_CORES}

@@ -23,6 +23,7 @@ from experiments.config import ConfigError, LaunchConfig, RunConfig, validate  #
 from experiments.config import flags as config_flags  # noqa: E402
 from experiments.config.cli import bad_input, parse_flags  # noqa: E402
 from results.cells import ENGINE_FLOOR  # noqa: E402  (the strategy name its records carry)
+from strategies import BASELINE  # noqa: E402
 
 # experiments.run's flags (a one_device run's are the ones that apply), declared once in
 # experiments/config/run_config.py; plain_loop_config refuses what a plain loop cannot do.
@@ -42,7 +43,8 @@ class PlainLoop:
         from experiments.measure import cpu_usage
         from experiments.workload import inputs
         from experiments.workload.inputs import dataset_info
-        from experiments.engine.training import learning_rate_for, make_evaluate, make_optimizer
+        from experiments.engine.build import learning_rate_for, make_optimizer
+        from experiments.engine.training import make_evaluate
         from experiments.workload.user_model import build
 
         self.cfg, self.tf = cfg, tf
@@ -132,8 +134,8 @@ def plain_loop_config(argv, what, fixed_threads=False):
     cfg = config_flags.sizes_from_data(config_flags.read(RunConfig))
     tf_settings.show_startup_messages(config_flags.read(LaunchConfig).verbose)
     try:
-        if cfg.strategy != "one_device":
-            raise ConfigError(f"--strategy={cfg.strategy}: {what}; use --strategy=one_device "
+        if cfg.strategy != BASELINE:
+            raise ConfigError(f"--strategy={cfg.strategy}: {what}; use --strategy={BASELINE} "
                               f"(the default)")
         if fixed_threads and cfg.threads == 0:
             raise ConfigError("--threads=0: each loop needs a fixed share of the cores; use "

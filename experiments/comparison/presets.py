@@ -10,7 +10,7 @@ PRESETS = {
     # ~10 min on 2 vCPUs: 15 runs (5 per model), 3 epochs (2 steady) sized per model below.
     "zoo": dict(models="resnet,wide_mlp,embedding", workers="2", train_examples="", repeats=1,
                 epochs=3, floors=False),
-    # ~6-7 min on 2 vCPUs (measured 6m11s-6m19s): 10 runs (5 per model), 3 epochs (2 steady).
+    # ~6-7 min on 2 vCPUs (docs/benchmarks.md): 10 runs (5 per model), 3 epochs (2 steady).
     "parallelism": dict(models="cnn,wide_mlp", workers="2", train_examples="", repeats=1,
                         epochs=3, floors=False, experiments="parallelism"),
 }

@@ -11,7 +11,7 @@ from experiments.config.run_config import ConfigError
 from experiments.workload import npz_data, user_code
 from experiments.workload.datasets import DATASETS, is_user_dataset
 from models import MODELS, TOKEN_MODELS
-from strategies import LOCAL_REPLICAS, MULTI_WORKER, PARAMETER_SERVERS, PIPELINED
+from strategies import LOCAL_REPLICAS, MULTI_WORKER, PARAMETER_SERVERS, PIPELINED, kind
 
 
 def check_fields(cfg):
@@ -138,7 +138,7 @@ def validate(cfg):
     if cfg.strategy not in LOCAL_REPLICAS and cfg.num_replicas != 1:
         raise ConfigError(f"--num_replicas={cfg.num_replicas} applies to --strategy="
                           f"{' or '.join(LOCAL_REPLICAS)} only (got --strategy={cfg.strategy})")
-    if cfg.tpu and cfg.strategy != "tpu":
+    if cfg.tpu and kind(cfg.strategy).accelerator != "tpu":
         raise ConfigError(f"--tpu={cfg.tpu} applies to --strategy=tpu only (got --strategy="
                           f"{cfg.strategy})")
     if cfg.strategy not in MULTI_WORKER and cfg.num_workers != 1:

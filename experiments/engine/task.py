@@ -13,7 +13,8 @@ import tensorflow as tf
 from experiments.engine import gpipe
 from experiments.engine.checkpoints import Checkpoints
 from experiments.engine.record import build_record, new_run_id, write
-from experiments.engine.training import Trainer, build_model, input_context
+from experiments.engine.build import build, input_context
+from experiments.engine.training import Trainer
 from experiments.measure import comm_probe, cpu_usage
 from experiments.measure.profiling import StepProfiler
 from experiments.workload.inputs import dataset_info
@@ -108,12 +109,13 @@ def run_task(cfg, role, extra_config=None):
     try:  # the user's model and data: what needs TensorFlow to check (config/validation.py did
         # the rest)
         info = dataset_info(cfg.dataset, input_context(strategy))
-        trainer = Trainer(cfg, info, strategy, build_model(cfg, info, strategy),
-                          coordinator=coordinator, is_chief=is_chief, cpu=cpu)
+        workload = build(cfg, info, strategy, coordinator, is_chief)
     except UserCodeError as e:  # before any step and any file: bad input, exit 2
         sys.stderr.write(f"error: {e}\n")
         sys.stderr.flush()
         return 2
+    trainer = Trainer(cfg, info, strategy, workload, coordinator=coordinator, is_chief=is_chief,
+                      cpu=cpu)
     run_id = new_run_id(cfg)
     writer = profiler = None
     logdir = os.path.join(cfg.tensorboard_dir or os.path.join(cfg.results_dir, "tensorboard"),

@@ -15,23 +15,15 @@ tests/integration/test_clusters.py). A step's batch (`global_batch`, and the rec
 global_batch_size) is K x the global batch; --lr_scaling scales with it. BatchNormalization sees
 micro-batches, so a BN model is not equal to the large batch.
 """
-import contextlib
 import dataclasses
-import math
 import sys
 import time
 
 import keras
 import tensorflow as tf
 
+from experiments.engine import build, gpipe
 from experiments.measure import comm_probe, cpu_usage, memory
-from experiments.engine import gpipe
-from experiments.workload import inputs, user_data, user_model
-from experiments.workload.datasets import FUNCTION
-from experiments.workload.user_code import UserCodeError
-from models import stages as model_stages
-from strategies import kind
-from strategies.factory import stage_devices
 from tf_config import events
 
 
@@ -57,58 +49,6 @@ class EpochStats:
     # each stage's busy share of the pipeline's span (experiments/engine/gpipe.py).
     pipeline_idle_share: float | None = None
     stage_busy_share: list | None = None
-
-
-class WarmupScaledLR(keras.optimizers.schedules.LearningRateSchedule):
-    """`target` = base LR x replica scaling; ramps linearly from 0 over `warmup_steps`
-    (Goyal et al. 2017: large global batches need the scaled rate, but not from step one)."""
-
-    def __init__(self, target, warmup_steps):
-        self.target = float(target)
-        self.warmup_steps = int(warmup_steps)
-
-    def __call__(self, step):
-        if self.warmup_steps <= 0:
-            return tf.constant(self.target, tf.float32)
-        ramp = tf.minimum(1.0, tf.cast(step + 1, tf.float32) / float(self.warmup_steps))
-        return self.target * ramp
-
-    def get_config(self):
-        return {"target": self.target, "warmup_steps": self.warmup_steps}
-
-
-def learning_rate_for(cfg, global_batch):
-    """The rate for a step of `global_batch` examples: --learning_rate was tuned for the single
-    device's batch (--global_batch_size if held fixed, else --batch_size_per_replica), and
-    --lr_scaling scales it with the batch, not with the replicas: under strong scaling every
-    strategy trains on the baseline's batch and keeps the baseline's rate (Goyal et al. 2017)."""
-    factor = global_batch / (cfg.global_batch_size or cfg.batch_size_per_replica)
-    if cfg.lr_scaling == "linear":
-        return cfg.learning_rate * factor
-    if cfg.lr_scaling == "sqrt":
-        return cfg.learning_rate * math.sqrt(factor)
-    return cfg.learning_rate
-
-
-def local_replicas(strategy):
-    """Replicas this process feeds (1 for one device, MWMS with one device per worker)."""
-    try:
-        return len(strategy.extended.worker_devices)
-    except RuntimeError:  # the default strategy (model_parallel) has no worker_devices: one
-        return 1
-
-
-def input_context(strategy):
-    """This worker's input pipeline (one per worker, as distribute_datasets_from_function numbers
-    them: the chief first, then the workers)."""
-    resolver = getattr(strategy, "cluster_resolver", None)
-    spec = resolver.cluster_spec().as_dict() if resolver is not None else {}
-    chiefs, workers = len(spec.get("chief", [])), len(spec.get("worker", []))
-    if chiefs + workers <= 1:
-        return tf.distribute.InputContext(1, 0, strategy.num_replicas_in_sync)
-    pipeline_id = 0 if resolver.task_type == "chief" else chiefs + resolver.task_id
-    return tf.distribute.InputContext(chiefs + workers, pipeline_id,
-                                      strategy.num_replicas_in_sync)
 
 
 def make_evaluate(model):
@@ -138,33 +78,6 @@ def weights_checksum(model):
     return float(sum(float(tf.reduce_sum(tf.abs(v.value))) for v in model.weights))
 
 
-def make_optimizer(name, schedule):
-    if name == "sgd":
-        return keras.optimizers.SGD(schedule)
-    if name == "momentum":
-        return keras.optimizers.SGD(schedule, momentum=0.9)
-    if name == "adam":
-        return keras.optimizers.Adam(schedule)
-    raise ValueError(f"unknown optimizer {name!r}; valid: sgd, momentum, adam")
-
-
-@contextlib.contextmanager
-def _floatx(dtype):
-    """Keras's default float dtype while the model, its optimizer and loss are built:
-    --float_dtype=float64 trains in double precision (the strategy-equivalence tests: their
-    rounding is then ~1e-16 per operation whatever kernels the CPU picks)."""
-    # Layers take their dtype from the global policy, which Keras fixes from floatx on first
-    # use: both are set, and both restored.
-    previous, policy = keras.config.floatx(), keras.config.dtype_policy()
-    keras.config.set_floatx(dtype)
-    keras.config.set_dtype_policy(dtype)
-    try:
-        yield
-    finally:
-        keras.config.set_floatx(previous)
-        keras.config.set_dtype_policy(policy)
-
-
 def _sum_on_read(shape=()):
     """A per-replica accumulator summed across replicas (and workers) when read: metrics cost
     no communication per step."""
@@ -173,49 +86,30 @@ def _sum_on_read(shape=()):
                        aggregation=tf.VariableAggregation.SUM)
 
 
-def build_model(cfg, info, strategy):
-    """The run's model (a built-in, MODULE:FUNCTION or PATH.keras), built from --seed in the
-    strategy's scope and in --float_dtype: what the task hands the Trainer. UserCodeError (one
-    line) for a user model that cannot be built."""
-    keras.utils.set_random_seed(cfg.seed)  # --seed covers initialization too: reruns compare
-    with strategy.scope(), _floatx(cfg.float_dtype):
-        return user_model.build(cfg.model, info.feature_shape, info.num_classes,
-                                batchnorm=cfg.batchnorm, sync_batchnorm=cfg.sync_batchnorm,
-                                weights=cfg.model_weights)
-
-
 class Trainer:
-    """Trains `model` (build_model's) under `strategy`, epoch by epoch: splits it into pipeline
-    stages where the strategy pipelines, builds its optimizer, metrics and input.
+    """Trains a task's Workload (experiments/engine/build.py: model, stages, optimizer, input)
+    under `strategy`, epoch by epoch.
 
     coordinator: a ClusterCoordinator for ParameterServerStrategy, else None.
     cpu: measures the CPU seconds of the run's processes around each epoch's timed span.
     is_chief: only the chief evaluates, shows progress and (in the caller) writes results.
     """
 
-    def __init__(self, cfg, info, strategy, model, coordinator=None, is_chief=True, cpu=None):
-        self.cfg, self.info, self.strategy, self.model = cfg, info, strategy, model
+    def __init__(self, cfg, info, strategy, workload, coordinator=None, is_chief=True, cpu=None):
+        self.cfg, self.info, self.strategy = cfg, info, strategy
+        self.model, self.optimizer = workload.model, workload.optimizer
+        self.stages, self.stage_devices = workload.stages, workload.stage_devices
         self.cpu = cpu  # a cpu_usage.CpuMeter (the chief's view of the run's processes) or None
         self.coordinator, self.is_chief = coordinator, is_chief
-        self.replicas = strategy.num_replicas_in_sync
-        micro_batch = cfg.global_batch_size or cfg.batch_size_per_replica * self.replicas
-        if micro_batch % self.replicas:
-            raise ValueError(f"global batch {micro_batch} is not divisible by "
-                             f"{self.replicas} replicas in sync")
-        self.per_replica_batch = micro_batch // self.replicas  # one micro-batch of one replica
-        self.accumulation = cfg.accumulation_steps
-        self.global_batch = micro_batch * self.accumulation  # examples per step (one update)
-        self.steps_per_epoch = cfg.train_examples // self.global_batch
-        self.examples_per_epoch = self.steps_per_epoch * self.global_batch
-        self.learning_rate = learning_rate_for(cfg, self.global_batch)
-        warmup_steps = int(round(cfg.warmup_epochs * self.steps_per_epoch))
-        with strategy.scope(), _floatx(cfg.float_dtype):
-            self.stages = self._split_stages() if kind(cfg.strategy).pipelined else None
-            self.optimizer = make_optimizer(cfg.optimizer,
-                                            WarmupScaledLR(self.learning_rate, warmup_steps))
-            # Create slot variables now, in scope: lazily created Adam slots break under
-            # MirroredStrategy with 2 replicas ("You must feed a value for placeholder ...").
-            self.optimizer.build(self.model.trainable_variables)
+        batches = workload.batching
+        self.replicas = batches.replicas
+        self.per_replica_batch = batches.per_replica_batch  # one micro-batch of one replica
+        self.accumulation = batches.accumulation
+        self.global_batch = batches.global_batch  # examples per step (one update)
+        self.steps_per_epoch = batches.steps_per_epoch
+        self.examples_per_epoch = batches.examples_per_epoch
+        self.learning_rate = build.learning_rate_for(cfg, self.global_batch)
+        with strategy.scope(), build.floatx(cfg.float_dtype):
             if coordinator is None:
                 self.loss_sum, self.correct, self.seen = (_sum_on_read(), _sum_on_read(),
                                                           _sum_on_read())
@@ -225,7 +119,6 @@ class Trainer:
             # A Keras loss casts the logits to its own dtype, floatx when it is made.
             self._loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True,
                                                                     reduction=None)
-        self._check_input(is_chief)
         # 16-bit sync is opt-in compression; "float32" (the default) means no cast, so a
         # float64 model's gradients stay float64.
         self._sync_dtype = (None if cfg.gradient_sync_dtype == "float32"
@@ -235,7 +128,7 @@ class Trainer:
             self.pipeline = gpipe.Pipeline(self.stages, self.stage_devices, cfg.microbatches,
                                            self._loss, self.global_batch,
                                            self.model.trainable_variables)
-        self._iterator = iter(self._train_input())
+        self._iterator = iter(workload.train_data)
         self.global_step = 0
         self.steps_by_worker = {}  # PSS: which worker ran how many steps (stragglers run fewer)
         self.first_step_done_at = None  # wall clock (epoch s) when this process's first step ended
@@ -243,113 +136,7 @@ class Trainer:
         self.gpu_peaks = {}  # {gpu:i: allocator peak} over the training steps (no GPU: {})
         self._train_steps = tf.function(self._steps)
         self._evaluate = make_evaluate(self.model)
-        self._eval_data = (inputs.eval_dataset(info, cfg.eval_examples, 512, cfg.seed,
-                                                 cfg.data_dir or None) if is_chief else None)
-
-    def _split_stages(self):
-        """The model's pipeline stages (models/stages.py) and their devices. Under model_parallel
-        each stage's variables are re-created on its stage's device, before the optimizer builds
-        its slots next to them; under hybrid MWMS keeps every variable mirrored on the worker's
-        one replica device, and the stages place their compute only."""
-        cfg = self.cfg
-        if self.model.losses:
-            raise UserCodeError(f"--strategy={cfg.strategy}: model {cfg.model!r} adds losses of its "
-                                f"own (model.losses, e.g. weight regularizers); the pipeline "
-                                f"does not split them across stages: remove them or use another "
-                                f"--strategy")
-        micro = self.per_replica_batch // cfg.microbatches
-        sample = None
-        if cfg.stage_cost == "time":
-            sample, _ = next(iter(inputs.examples(self.info, "train", micro, cfg.seed,
-                                                    cfg.data_dir or None).batch(micro)))
-        wrap, agree = tf.function, None
-        if kind(cfg.strategy).all_reduce:  # hybrid (MWMS): mirrored variables are read in a
-            # replica context
-            strategy = self.strategy
-
-            def wrap(fn):
-                return tf.function(lambda *args: strategy.experimental_local_results(
-                    strategy.run(fn, args=args))[0])
-
-            def agree(costs):  # every worker splits alike: the mean of their measured times
-                @tf.function
-                def total():  # comm_probe's pattern: the tensor made in the replica context
-                    return strategy.run(lambda: tf.distribute.get_replica_context().all_reduce(
-                        tf.distribute.ReduceOp.SUM, tf.constant(costs, tf.float32)))
-                summed = strategy.experimental_local_results(total())[0].numpy()
-                return summed / strategy.num_replicas_in_sync
-        try:
-            stages = model_stages.split(self.model, cfg.num_stages, cfg.stage_cost, sample,
-                                        wrap, agree)
-        except model_stages.StageError as e:
-            raise UserCodeError(str(e)) from None
-        self.stage_devices = stage_devices(cfg.num_stages)
-        if not kind(cfg.strategy).all_reduce:  # model_parallel: no mirrored copy to keep
-            for stage, device in zip(stages, self.stage_devices):
-                with tf.device(device):
-                    for v in stage.model.weights:
-                        # Keras's own creation path (TF backend): a new tf.Variable holding the
-                        # same value, created under the stage's device scope.
-                        v._initialize(tf.identity(v.value))
-        return stages
-
-    def _check_input(self, is_chief):
-        """Before any step: the model maps two examples to (2, num_classes) logits (every task
-        that built it), and a MODULE:FUNCTION dataset's labels are class ids (the chief, over
-        the examples the run uses). UserCodeError: one line, exit 2 (experiments.engine.task)."""
-        cfg, info = self.cfg, self.info
-        sample = inputs.examples(info, "train", 2, cfg.seed, cfg.data_dir or None).batch(2)
-        features, _ = next(iter(sample))
-        user_model.check_logits(self.model, cfg.model, features, info.num_classes)
-        if is_chief and info.kind == FUNCTION:
-            for split, count in (("train", cfg.train_examples), ("eval", cfg.eval_examples)):
-                user_data.check_labels(inputs.examples(info, split, count, cfg.seed),
-                                       info.source, split, info.num_classes)
-
-    def _straggler_delay_us(self, worker_index):
-        """Per-step delay of the input pipeline of worker `worker_index` (an int, or a tensor on
-        a PSS worker): --straggler_delay_ms on the straggler, nothing elsewhere."""
-        if not self.cfg.straggler_task:
-            return None
-        straggler = int(self.cfg.straggler_task.split(":")[1])
-        return tf.cast(tf.equal(worker_index, straggler), tf.int64) * int(
-            self.cfg.straggler_delay_ms * 1000)
-
-    def _worker_dataset(self, num_pipelines, pipeline_id):
-        """One worker's pipeline of per-replica batches: its own shard, in its own order.
-        pipeline_id may be a tensor: `create_per_worker_dataset` traces the PSS dataset function
-        once and runs that graph on every worker, so what must differ between PSS workers has
-        to come from the worker index evaluated there, not from Python or the global seed."""
-        cfg = self.cfg
-        # A replica's step takes its K micro-batches as one batch and splits it (_step).
-        return inputs.train_dataset(
-            self.info, cfg.train_examples, self.per_replica_batch * self.accumulation, cfg.seed,
-            cfg.data_dir or None,
-            num_shards=num_pipelines, shard_index=pipeline_id,
-            shuffle_seed=cfg.seed + pipeline_id, delay_us=self._straggler_delay_us(pipeline_id),
-            replicas_in_sync=self.replicas)
-
-    def _pss_dataset(self, worker_index):
-        return self._worker_dataset(max(1, self.cfg.num_workers),
-                                    tf.cast(worker_index, tf.int64))
-
-    def _train_input(self):
-        if self.coordinator is not None:
-            return self.coordinator.create_per_worker_dataset(
-                lambda: self._pss_dataset(
-                    tf.distribute.coordinator.experimental_get_current_worker_index()))
-        if local_replicas(self.strategy) == 1 and not kind(self.cfg.strategy).central_variables:
-            # One replica per process: feed strategy.run from this worker's plain tf.data
-            # iterator. Iterating a strategy's distributed dataset ran the same step at half
-            # speed on some CPUs (docs/strategies.md, "Engine overhead"); with one local replica there
-            # is nothing for it to split, so the plain iterator gives the replica the same batch.
-            ctx = input_context(self.strategy)
-            return self._worker_dataset(ctx.num_input_pipelines, ctx.input_pipeline_id)
-        # Several local replicas (mirrored), and central_storage at any N: the distributed
-        # dataset places each replica's batch on its compute device (CentralStorageStrategy's
-        # documented input path; its variables live on another device than its replicas).
-        return self.strategy.distribute_datasets_from_function(
-            lambda ctx: self._worker_dataset(ctx.num_input_pipelines, ctx.input_pipeline_id))
+        self._eval_data = workload.eval_data
 
     def _micro_step(self, images, labels):
         """One micro-batch's (gradients, per-example losses, logits); the loss is averaged over

@@ -21,7 +21,8 @@ import dataclasses, json
 import tensorflow as tf
 from experiments.config import RunConfig
 from experiments.workload.datasets import get_info
-from experiments.engine.training import Trainer, build_model
+from experiments.engine.build import build
+from experiments.engine.training import Trainer
 from strategies.factory import get_strategy
 
 base = RunConfig(model="cnn", eval_examples=64, optimizer="sgd", learning_rate=0.1,
@@ -38,7 +39,7 @@ for dtype, epochs, examples in (("float64", 2, 256), ("float32", 1, 32)):
     for name, c in runs:
         strategy = one_device if c.strategy == "one_device" else pipeline
         info = get_info(c.dataset)
-        trainer = Trainer(c, info, strategy, build_model(c, info, strategy))
+        trainer = Trainer(c, info, strategy, build(c, info, strategy))
         initial = [v.numpy().tolist() for v in trainer.model.weights]
         for epoch in range(1, epochs + 1):
             stats = trainer.train_epoch(epoch)

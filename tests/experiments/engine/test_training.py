@@ -11,7 +11,9 @@ import tensorflow as tf
 from experiments.engine.checkpoints import Checkpoints
 from experiments.config import RunConfig
 from experiments.workload.datasets import get_info
-from experiments.engine.training import Trainer, build_model, learning_rate_for
+from experiments.engine import build
+from experiments.engine.build import learning_rate_for
+from experiments.engine.training import Trainer
 from tests.helpers import TOLERANCE_FLOAT64
 
 CFG = RunConfig(model="mlp", epochs=2, train_examples=256, eval_examples=64,
@@ -21,7 +23,7 @@ CFG = RunConfig(model="mlp", epochs=2, train_examples=256, eval_examples=64,
 def _trainer(cfg=CFG, strategy=None):
     strategy = strategy or tf.distribute.OneDeviceStrategy("/cpu:0")
     info = get_info(cfg.dataset)
-    return Trainer(cfg, info, strategy, build_model(cfg, info, strategy))
+    return Trainer(cfg, info, strategy, build.build(cfg, info, strategy))
 
 
 def test_single_replica_strategies_feed_the_plain_iterator():
@@ -46,13 +48,14 @@ def test_pss_workers_read_disjoint_shards_that_cover_the_split():
     # create_per_worker_dataset traces the dataset function once and runs that graph on every
     # worker: the worker index is a tensor inside it. Trace it the same way here.
     cfg = dataclasses.replace(CFG, strategy="parameter_server", num_workers=2, num_ps=1)
-    trainer = _trainer(cfg)
-    traced = tf.function(trainer._pss_dataset)
+    info = get_info(cfg.dataset)
+    batches = build.batching(cfg, 1)
+    traced = tf.function(lambda i: build.pss_dataset(cfg, info, batches, i))
     per_batch, steps = cfg.batch_size_per_replica, cfg.train_examples // cfg.batch_size_per_replica
     shard = [set(_examples(traced(tf.constant(i)), steps // 2)) for i in (0, 1)]
     assert len(shard[0]) == len(shard[1]) == cfg.train_examples // 2
     assert not shard[0] & shard[1]  # no example trained twice per epoch
-    whole = set(_examples(trainer._worker_dataset(1, 0), steps))
+    whole = set(_examples(build.worker_dataset(cfg, info, batches, 1, 0), steps))
     assert shard[0] | shard[1] == whole and len(whole) == cfg.train_examples
     first = [_examples(traced(tf.constant(i)), 1) for i in (0, 1)]
     assert first[0] != first[1] and len(first[0]) == per_batch

@@ -1,0 +1,78 @@
+"""The run's configuration declared once: each RunConfig / LaunchConfig field makes its flag,
+its --help line and its check (experiments/config/). Pure Python: no TensorFlow."""
+import dataclasses
+
+import pytest
+from absl import flags
+
+from experiments.config import ConfigError, LaunchConfig, RunConfig, validate
+from experiments.config import flags as config_flags
+from experiments.config.validation import check_fields
+
+
+def _fields(config_class):
+    return [f for f in dataclasses.fields(config_class) if f.metadata.get("flag", True)]
+
+
+@pytest.mark.parametrize("config_class", [RunConfig, LaunchConfig])
+def test_every_field_makes_one_flag_with_its_default_help_and_choices(config_class):
+    values = flags.FlagValues()
+    config_flags.define(config_class, flag_values=values)
+    for f in _fields(config_class):
+        flag = values[f.name]
+        assert flag.default == f.default, f.name
+        assert flag.help.startswith(f.metadata["help"]), f.name
+        for choice in f.metadata.get("choices") or ():
+            assert choice in flag.help, (f.name, choice)
+    assert set(values) == {f.name for f in _fields(config_class)}
+    # and read() gives back the dataclass from the parsed values
+    values(["prog"])
+    assert config_flags.read(config_class, flag_values=values) == config_class()
+
+
+def test_a_field_set_by_the_program_makes_no_flag():
+    hidden = [f.name for f in dataclasses.fields(RunConfig) if not f.metadata.get("flag", True)]
+    values = flags.FlagValues()
+    config_flags.define(RunConfig, flag_values=values)
+    assert not set(hidden) & set(values)
+
+
+def test_flag_values_parse_into_the_config():
+    values = flags.FlagValues()
+    config_flags.define(RunConfig, flag_values=values)
+    values(["prog", "--strategy=parameter_server", "--num_workers=3", "--num_ps=1",
+            "--nocomm_probe", "--learning_rate=0.5"])
+    cfg = config_flags.read(RunConfig, flag_values=values)
+    assert (cfg.strategy, cfg.num_workers, cfg.num_ps, cfg.comm_probe, cfg.learning_rate) == (
+        "parameter_server", 3, 1, False, 0.5)
+    assert config_flags.given("num_ps", values) and not config_flags.given("epochs", values)
+
+
+@pytest.mark.parametrize("config_class", [RunConfig, LaunchConfig])
+def test_each_choice_and_bound_is_checked_from_its_declaration(config_class):
+    for f in dataclasses.fields(config_class):
+        choices, bound = f.metadata.get("choices"), f.metadata.get("bound")
+        if choices:
+            bad = dataclasses.replace(config_class(), **{f.name: "no-such-value"})
+            with pytest.raises(ConfigError, match=f"--{f.name}='no-such-value' is not valid; "
+                                                  f"choose one of: {choices[0]}"):
+                check_fields(bad)
+        if bound:
+            bad_value = 0 if bound == "> 0" else -1
+            bad = dataclasses.replace(config_class(), **{f.name: f.type(bad_value)})
+            with pytest.raises(ConfigError, match=f"--{f.name}={bad_value!r}"):
+                check_fields(bad)
+
+
+def test_the_defaults_are_valid(tmp_path):
+    validate(RunConfig(results_dir=str(tmp_path)))
+
+
+@pytest.mark.parametrize("changes, message", [
+    (dict(strategy="one_device", num_stages=2), "--num_stages=2 and --microbatches=1 apply to"),
+    (dict(strategy="no_such"), "--strategy='no_such' is not valid; choose one of: one_device"),
+    (dict(tpu="grpc://x:8470"), "--tpu"),
+])
+def test_cross_field_rules_name_the_bad_value(tmp_path, changes, message):
+    with pytest.raises(ConfigError, match=message):
+        validate(RunConfig(results_dir=str(tmp_path), **changes))
