@@ -8,7 +8,7 @@ every link: results/cost_model.py's shared medium (all-reduce 2(N-1)·G/B per st
 pushes G and pulls P, (G+P)/B per step, and the cluster is bounded by B). In series with it, p0:
 the same synchronization's probe on the real loopback (its copies, RPCs and dispatch). The rest
 comes from the same experiment's unshaped runs (B = 0 rows, the real loopback): the workload
-profile (scaling_model.profile_of: compute and overhead from the N=1 runs), and this machine's
+profile (workload_profile.profile_of: compute and overhead from the N=1 runs), and this machine's
 local term at N=2, the unshaped N=2 step beyond compute, overhead and p0 (its cores shared by the
 cluster's processes, and waiting): fitted on that row (the fit point, not a check) and used for
 this machine's shaped runs only; `experiments.recommend` never carries it to another cluster.
@@ -22,8 +22,8 @@ from results import cost_model, metrics, plots
 from results.cells import (SETTING_KEYS, bandwidth_of, is_straggler_run, setting_of, sort_key,
                            workers_of)
 from results.records import write_text_atomic
-from results.scaling_model import (cpu_cap, probe_of, profile_of, step_time_of,
-                                   sync_dtype_of)
+from results.scaling_model import cpu_cap
+from results.workload_profile import probe_of, profile_of, step_time_of, sync_dtype_of
 from results.tables import Section, csv_text, markdown_table
 from strategies import REGISTRY
 

@@ -1,29 +1,15 @@
-"""The scaling model of a comparison: its workload profile fitted from the measured runs, the
-runs of this machine predicted from it, and projections to clusters we do not have, all through
-the one cost model (results/cost_model.py).
-
-The profile (per setting, cost_model.WorkloadProfile; written as
-profile-<model>-<examples>-b<batch>-k<K>-<dtype>.json):
-  compute_s    one replica's step at its batch with one core: the 1-thread baseline's step (every
-               strategy alike); without a baseline, the MWMS (else PSS) N=1 step minus its
-               probe, and the notes say so
-  overhead_s   per strategy: its N=1 step minus compute_s and its own probe (its dispatch and
-               input path with no peer to wait for); when that is negative, overhead 0 and
-  overlap      the share of its probe the N=1 step hid behind compute (PSS: the ps and chief
-               serve on other cores while the worker computes); communication x (1 - overlap)
-  tensors      gradient tensors per step
-  batch        examples per replica per step: the record's step batch (micro-batch x
-               --accumulation_steps) over its replicas in sync
-  bytes        gradient bytes per sync dtype and kind, the PSS pull (variables in their own
-               dtype), parameters, optimizer state and activations, from the records
+"""The scaling model of a comparison: the workload profile fitted from the measured runs
+(results/workload_profile.py), this machine's runs predicted from it, all through the one cost
+model (results/cost_model.py); the report's projections to clusters we do not have are
+results/projections.py.
 
 This machine's runs at N >= 2 (the validation): N x batch / (compute_s x s_N + overhead +
-sync_N x (1 - overlap)) with sync_N = alpha_N + per_tensor_N x (tensors - 1) + beta_N x bytes from the sweep of message sizes that the comparison's
-collectives cell ran with N processes before the N-worker runs (`--comm_sweep`; bytes: the
-gradient for all-reduce, (push + pull) / 2 for PSS, whose sweep pulls and pushes each size);
-without a sweep, the probe measured in the predicted runs themselves, and the notes call that
-prediction in-sample; s_N the slowdown of N plain TF
-loops sharing these cores in lockstep (experiments/comparison/sharing.py at K = N; without one
+sync_N x (1 - overlap)) with sync_N = alpha_N + per_tensor_N x (tensors - 1) + beta_N x bytes
+from the sweep of message sizes that the comparison's collectives cell ran with N processes
+before the N-worker runs (`--comm_sweep`; bytes: the gradient for all-reduce, (push + pull) / 2
+for PSS, whose sweep pulls and pushes each size); without a sweep, the probe measured in the
+predicted runs themselves, and the notes call that prediction in-sample; s_N the slowdown of N
+plain TF loops sharing these cores in lockstep (experiments/comparison/sharing.py at K = N; without one
 the notes say that the prediction assumes cores of their own), capped by what the cores deliver at
 the N=1 run's examples per CPU-second, over s_N while the workers do not outnumber the cores
 (their waits leave cores idle; with more workers than cores none idles). Nothing in it is
@@ -36,52 +22,18 @@ Projections: cost_model.predict for N workers on a stated network (--network_gbp
 import collections
 import dataclasses
 
-from strategies import kind
-
 from results import cost_model, metrics
-from results.records import write_text_atomic
-from results.tables import Section, csv_text, markdown_table
 from results.cells import (BASELINE_RUN, ENGINE_FLOOR, SETTING_KEYS, is_collectives_run,
                            is_network_run, is_straggler_run, role_of, setting_of, sort_key,
                            workers_of)
-
-PROJECT_NS = (1, 2, 4, 8, 16, 32, 64)
-COLUMNS = (*SETTING_KEYS, "strategy", "n", "kind", "step_time_s", "compute_s",
-           "communication_s", "overhead_s", "examples_per_sec", "speedup", "efficiency", "note")
-_KEY = len(SETTING_KEYS) + 3  # setting, strategy, N, kind
-UNPHYSICAL = "above 100%: not physical, see the scaling model's notes on compute"
+from results.workload_profile import measured_cell, profile_of, sync_dtype_of
+from strategies import kind
 
 
 @dataclasses.dataclass(frozen=True)
 class Network:
     bandwidth_gbps: float = 10.0  # per link, each direction
     latency_us: float = 50.0  # per message
-
-
-def step_time_of(record):
-    return metrics.per_worker_step_time(
-        metrics.steady_state(record["epochs"])["epoch_time_s"]["median"],
-        record["steps_per_epoch"], record["strategy"], record["num_workers"])
-
-
-def probe_of(record):
-    return ((record.get("communication") or {}).get("probe_s") or {}).get("median")
-
-
-def step_batch_of(record):
-    """Examples one replica trains per step: micro-batch x accumulation steps (a PSS worker's
-    step is one replica's)."""
-    return record["global_batch_size"] // max(1, record.get("num_replicas_in_sync") or 1)
-
-
-def measured_cell(runs):
-    """(per-worker step time, probe, examples/s) of one cell's runs, with the summary's own
-    estimator (metrics.pooled_steady): the report states one "measured" per cell."""
-    time_s, rate = metrics.pooled_steady(runs)
-    first = runs[0]
-    step = metrics.per_worker_step_time(time_s["median"], first["steps_per_epoch"],
-                                        first["strategy"], first["num_workers"])
-    return step, metrics.spread([probe_of(r) for r in runs])["median"], rate["median"]
 
 
 @dataclasses.dataclass
@@ -215,83 +167,6 @@ def slowdown_of(sharing, strategy, n=2):
     return metrics.spread(values)["median"], phase, len(values)
 
 
-def sync_dtype_of(setting):
-    """The setting's --gradient_sync_dtype (records from before the flag: float32)."""
-    return setting[SETTING_KEYS.index("gradient_sync_dtype")] or "float32"
-
-
-def _compute_step(record):
-    """A 1-worker run's step without the synchronization its probe measured (0 if unprobed)."""
-    return max(0.0, step_time_of(record) - (probe_of(record) or 0.0))
-
-
-def profile_of(setting, baseline, own_n1, runs):
-    """(WorkloadProfile, notes) of one setting. baseline: its 1-thread baseline records;
-    own_n1: {strategy: its N=1 records}; runs: the setting's probed multi-worker records."""
-    notes = []
-    compute = metrics.median([step_time_of(r) for r in baseline])
-    if compute:
-        notes.append("compute from the 1-thread baseline's step (one core, every strategy alike)")
-    else:
-        for strategy in cost_model.STRATEGIES:
-            compute = metrics.median([_compute_step(r) for r in own_n1.get(strategy, [])])
-            if compute:
-                notes.append(f"compute from {strategy} N=1 minus its probe: no 1-thread baseline "
-                             f"in this setting")
-                break
-    if not compute:
-        return None, notes
-    overhead, overlap = {}, {}
-    for strategy, own in own_n1.items():
-        value = metrics.median([step_time_of(r) - compute - (probe_of(r) or 0.0) for r in own])
-        probe = metrics.median([probe_of(r) or 0.0 for r in own]) or 0.0
-        if value is not None and value < 0 and probe:
-            # Its step hid part of the synchronization the probe timed alone: the share hidden
-            # is the overlap (PSS: the ps and chief serve on other cores while the worker
-            # computes); the projections hide the same share.
-            overlap[strategy] = min(1.0, -value / probe)
-            notes.append(f"{strategy} N=1 stepped {-value * 1e3:.2f} ms faster than the 1-thread "
-                         f"compute plus its probe: {overlap[strategy]:.0%} of its "
-                         f"synchronization overlaps compute, overhead 0")
-        elif value is not None and value < 0:
-            notes.append(f"{strategy} N=1 stepped {-value * 1e3:.2f} ms faster than the 1-thread "
-                         f"compute (no probe to overlap): overhead 0")
-        overhead[strategy] = max(0.0, value or 0.0)
-    comm = next(r["communication"] for r in runs)
-    kinds = comm.get("gradient_kinds") or {}
-    dtype = sync_dtype_of(setting)
-    size = cost_model.SYNC_DTYPES.get(dtype, 4)
-    parameters = (comm.get("dense_gradient_bytes") or comm["gradient_bytes"]) * 4 // size
-    pulls = [r["communication"].get("pull_bytes") for r in runs
-             if r["communication"].get("pull_bytes")]
-    optimizer = (runs[0].get("config") or {}).get("optimizer", "momentum")
-    first = runs[0]
-    profile = cost_model.WorkloadProfile(
-        model=setting[SETTING_KEYS.index("model")], batch=step_batch_of(first),
-        compute_s=compute, gradient_bytes={dtype: comm["gradient_bytes"]},
-        gradient_kind="sparse" if kinds.get("indexed_slices") else "dense",
-        # variables are pulled in their own dtype; measured where a PSS run probed it
-        pull_bytes=pulls[0] if pulls else parameters, parameter_bytes=parameters,
-        optimizer_state_bytes=parameters * cost_model.OPTIMIZER_SLOTS.get(optimizer, 0),
-        activation_bytes=_activations(runs, parameters, optimizer), overhead_s=overhead,
-        tensors=max(1, sum(kinds.values())), overlap=overlap,
-        device=f"{(first.get('environment') or {}).get('cpu_model') or 'this machine'}, "
-              f"1 thread", source=", ".join(sorted({r["run_id"] for r in [
-                  *baseline, *runs]}))[:200])
-    return profile, notes
-
-
-def _activations(runs, parameters, optimizer):
-    """A replica's activation bytes: its memory_per_device estimate (parameters, gradients,
-    optimizer slots and activations) less the rest; 0 when the records have none."""
-    for r in runs:
-        device = (r.get("memory_per_device") or [None])[0]
-        if isinstance(device, dict) and device.get("bytes"):
-            rest = parameters * (2 + cost_model.OPTIMIZER_SLOTS.get(optimizer, 0))
-            return max(0, int(device["bytes"] - rest))
-    return 0
-
-
 def fit(records):
     """One Fit per (setting, multi-worker strategy) with a probed run at N >= 2 and a profile
     (see `profile_of`). Straggler and network runs and settings with a fixed global batch are
@@ -390,138 +265,3 @@ def _predict_local(f, by_n, own, sharing, sweeps=None):
                            + " (its tasks, ps and chief included, need more cores than there "
                              "are)")
         f.predictions[n] = (predicted, rate, (predicted - rate) / rate)
-
-
-def _flag(row):
-    """The row with its `note`: an efficiency above 100% is never shown bare."""
-    row["note"] = UNPHYSICAL if row["efficiency"] > 1 + 1e-9 else ""
-    return row
-
-
-def projection_rows(fits, net, ns=PROJECT_NS):
-    """Projected rows (the cost model on the stated network) and this machine's measured ones
-    (compute as it ran here: x the sharing slowdown at N; overhead: the rest of the step)."""
-    rows = []
-    for f in fits:
-        one_worker = f.batch / (f.t_comp + f.overhead)  # one worker alone, at compute + overhead
-        for n in ns:
-            rows.append(_flag(dict(zip(COLUMNS[:_KEY], (*f.setting, f.strategy, n, "projected")),
-                                   **f.project(n, net))))
-        for n, (step, probe, rate) in f.measured.items():
-            compute = f.t_comp * f.slowdowns.get(n, (1.0,))[0]
-            rows.append(_flag(dict(zip(COLUMNS[:_KEY], (*f.setting, f.strategy, n, "measured")),
-                                   step_time_s=step, compute_s=compute, communication_s=probe,
-                                   overhead_s=step - compute - probe, examples_per_sec=rate,
-                                   speedup=rate / one_worker,
-                                   efficiency=rate / one_worker / n)))
-    return rows
-
-
-def validation_lines(fits):
-    out = []
-    for f in fits:
-        for n, (predicted, measured, error) in sorted(f.predictions.items()):
-            out.append(f"{f.model} {f.strategy} N={n}: predicted {predicted:.0f} examples/s "
-                       f"from the profile + the {f.sync.get(n, (0, 'probe'))[1]} at N, "
-                       f"measured {measured:.0f} "
-                       f"(error {error * 100:+.1f}%); {'; '.join(f.notes)}")
-    return out
-
-
-def profiles(fits):
-    """{file name: WorkloadProfile} of the fitted settings (one per setting)."""
-    out = {}
-    for f in fits:
-        s = dict(zip(SETTING_KEYS, f.setting))
-        name = "-".join(str(v) for v in (
-            "profile", f.model.replace(":", "_").replace("/", "_"), f.train_examples,
-            f"b{s['batch_size_per_replica']}", f"k{s['accumulation_steps'] or 1}", f.dtype))
-        out[f"{name}.json"] = f.profile
-    return out
-
-
-def _ms(seconds):
-    return f"{seconds * 1e3:.2f}"
-
-
-def markdown(fits, rows, net):
-    """The report's 'Scaling model' section."""
-    parts = ["## Scaling model and projections", "",
-             "One cost model (results/cost_model.py) on a workload profile measured here "
-             "(profile-*.json beside this report). Per-worker step t = compute / speedup + "
-             "overhead + communication: compute, the 1-thread baseline's step (every strategy "
-             "alike); overhead, a strategy's N=1 step minus compute and its own probe; "
-             "communication, ring all-reduce 2(N-1)/N·G/B + 2(N-1)·a within and across hosts "
-             "(MWMS; sparse gradients all-gathered) or push G and pull P with a ps link serving "
-             "N/K workers, (G+P)/B·max(1, N/K) + 2a (PSS), less the share a strategy's N=1 run "
-             "hid behind compute (its overlap). Nothing is fitted to the runs it "
-             "predicts: this machine's N-worker runs are predicted from the profile, the "
-             "latency-bandwidth fit of the collectives sweep with N processes (without one: the "
-             "runs' own probe, marked in-sample) and the sharing calibration with N processes, "
-             "and what that does not explain is the error. "
-             f"Projected network: B = {net.bandwidth_gbps:g} Gbit/s per link, "
-             f"a = {net.latency_us:g} µs per message (`--network_gbps`, `--network_latency_us`); "
-             "this machine's sharing never reaches a projection.", "",
-             "Assumptions: each projected worker has its own host, synchronization overlaps "
-             "compute only by the measured overlap, links are full duplex and uncontended, every worker is equally "
-             "fast, the per-replica batch stays fixed.", "",
-             ]
-    cells = []
-    for f in fits:
-        for n, (predicted, measured, error) in sorted(f.predictions.items()):
-            probe = f.measured[n][1]
-            loop = f.loopback_gbps(n)
-            cells.append([
-                f.model, str(f.train_examples), f.strategy, str(n),
-                f"{f.gradient_bytes / 1e6:.2f}", _ms(f.t_comp), _ms(f.overhead),
-                f"{f.slowdowns[n][0]:.2f}" if n in f.slowdowns else "–",
-                _ms(probe) if probe is not None else "–",
-                f"{_ms(f.sync[n][0])} ({f.sync[n][1]})" if n in f.sync else "–",
-                f"{loop:.2f}" if loop else "–",
-                f"{predicted:.0f}", f"{measured:.0f}",
-                f"{error * 100:+.1f}%" + (" (in-sample)" if f.sync.get(n, (0, "probe"))[1]
-                                          == "probe" else "")])
-    parts.append(markdown_table(["model", "examples", "strategy", "N", "G (MB)", "compute ms",
-                                 "overhead ms", "sharing slowdown", "probe at N ms",
-                                 "sync used ms (from)", "loopback Gbit/s", "predicted ex/s",
-                                 "measured ex/s", "error"], cells))
-    sweeps = {(f.strategy, n): lb for f in fits for n, lb in f.sync_fits.items()}
-    if sweeps:
-        parts += ["", "Latency and bandwidth of this machine's synchronization, fitted to the "
-                      "collectives sweeps (t = alpha + per tensor x (tensors - 1) + bytes / "
-                      "bandwidth; residuals: fit vs measured per message size, 4 KiB to 16 MiB):",
-                  "", markdown_table(
-                      ["strategy", "N", "alpha ms", "per tensor µs", "bandwidth Gbit/s",
-                       "residuals"],
-                      [[s, str(n), _ms(lb.alpha_s), f"{lb.per_tensor_s * 1e6:.0f}",
-                        f"{lb.gbps:.2f}", " ".join(f"{round(r * 100):+d}%" for r in lb.residuals)]
-                       for (s, n), lb in sorted(sweeps.items())])]
-    parts += ["", "Notes:", ""] + [f"- {f.model}, {f.train_examples} examples, {f.strategy}: "
-                                   f"{'; '.join(f.notes)}." for f in fits if f.notes]
-    parts += [f"- {r['model']}, {r['train_examples']} examples, {r['strategy']} N={r['n']} "
-              f"({r['kind']}): efficiency {r['efficiency'] * 100:.0f}% vs one worker, "
-              f"{r['note']}."
-              for r in rows if r["note"]]
-    projected = [[r["model"], str(r["train_examples"]), r["strategy"], str(r["n"]),
-                  f"{r['examples_per_sec']:.0f}", f"{r['speedup']:.2f}",
-                  f"{r['efficiency'] * 100:.0f}%" + (f" ({r['note']})" if r["note"] else ""),
-                  f"{r['communication_s'] / r['step_time_s'] * 100:.0f}%"]
-                 for r in rows if r["kind"] == "projected" and r["n"] >= 4]
-    parts += ["", markdown_table(["model", "examples", "strategy", "N", "projected ex/s",
-                                  "speedup vs 1 worker", "efficiency", "comm share of step"],
-                                 projected)]
-    return "\n".join(parts)
-
-
-def section(fits, net, path):
-    """The scaling model's part of the report: its projection plot and CSV; None unfitted."""
-    if not fits:
-        return None
-    from results import plots  # matplotlib, only when there is something to draw
-
-    projected = projection_rows(fits, net)
-    files = [write_text_atomic(path("projection.csv"), csv_text(projected, COLUMNS))]
-    files += [write_text_atomic(path(name), profile.to_json())
-              for name, profile in profiles(fits).items()]
-    return Section(markdown(fits, projected, net),
-                   plots=[plots.projection(projected, path("projection.png"))], files=files)

@@ -6,7 +6,7 @@ import json
 import matplotlib.image as mpimg
 import pytest
 
-from results import cost_model, records, scaling_model
+from results import cost_model, projections, records, scaling_model
 from results.report import build
 from results.scaling_model import Network
 from results.summary import summarize
@@ -92,7 +92,7 @@ def test_this_machines_contention_never_reaches_a_projection(results_dir):
                            for e in r["epochs"]]
     busy = _fits(crowded)["multi_worker_mirrored"]
     assert busy.prediction_n2[2] > calm.prediction_n2[2] + 1  # the error shows it
-    for n in scaling_model.PROJECT_NS:
+    for n in projections.PROJECT_NS:
         assert busy.project(n, NET) == calm.project(n, NET)
     # ... and a PSS N=1 projection is compute + its N=1 overhead + the ps round trip
     ps1 = _record("p1", "parameter_server", 1, 20 * 0.12, 20, probe=0.01)
@@ -178,7 +178,7 @@ def test_report_has_projection_table_plot_profile_and_prints_validation(results_
     assert ("multi_worker_mirrored", "measured") in kinds and ("parameter_server",
                                                                 "projected") in kinds
     assert {int(r["n"]) for r in rows if r["kind"] == "projected"} == set(
-        scaling_model.PROJECT_NS)
+        projections.PROJECT_NS)
     for name in ("projection.png", "step_breakdown.png"):
         (png,) = [p for p in paths if p.endswith(name)]
         assert mpimg.imread(png).shape[1] > 400
@@ -198,11 +198,11 @@ def test_negative_efficiency_rows_are_flagged_not_shown_bare(results_dir):
                                 examples_per_sec=e["examples_per_sec"] * 0.15 / 0.09)
                            for e in r["epochs"]]
     mw = _fits(recs)["multi_worker_mirrored"]
-    rows = scaling_model.projection_rows([mw], NET)
+    rows = projections.projection_rows([mw], NET)
     (measured,) = [r for r in rows if r["kind"] == "measured"]
     assert measured["efficiency"] > 1 and measured["note"].startswith("above 100%: not physical")
     assert all(r["efficiency"] <= 1 and not r["note"] for r in rows if r["kind"] == "projected")
-    assert "above 100%: not physical" in scaling_model.markdown([mw], rows, NET)
+    assert "above 100%: not physical" in projections.markdown([mw], rows, NET)
 
 
 def test_straggler_and_fixed_global_batch_runs_are_not_fitted(results_dir):
@@ -333,8 +333,8 @@ def test_the_sweep_at_n_replaces_the_predicted_runs_own_probe(results_dir):
     assert ps.sync[2][0] == pytest.approx(2e-3 + 1e-8 * (1e6 + ps.profile.pull_bytes) / 2)
     assert not any("in-sample" in n for n in mw.notes)
     # the report shows each fit: alpha, the per-tensor cost, the bandwidth and the residuals
-    text = scaling_model.markdown(list(fits.values()),
-                                  scaling_model.projection_rows(list(fits.values()), NET), NET)
+    text = projections.markdown(list(fits.values()),
+                                  projections.projection_rows(list(fits.values()), NET), NET)
     assert "| multi_worker_mirrored | 2 | 1.00 | 0 | 2.00 | " in text
     assert "(sweep)" in text and "(in-sample)" not in text
     rows = summarize(recs)

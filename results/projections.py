@@ -1,0 +1,149 @@
+"""The report's scaling section: projected rows to other clusters (cost_model.predict for N
+workers on a stated network, one host per worker; this machine's sharing never reaches them)
+beside this machine's measured ones, projection.csv and .png, the profile-*.json of each
+fitted setting, and the validation lines `experiments.report` prints.
+"""
+from results.cells import SETTING_KEYS
+from results.records import write_text_atomic
+from results.tables import Section, csv_text, markdown_table
+
+PROJECT_NS = (1, 2, 4, 8, 16, 32, 64)
+COLUMNS = (*SETTING_KEYS, "strategy", "n", "kind", "step_time_s", "compute_s",
+           "communication_s", "overhead_s", "examples_per_sec", "speedup", "efficiency", "note")
+_KEY = len(SETTING_KEYS) + 3  # setting, strategy, N, kind
+UNPHYSICAL = "above 100%: not physical, see the scaling model's notes on compute"
+
+
+def _flag(row):
+    """The row with its `note`: an efficiency above 100% is never shown bare."""
+    row["note"] = UNPHYSICAL if row["efficiency"] > 1 + 1e-9 else ""
+    return row
+
+
+def projection_rows(fits, net, ns=PROJECT_NS):
+    """Projected rows (the cost model on the stated network) and this machine's measured ones
+    (compute as it ran here: x the sharing slowdown at N; overhead: the rest of the step)."""
+    rows = []
+    for f in fits:
+        one_worker = f.batch / (f.t_comp + f.overhead)  # one worker alone, at compute + overhead
+        for n in ns:
+            rows.append(_flag(dict(zip(COLUMNS[:_KEY], (*f.setting, f.strategy, n, "projected")),
+                                   **f.project(n, net))))
+        for n, (step, probe, rate) in f.measured.items():
+            compute = f.t_comp * f.slowdowns.get(n, (1.0,))[0]
+            rows.append(_flag(dict(zip(COLUMNS[:_KEY], (*f.setting, f.strategy, n, "measured")),
+                                   step_time_s=step, compute_s=compute, communication_s=probe,
+                                   overhead_s=step - compute - probe, examples_per_sec=rate,
+                                   speedup=rate / one_worker,
+                                   efficiency=rate / one_worker / n)))
+    return rows
+
+
+def validation_lines(fits):
+    out = []
+    for f in fits:
+        for n, (predicted, measured, error) in sorted(f.predictions.items()):
+            out.append(f"{f.model} {f.strategy} N={n}: predicted {predicted:.0f} examples/s "
+                       f"from the profile + the {f.sync.get(n, (0, 'probe'))[1]} at N, "
+                       f"measured {measured:.0f} "
+                       f"(error {error * 100:+.1f}%); {'; '.join(f.notes)}")
+    return out
+
+
+def profiles(fits):
+    """{file name: WorkloadProfile} of the fitted settings (one per setting)."""
+    out = {}
+    for f in fits:
+        s = dict(zip(SETTING_KEYS, f.setting))
+        name = "-".join(str(v) for v in (
+            "profile", f.model.replace(":", "_").replace("/", "_"), f.train_examples,
+            f"b{s['batch_size_per_replica']}", f"k{s['accumulation_steps'] or 1}", f.dtype))
+        out[f"{name}.json"] = f.profile
+    return out
+
+
+def _ms(seconds):
+    return f"{seconds * 1e3:.2f}"
+
+
+def markdown(fits, rows, net):
+    """The report's 'Scaling model' section."""
+    parts = ["## Scaling model and projections", "",
+             "One cost model (results/cost_model.py) on a workload profile measured here "
+             "(profile-*.json beside this report). Per-worker step t = compute / speedup + "
+             "overhead + communication: compute, the 1-thread baseline's step (every strategy "
+             "alike); overhead, a strategy's N=1 step minus compute and its own probe; "
+             "communication, ring all-reduce 2(N-1)/N·G/B + 2(N-1)·a within and across hosts "
+             "(MWMS; sparse gradients all-gathered) or push G and pull P with a ps link serving "
+             "N/K workers, (G+P)/B·max(1, N/K) + 2a (PSS), less the share a strategy's N=1 run "
+             "hid behind compute (its overlap). Nothing is fitted to the runs it "
+             "predicts: this machine's N-worker runs are predicted from the profile, the "
+             "latency-bandwidth fit of the collectives sweep with N processes (without one: the "
+             "runs' own probe, marked in-sample) and the sharing calibration with N processes, "
+             "and what that does not explain is the error. "
+             f"Projected network: B = {net.bandwidth_gbps:g} Gbit/s per link, "
+             f"a = {net.latency_us:g} µs per message (`--network_gbps`, `--network_latency_us`); "
+             "this machine's sharing never reaches a projection.", "",
+             "Assumptions: each projected worker has its own host, synchronization overlaps "
+             "compute only by the measured overlap, links are full duplex and uncontended, every worker is equally "
+             "fast, the per-replica batch stays fixed.", "",
+             ]
+    cells = []
+    for f in fits:
+        for n, (predicted, measured, error) in sorted(f.predictions.items()):
+            probe = f.measured[n][1]
+            loop = f.loopback_gbps(n)
+            cells.append([
+                f.model, str(f.train_examples), f.strategy, str(n),
+                f"{f.gradient_bytes / 1e6:.2f}", _ms(f.t_comp), _ms(f.overhead),
+                f"{f.slowdowns[n][0]:.2f}" if n in f.slowdowns else "–",
+                _ms(probe) if probe is not None else "–",
+                f"{_ms(f.sync[n][0])} ({f.sync[n][1]})" if n in f.sync else "–",
+                f"{loop:.2f}" if loop else "–",
+                f"{predicted:.0f}", f"{measured:.0f}",
+                f"{error * 100:+.1f}%" + (" (in-sample)" if f.sync.get(n, (0, "probe"))[1]
+                                          == "probe" else "")])
+    parts.append(markdown_table(["model", "examples", "strategy", "N", "G (MB)", "compute ms",
+                                 "overhead ms", "sharing slowdown", "probe at N ms",
+                                 "sync used ms (from)", "loopback Gbit/s", "predicted ex/s",
+                                 "measured ex/s", "error"], cells))
+    sweeps = {(f.strategy, n): lb for f in fits for n, lb in f.sync_fits.items()}
+    if sweeps:
+        parts += ["", "Latency and bandwidth of this machine's synchronization, fitted to the "
+                      "collectives sweeps (t = alpha + per tensor x (tensors - 1) + bytes / "
+                      "bandwidth; residuals: fit vs measured per message size, 4 KiB to 16 MiB):",
+                  "", markdown_table(
+                      ["strategy", "N", "alpha ms", "per tensor µs", "bandwidth Gbit/s",
+                       "residuals"],
+                      [[s, str(n), _ms(lb.alpha_s), f"{lb.per_tensor_s * 1e6:.0f}",
+                        f"{lb.gbps:.2f}", " ".join(f"{round(r * 100):+d}%" for r in lb.residuals)]
+                       for (s, n), lb in sorted(sweeps.items())])]
+    parts += ["", "Notes:", ""] + [f"- {f.model}, {f.train_examples} examples, {f.strategy}: "
+                                   f"{'; '.join(f.notes)}." for f in fits if f.notes]
+    parts += [f"- {r['model']}, {r['train_examples']} examples, {r['strategy']} N={r['n']} "
+              f"({r['kind']}): efficiency {r['efficiency'] * 100:.0f}% vs one worker, "
+              f"{r['note']}."
+              for r in rows if r["note"]]
+    projected = [[r["model"], str(r["train_examples"]), r["strategy"], str(r["n"]),
+                  f"{r['examples_per_sec']:.0f}", f"{r['speedup']:.2f}",
+                  f"{r['efficiency'] * 100:.0f}%" + (f" ({r['note']})" if r["note"] else ""),
+                  f"{r['communication_s'] / r['step_time_s'] * 100:.0f}%"]
+                 for r in rows if r["kind"] == "projected" and r["n"] >= 4]
+    parts += ["", markdown_table(["model", "examples", "strategy", "N", "projected ex/s",
+                                  "speedup vs 1 worker", "efficiency", "comm share of step"],
+                                 projected)]
+    return "\n".join(parts)
+
+
+def section(fits, net, path):
+    """The scaling model's part of the report: its projection plot and CSV; None unfitted."""
+    if not fits:
+        return None
+    from results import plots  # matplotlib, only when there is something to draw
+
+    projected = projection_rows(fits, net)
+    files = [write_text_atomic(path("projection.csv"), csv_text(projected, COLUMNS))]
+    files += [write_text_atomic(path(name), profile.to_json())
+              for name, profile in profiles(fits).items()]
+    return Section(markdown(fits, projected, net),
+                   plots=[plots.projection(projected, path("projection.png"))], files=files)

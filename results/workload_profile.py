@@ -1,0 +1,124 @@
+"""The workload profile of a comparison's setting, measured from its records: what one
+replica's step computes and moves (cost_model.WorkloadProfile), the input of every prediction
+(results/scaling_model.py, results/network.py, experiments.recommend and its --profile files).
+
+The profile (per setting, cost_model.WorkloadProfile; written as
+profile-<model>-<examples>-b<batch>-k<K>-<dtype>.json):
+  compute_s    one replica's step at its batch with one core: the 1-thread baseline's step (every
+               strategy alike); without a baseline, the MWMS (else PSS) N=1 step minus its
+               probe, and the notes say so
+  overhead_s   per strategy: its N=1 step minus compute_s and its own probe (its dispatch and
+               input path with no peer to wait for); when that is negative, overhead 0 and
+  overlap      the share of its probe the N=1 step hid behind compute (PSS: the ps and chief
+               serve on other cores while the worker computes); communication x (1 - overlap)
+  tensors      gradient tensors per step
+  batch        examples per replica per step: the record's step batch (micro-batch x
+               --accumulation_steps) over its replicas in sync
+  bytes        gradient bytes per sync dtype and kind, the PSS pull (variables in their own
+               dtype), parameters, optimizer state and activations, from the records
+"""
+from results import cost_model, metrics
+from results.cells import SETTING_KEYS
+
+
+def step_time_of(record):
+    return metrics.per_worker_step_time(
+        metrics.steady_state(record["epochs"])["epoch_time_s"]["median"],
+        record["steps_per_epoch"], record["strategy"], record["num_workers"])
+
+
+def probe_of(record):
+    return ((record.get("communication") or {}).get("probe_s") or {}).get("median")
+
+
+def step_batch_of(record):
+    """Examples one replica trains per step: micro-batch x accumulation steps (a PSS worker's
+    step is one replica's)."""
+    return record["global_batch_size"] // max(1, record.get("num_replicas_in_sync") or 1)
+
+
+def measured_cell(runs):
+    """(per-worker step time, probe, examples/s) of one cell's runs, with the summary's own
+    estimator (metrics.pooled_steady): the report states one "measured" per cell."""
+    time_s, rate = metrics.pooled_steady(runs)
+    first = runs[0]
+    step = metrics.per_worker_step_time(time_s["median"], first["steps_per_epoch"],
+                                        first["strategy"], first["num_workers"])
+    return step, metrics.spread([probe_of(r) for r in runs])["median"], rate["median"]
+
+
+def sync_dtype_of(setting):
+    """The setting's --gradient_sync_dtype (records from before the flag: float32)."""
+    return setting[SETTING_KEYS.index("gradient_sync_dtype")] or "float32"
+
+
+def _compute_step(record):
+    """A 1-worker run's step without the synchronization its probe measured (0 if unprobed)."""
+    return max(0.0, step_time_of(record) - (probe_of(record) or 0.0))
+
+
+def profile_of(setting, baseline, own_n1, runs):
+    """(WorkloadProfile, notes) of one setting. baseline: its 1-thread baseline records;
+    own_n1: {strategy: its N=1 records}; runs: the setting's probed multi-worker records."""
+    notes = []
+    compute = metrics.median([step_time_of(r) for r in baseline])
+    if compute:
+        notes.append("compute from the 1-thread baseline's step (one core, every strategy alike)")
+    else:
+        for strategy in cost_model.STRATEGIES:
+            compute = metrics.median([_compute_step(r) for r in own_n1.get(strategy, [])])
+            if compute:
+                notes.append(f"compute from {strategy} N=1 minus its probe: no 1-thread baseline "
+                             f"in this setting")
+                break
+    if not compute:
+        return None, notes
+    overhead, overlap = {}, {}
+    for strategy, own in own_n1.items():
+        value = metrics.median([step_time_of(r) - compute - (probe_of(r) or 0.0) for r in own])
+        probe = metrics.median([probe_of(r) or 0.0 for r in own]) or 0.0
+        if value is not None and value < 0 and probe:
+            # Its step hid part of the synchronization the probe timed alone: the share hidden
+            # is the overlap (PSS: the ps and chief serve on other cores while the worker
+            # computes); the projections hide the same share.
+            overlap[strategy] = min(1.0, -value / probe)
+            notes.append(f"{strategy} N=1 stepped {-value * 1e3:.2f} ms faster than the 1-thread "
+                         f"compute plus its probe: {overlap[strategy]:.0%} of its "
+                         f"synchronization overlaps compute, overhead 0")
+        elif value is not None and value < 0:
+            notes.append(f"{strategy} N=1 stepped {-value * 1e3:.2f} ms faster than the 1-thread "
+                         f"compute (no probe to overlap): overhead 0")
+        overhead[strategy] = max(0.0, value or 0.0)
+    comm = next(r["communication"] for r in runs)
+    kinds = comm.get("gradient_kinds") or {}
+    dtype = sync_dtype_of(setting)
+    size = cost_model.SYNC_DTYPES.get(dtype, 4)
+    parameters = (comm.get("dense_gradient_bytes") or comm["gradient_bytes"]) * 4 // size
+    pulls = [r["communication"].get("pull_bytes") for r in runs
+             if r["communication"].get("pull_bytes")]
+    optimizer = (runs[0].get("config") or {}).get("optimizer", "momentum")
+    first = runs[0]
+    profile = cost_model.WorkloadProfile(
+        model=setting[SETTING_KEYS.index("model")], batch=step_batch_of(first),
+        compute_s=compute, gradient_bytes={dtype: comm["gradient_bytes"]},
+        gradient_kind="sparse" if kinds.get("indexed_slices") else "dense",
+        # variables are pulled in their own dtype; measured where a PSS run probed it
+        pull_bytes=pulls[0] if pulls else parameters, parameter_bytes=parameters,
+        optimizer_state_bytes=parameters * cost_model.OPTIMIZER_SLOTS.get(optimizer, 0),
+        activation_bytes=_activations(runs, parameters, optimizer), overhead_s=overhead,
+        tensors=max(1, sum(kinds.values())), overlap=overlap,
+        device=f"{(first.get('environment') or {}).get('cpu_model') or 'this machine'}, "
+              f"1 thread", source=", ".join(sorted({r["run_id"] for r in [
+                  *baseline, *runs]}))[:200])
+    return profile, notes
+
+
+def _activations(runs, parameters, optimizer):
+    """A replica's activation bytes: its memory_per_device estimate (parameters, gradients,
+    optimizer slots and activations) less the rest; 0 when the records have none."""
+    for r in runs:
+        device = (r.get("memory_per_device") or [None])[0]
+        if isinstance(device, dict) and device.get("bytes"):
+            rest = parameters * (2 + cost_model.OPTIMIZER_SLOTS.get(optimizer, 0))
+            return max(0, int(device["bytes"] - rest))
+    return 0
