@@ -34,7 +34,6 @@ Every run is an ordinary `python -m experiments.run` record tagged with its cell
 an interrupted comparison continues with `--resume` (cells already recorded are skipped).
 """
 import sys
-import time
 
 from experiments.engine import tf_settings
 
@@ -44,15 +43,13 @@ from absl import app, flags  # noqa: E402
 
 from experiments.config import network_flags  # noqa: E402
 from experiments.config.cli import bad_input, parse_flags  # noqa: E402
-from experiments.config import ConfigError, check_dataset, check_model  # noqa: E402
-from experiments.comparison import runner  # noqa: E402
+from experiments.config import ConfigError  # noqa: E402
+from experiments.comparison import options, runner  # noqa: E402
 from experiments.comparison.plan import plan, same_run, size_started  # noqa: E402
-from experiments.comparison.presets import (EXPERIMENT_NAMES, MODEL_DATASETS, PRESETS,  # noqa: E402
-                                            ZOO_SIZES)
+from experiments.comparison.presets import PRESETS  # noqa: E402
 
 from models import MODELS  # noqa: E402
 from results.records import load_records  # noqa: E402
-from strategies import COMPARED, LOCAL_REPLICAS  # noqa: E402
 
 _PRESET = flags.DEFINE_enum("preset", "default", list(PRESETS), "Sweep size; lists below override.")
 _MODELS = flags.DEFINE_list("models", None, f"Models to compare ({', '.join(MODELS)}).")
@@ -110,77 +107,26 @@ _PIN = flags.DEFINE_bool("pin_cores", False, "Pin each configuration to the core
                          "N cores, even on a bigger machine.")
 
 
-def _ints(name, values, minimum=1):
-    try:
-        out = [int(v) for v in values]
-    except ValueError:
-        raise ValueError(f"--{name}={','.join(values)} must be a comma-separated list of integers")
-    if not out or min(out) < minimum:
-        raise ValueError(f"--{name}={','.join(values)} must list integers >= {minimum}")
-    return out
-
-
-def _bandwidths(values):
-    out = []
-    for v in values:
-        try:
-            b = float(v)
-        except ValueError:
-            b = -1.0
-        if not 0 <= b <= 1000:
-            raise ValueError(f"--bandwidths: {v!r} is not a bandwidth in Gbit/s (0..1000; 0: the "
-                             "real loopback)")
-        out.append(b)
-    if out and 0.0 not in out:
-        raise ValueError("--bandwidths needs 0 (the real loopback): the model is fitted to it")
-    return out
-
-
 def main(argv):
     if len(argv) > 1:
         bad_input(f"unexpected arguments {argv[1:]}; all options are --flags")
     tf_settings.show_startup_messages(_VERBOSE.value)
-    preset = PRESETS[_PRESET.value]
     try:
-        models = _MODELS.value or preset["models"].split(",")
-        for model in models:  # built-in names, or your MODULE:FUNCTION / PATH.keras
-            if model not in MODELS and not (":" in model or model.endswith(".keras")):
-                raise ValueError(f"--models={','.join(models)}: {model!r} is not valid; choose "
-                                 f"from {', '.join(MODELS)}, or MODULE:FUNCTION, or PATH.keras")
-            check_model(model)
-        if _DATASET.present:
-            check_dataset(_DATASET.value)
-        strategies = _STRATEGIES.value
-        bad = [s for s in strategies if s not in COMPARED]
-        if bad:
-            raise ValueError(f"--strategies: {bad[0]!r} is not valid; choose from "
-                             f"{', '.join(COMPARED)}")
-        experiments = _EXPERIMENTS.value if _EXPERIMENTS.present else \
-            preset.get("experiments", ",".join(_EXPERIMENTS.value)).split(",")
-        bad = [e for e in experiments if e not in EXPERIMENT_NAMES]
-        if bad or not experiments:
-            raise ValueError(f"--experiments={','.join(experiments)}: choose from "
-                             f"{', '.join(EXPERIMENT_NAMES)}")
-        for experiment in ("straggler", "network"):
-            if experiment in experiments and set(strategies) <= set(LOCAL_REPLICAS):
-                raise ValueError(f"--experiments={experiment} needs multi_worker_mirrored or "
-                                 "parameter_server in --strategies")
-        bandwidths = _bandwidths(_BANDWIDTHS.value)
-        delays = _ints("straggler_delays", _DELAYS.value, minimum=0)
-        workers = _ints("workers", _WORKERS.value or preset["workers"].split(","))
-        accumulation = _ints("accumulation_steps", _ACCUMULATION.value)
-        if _SIZES.value or preset["train_examples"]:
-            sizes = _ints("train_examples", _SIZES.value or preset["train_examples"].split(","))
-        else:  # the zoo: each model its own examples per epoch
-            sizes = {m: [ZOO_SIZES.get(m, 4096)] for m in models}
+        opts = options.resolve(
+            _PRESET.value, models=_MODELS.value, dataset=_DATASET.value if _DATASET.present
+            else None, strategies=_STRATEGIES.value, experiments=_EXPERIMENTS.value if
+            _EXPERIMENTS.present else None, bandwidth_list=_BANDWIDTHS.value,
+            delays=_DELAYS.value, workers=_WORKERS.value, accumulation=_ACCUMULATION.value,
+            sizes=_SIZES.value, repeats=_REPEATS.value, epochs=_EPOCHS.value,
+            results_dir=_RESULTS_DIR.value, results_dir_given=_RESULTS_DIR.present,
+            default_experiments=",".join(_EXPERIMENTS.default), default_dataset=_DATASET.value)
     except (ValueError, ConfigError) as e:
         bad_input(e)
-    datasets = {m: _DATASET.value if _DATASET.present else MODEL_DATASETS.get(m, _DATASET.value)
-                for m in models}
-    repeats = _REPEATS.value or preset["repeats"]
-    epochs = _EPOCHS.value or preset["epochs"]
-    results_dir = _RESULTS_DIR.value if _RESULTS_DIR.present or _PRESET.value in (
-        "default", "full") else f"runs/{_PRESET.value}"
+    preset = PRESETS[_PRESET.value]
+    models, strategies, experiments = opts.models, opts.strategies, opts.experiments
+    sizes, workers, repeats, epochs = opts.sizes, opts.workers, opts.repeats, opts.epochs
+    bandwidths, delays, accumulation = opts.bandwidths, opts.delays, opts.accumulation
+    results_dir = opts.results_dir
     recorded = load_records(results_dir)[0] if _RESUME.value and not _DRY_RUN.value else []
     if _PRESET.value == "default" and not _SIZES.value and _BUDGET.value and len(models) == 1 \
             and not _DRY_RUN.value:  # a dry run prints the preset's sizes, uncalibrated
@@ -199,7 +145,7 @@ def main(argv):
                                 _THREADS.value)]
     runs = plan(models, workers, sizes, strategies, _NUM_PS.value, repeats, experiments,
                 delays, _STRAGGLER_WORKERS.value, _THREADS.value, _PIN.value,
-                bandwidths=bandwidths, floors=preset.get("floors", True), datasets=datasets,
+                bandwidths=bandwidths, floors=preset.get("floors", True), datasets=opts.datasets,
                 accumulation=accumulation, batch=_BATCH.value)
     common = [f"--epochs={epochs}", f"--batch_size_per_replica={_BATCH.value}",
               f"--steps_per_execution={_STEPS_PER_EXECUTION.value}"]
@@ -213,32 +159,10 @@ def main(argv):
             if not any(same_run(r, name, argv[1:]) for r in recorded)]
     print(f"compare: {len(runs)} runs planned, {len(runs) - len(todo)} already recorded, "
           f"{len(todo)} to go -> {results_dir}", flush=True)
-    failures, durations = [], []
-    for i, (name, argv) in enumerate(todo, 1):
-        eta = ""
-        if durations:
-            left = sum(durations) / len(durations) * (len(todo) - i + 1)
-            eta = f", about {left / 60:.1f} min left"
-        print(f"\n=== run {i}/{len(todo)}: {name}{eta}", flush=True)
-        start = time.monotonic()
-        command = [sys.executable, "-m", *argv, f"--results_dir={results_dir}",
-                   f"--run_name={name}"]
-        if _VERBOSE.value:
-            command.append("--verbose")
-        code = runner.run_cell(command, _RUN_TIMEOUT.value, _VERBOSE.value)
-        durations.append(time.monotonic() - start)
-        if code != 0:
-            failures.append(f"{name} (exit {code})")
-            print(f"compare: run {name} FAILED (exit {code}); continuing", flush=True)
-    from results.report import build
+    failures = runner.run_cells(todo, results_dir, _RUN_TIMEOUT.value, _VERBOSE.value)
+    from results.report import build_and_say
 
-    paths, problems, notes = build(results_dir, _TARGET.value or None,
-                                   network_flags.network())
-    for name, why in problems:
-        print(f"skipped record {name}: {why}")
-    for line in notes:
-        print(f"scaling model: {line}")
-    print("\n".join(f"wrote {p}" for p in paths))
+    build_and_say(results_dir, _TARGET.value or None, network_flags.network())
     if failures:
         print(f"compare: {len(failures)} run(s) failed: {', '.join(failures)}")
         sys.exit(1)

@@ -24,19 +24,12 @@ def main(argv):
     if local and not glob.glob(os.path.join(_RESULTS_DIR.value, "records", "*.json")):
         # Said before TensorFlow (imported by the gfile reader) prints its start-up lines.
         bad_input(f"no readable records under {os.path.join(_RESULTS_DIR.value, 'records')}")
-    from results.report import build
+    from results.report import build_and_say
 
     try:
-        paths, problems, notes = build(_RESULTS_DIR.value, _TARGET.value or None,
-                                       network_flags.network())
+        build_and_say(_RESULTS_DIR.value, _TARGET.value or None, network_flags.network())
     except ValueError as e:
         bad_input(e)
-    for name, why in problems:
-        print(f"skipped record {name}: {why}")
-    for line in notes:
-        print(f"scaling model: {line}")
-    for p in paths:
-        print(f"wrote {p}")
 
 
 if __name__ == "__main__":

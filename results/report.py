@@ -123,3 +123,15 @@ def build(results_dir, target_accuracy=None, network=scaling_model.Network()):
     paths.append(write_text_atomic(path("report.md"), markdown(
         rows, problems, files, target_accuracy, sections)))
     return paths + files, problems, projections.validation_lines(fits)
+
+
+def build_and_say(results_dir, target_accuracy, network):
+    """`build`, then what it skipped, the scaling model's lines and the files it wrote, on
+    stdout: what `experiments.report` and `experiments.compare` print."""
+    paths, problems, notes = build(results_dir, target_accuracy, network)
+    for name, why in problems:
+        print(f"skipped record {name}: {why}")
+    for line in notes:
+        print(f"scaling model: {line}")
+    for p in paths:
+        print(f"wrote {p}")

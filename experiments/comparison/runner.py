@@ -63,6 +63,30 @@ def run_cell(command, timeout, verbose):
     return code
 
 
+def run_cells(cells, results_dir, timeout, verbose):
+    """Runs each (name, argv) cell as `python -m argv` into results_dir, one after the other,
+    saying which is running and about how long is left; a failed cell is said and the rest go
+    on. Returns the failures' descriptions."""
+    failures, durations = [], []
+    for i, (name, argv) in enumerate(cells, 1):
+        eta = ""
+        if durations:
+            left = sum(durations) / len(durations) * (len(cells) - i + 1)
+            eta = f", about {left / 60:.1f} min left"
+        print(f"\n=== run {i}/{len(cells)}: {name}{eta}", flush=True)
+        start = time.monotonic()
+        command = [sys.executable, "-m", *argv, f"--results_dir={results_dir}",
+                   f"--run_name={name}"]
+        if verbose:
+            command.append("--verbose")
+        code = run_cell(command, timeout, verbose)
+        durations.append(time.monotonic() - start)
+        if code != 0:
+            failures.append(f"{name} (exit {code})")
+            print(f"compare: run {name} FAILED (exit {code}); continuing", flush=True)
+    return failures
+
+
 def calibrate(model, epochs_planned, runs, budget_s, largest, threads):
     """Times the plain loop briefly on this machine; returns the sized examples per epoch."""
     record, wall = run_record([f"--model={model}", "--epochs=2",
