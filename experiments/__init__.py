@@ -5,6 +5,7 @@ Commands (flags and main only; each docstring gives its command lines):
     compare    the comparison: plan the cells, run each as `run`, build the report
     report     rebuild the report from a results directory's records
     recommend  MWMS or PSS for a target cluster, from measured records
+    plan       every data-parallel configuration on a target cluster, predicted and ranked
     vertex     a Vertex AI CustomJob or a Kubeflow TFJob that runs `run`
 
 Sub-packages, one idea each (their __init__ says what each holds and may import):

@@ -1,0 +1,92 @@
+"""Which configuration for this model on that cluster? Every data-parallel configuration the
+toolkit runs (one device; MWMS on N devices; PSS on N workers x K ps; gradient accumulation;
+16-bit gradient sync), predicted through the one cost model from a workload profile, the ones
+that do not fit a device's memory dropped (and said why), ranked; plan.md, plan.csv, plan.png
+and the exact command of the best (results/planner.py).
+
+    python -m experiments.plan --profile=docs/examples/profile_resnet50_v100.json \
+        --cluster=docs/examples/cluster_8x8_v100_25g.json --out_dir=runs/plan
+    python -m experiments.plan --results_dir=runs/compare --hosts=4 --devices_per_host=1 \
+        --network_gbps=10 --accelerator_speedup=20 --device_memory_mb=16000
+
+The profile is a comparison's measured one (--results_dir, as experiments.recommend fits it) or a
+file (--profile: a comparison's profile-*.json, or written by hand). The cluster is a cluster spec
+(--cluster, cost_model.ClusterSpec's fields) or the flags below; --device_memory_mb overrides a
+spec's cap.
+"""
+from experiments.engine import tf_settings
+
+tf_settings.apply()  # before TensorFlow loads: quiet start-up, the toolkit's kernels
+
+import dataclasses  # noqa: E402
+
+from absl import app, flags  # noqa: E402
+
+from experiments.config.cli import bad_input, parse_flags  # noqa: E402
+
+_PROFILE = flags.DEFINE_string("profile", "", "A workload profile (JSON); empty: fitted from "
+                               "--results_dir's records.")
+_RESULTS_DIR = flags.DEFINE_string("results_dir", "runs/compare", "A comparison's records "
+                                   "(without --profile).")
+_MODEL = flags.DEFINE_string("model", "", "Which measured model (default: the only one); the "
+                             "commands name it.")
+_CLUSTER = flags.DEFINE_string("cluster", "", "A cluster spec (JSON) instead of the flags "
+                               "--hosts .. --accelerator_speedup.")
+_HOSTS = flags.DEFINE_integer("hosts", 4, "Hosts of the target.", lower_bound=1)
+_DEVICES = flags.DEFINE_integer("devices_per_host", 1, "Devices per host.", lower_bound=1)
+_GBPS = flags.DEFINE_float("network_gbps", 10.0, "Each host's link (Gbit/s).", lower_bound=1e-3)
+_LATENCY = flags.DEFINE_float("network_latency_us", 50.0, "Per-message latency between hosts.",
+                              lower_bound=0.0)
+_SPEEDUP = flags.DEFINE_float("accelerator_speedup", 1.0, "A target device's speed relative to "
+                              "the profile's device.", lower_bound=1e-3)
+_MEMORY = flags.DEFINE_float("device_memory_mb", None, "Memory per device (MB); overrides the "
+                             "cluster spec's (0: not limited).", lower_bound=0.0)
+_OUT_DIR = flags.DEFINE_string("out_dir", "runs/plan", "Where plan.md, plan.csv, plan.png go.")
+_CLUSTER_FLAGS = ("hosts", "devices_per_host", "network_gbps", "network_latency_us",
+                  "accelerator_speedup")
+
+
+def main(argv):
+    if len(argv) > 1:
+        bad_input(f"unexpected arguments {argv[1:]}; all options are --flags")
+    from results import cost_model, planner, recommendation
+    from results.records import load_records
+
+    try:
+        if _CLUSTER.value:
+            given = [name for name in _CLUSTER_FLAGS if flags.FLAGS[name].present]
+            if given:
+                raise ValueError(f"--cluster={_CLUSTER.value} already says the target: drop "
+                                 f"--{', --'.join(given)}")
+            cluster = cost_model.load_cluster(_CLUSTER.value)
+        else:
+            cluster = cost_model.ClusterSpec(
+                hosts=_HOSTS.value, devices_per_host=_DEVICES.value, inter_host_gbps=_GBPS.value,
+                inter_host_latency_us=_LATENCY.value, device_speedup=_SPEEDUP.value).check()
+        if _MEMORY.value is not None:
+            cluster = dataclasses.replace(cluster, memory_per_device_mb=_MEMORY.value)
+        if _PROFILE.value:
+            profile, note = cost_model.load_profile(_PROFILE.value), f"from {_PROFILE.value}"
+        else:
+            records, _ = load_records(_RESULTS_DIR.value)
+            profile, _, note = recommendation.measured_profile(records, _MODEL.value)
+    except ValueError as e:  # SpecError too
+        bad_input(e)
+    planned = planner.plan(profile, cluster)
+    paths = planner.write(planned, profile, cluster, _MODEL.value or profile.model,
+                          _OUT_DIR.value, note)
+    best = planner.best(planned)
+    if best is None:
+        print(f"plan: no configuration fits {cluster.memory_per_device_mb:g} MB per device "
+              f"(see {paths[0]})")
+    else:
+        print(f"plan: best of {len(planned)} configurations: {best.config.name}, "
+              f"{best.prediction.examples_per_sec:.0f} examples/s predicted")
+        print("  python -m experiments.run " + " ".join(
+            planner.run_flags(best.config, _MODEL.value or profile.model)))
+    for p in paths:
+        print(f"wrote {p}")
+
+
+if __name__ == "__main__":
+    app.run(main, flags_parser=parse_flags)

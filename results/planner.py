@@ -1,0 +1,338 @@
+"""The planner: every data-parallel configuration the toolkit can run on a cluster, predicted
+through the one cost model (results/cost_model.py) from a workload profile, filtered by memory
+per device and ranked (experiments/plan.py prints and writes it).
+
+    python -m experiments.plan --profile=docs/examples/profile_resnet50_v100.json \
+        --cluster=docs/examples/cluster_8x8_v100_25g.json
+
+Configurations: one device; MWMS on N devices; PSS on N workers with K parameter servers; each
+with gradient accumulation A (A micro-batches per update: compute x A, one synchronization) and
+the gradient sync dtype (float32, or bfloat16: half the bytes). N runs over powers of two up to
+the cluster's devices (and all of them), laid out host by host (a host's devices first). Pipelines
+(model_parallel, hybrid) are not planned: the profile has no per-layer time and activation size
+at the cut points yet, so the cost model has no pipeline term to predict them with.
+"""
+import dataclasses
+
+from results import cost_model
+from results.records import write_text_atomic
+from results.tables import csv_text, markdown_table
+from strategies import BASELINE, REGISTRY, kind
+
+SYNC_DTYPES = ("float32", "bfloat16")
+ACCUMULATION = (1, 2, 4)
+PS_COUNTS = (1, 2, 4, 8)
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    strategy: str
+    workers: int  # devices training (replicas)
+    hosts: int
+    devices_per_host: int
+    num_ps: int = 0
+    accumulation: int = 1
+    sync_dtype: str = "float32"
+
+    @property
+    def name(self):
+        strategy = tasks(self)[0]
+        parts = [REGISTRY[strategy].short]
+        if not kind(strategy).single_device:
+            parts.append(f"N={self.workers}" + (f" ({self.hosts}x{self.devices_per_host})"
+                                                if self.hosts > 1 and self.devices_per_host > 1
+                                                else ""))
+        if kind(self.strategy).parameter_servers:
+            parts.append(f"ps={self.num_ps}")
+        if self.accumulation > 1:
+            parts.append(f"accum={self.accumulation}")
+        if self.sync_dtype != "float32":
+            parts.append(self.sync_dtype)
+        return " ".join(parts)
+
+
+@dataclasses.dataclass
+class Planned:
+    config: Config
+    prediction: cost_model.Prediction
+    global_batch: int  # examples per update
+    dropped: str = ""  # why it cannot run ("" when it can)
+
+
+def accumulated(profile, k):
+    """The profile of a step of k micro-batches of the profile's batch: compute x k, the same
+    synchronization once; activations stay a micro-batch's (they run one after another)."""
+    if k == 1:
+        return profile
+    return dataclasses.replace(profile, batch=profile.batch * k, compute_s=profile.compute_s * k)
+
+
+def _layout(n, cluster):
+    """(hosts, devices per host) of n devices: a host's devices first."""
+    d = cluster.devices_per_host
+    if n <= d:
+        return 1, n
+    return -(-n // d), d
+
+
+def device_counts(cluster):
+    total, n, out = cluster.workers, 2, []
+    while n < total:
+        out.append(n)
+        n *= 2
+    return [*out, total] if total > 1 else []
+
+
+def configurations(profile, cluster):
+    """Every Config this planner predicts on `cluster` (see the module doc)."""
+    dtypes = [d for d in SYNC_DTYPES if _has_bytes(profile, d)]
+    out = [Config(BASELINE, 1, 1, 1, accumulation=a) for a in ACCUMULATION]
+    for n in device_counts(cluster):
+        hosts, per_host = _layout(n, cluster)
+        for a in ACCUMULATION:
+            for dtype in dtypes:
+                out.append(Config("multi_worker_mirrored", n, hosts, per_host, 0, a, dtype))
+                for k in PS_COUNTS:
+                    if k <= n:  # more parameter servers than workers: never the bottleneck
+                        out.append(Config("parameter_server", n, hosts, per_host, k, a, dtype))
+    return out
+
+
+def _has_bytes(profile, dtype):
+    try:
+        profile.gradient(dtype)
+        return True
+    except cost_model.SpecError:
+        return False
+
+
+def predict(profile, cluster, config):
+    """Planned: the cost model's prediction for `config` on its part of `cluster`."""
+    part = dataclasses.replace(cluster, hosts=config.hosts,
+                               devices_per_host=config.devices_per_host,
+                               num_ps=max(1, config.num_ps))
+    p = accumulated(profile, config.accumulation)
+    if kind(config.strategy).single_device:
+        step = p.compute_s / cluster.device_speedup
+        memory = cost_model.memory_per_device(p, "multi_worker_mirrored")  # all of it on one
+        prediction = cost_model.Prediction(
+            config.strategy, 1, step, step, 0.0, 0.0, p.batch / step, 1.0, 1.0, 0.0, memory,
+            not cluster.memory_per_device_mb or memory <= cluster.memory_per_device_mb * 1e6)
+    else:
+        prediction = cost_model.predict(p, part, config.strategy, config.sync_dtype)
+    dropped = "" if prediction.fits_memory else (
+        f"needs {prediction.memory_per_device_bytes / 1e6:.0f} MB per device, over the "
+        f"{cluster.memory_per_device_mb:g} MB cap")
+    # A PSS step is one worker's batch; an all-reduce step is every replica's together.
+    replicas = 1 if kind(config.strategy).parameter_servers else config.workers
+    return Planned(config, prediction, p.batch * replicas, dropped)
+
+
+def plan(profile, cluster):
+    """[Planned], those that fit first, fastest first; then those dropped, with why."""
+    planned = [predict(profile, cluster, c) for c in configurations(profile, cluster)]
+    fits = sorted((p for p in planned if not p.dropped),
+                  key=lambda p: (-p.prediction.examples_per_sec, p.config.workers,
+                                 p.config.accumulation, p.config.sync_dtype != "float32",
+                                 p.config.num_ps))
+    return fits + [p for p in planned if p.dropped]
+
+
+def tasks(config):
+    """(strategy to run, workers, local replicas per worker, devices per worker) of `config`:
+    all-reduce over hosts is one MWMS worker per host whose devices are its local replicas, on
+    one host MirroredStrategy's replicas (the same ring); a PSS worker is one device (each
+    pushes and pulls its own gradients, as the cost model has it)."""
+    if kind(config.strategy).parameter_servers:
+        return config.strategy, config.workers, 1, 1 if config.devices_per_host > 1 else 0
+    if kind(config.strategy).single_device:
+        return config.strategy, 1, 1, 0
+    if config.hosts == 1:
+        return "mirrored", 1, config.workers, config.workers
+    return config.strategy, config.hosts, config.devices_per_host, config.devices_per_host
+
+
+def best(planned):
+    """The fastest Planned that fits and trains what the profile trained (no accumulation, no
+    16-bit rounding); None when none fits."""
+    return next((p for p in planned if not p.dropped and not _changes(p.config)), None)
+
+
+def run_flags(config, model):
+    """The experiments.run flags of `config`: under the platform's TF_CONFIG on each task of a
+    cluster (a local cluster when none is set)."""
+    strategy, workers, replicas, _ = tasks(config)
+    flags = [f"--strategy={strategy}", f"--model={model}"]
+    if kind(strategy).local_replicas:
+        flags.append(f"--num_replicas={replicas}")
+    if kind(strategy).multi_worker:
+        flags.append(f"--num_workers={workers}")
+    if kind(strategy).parameter_servers:
+        flags.append(f"--num_ps={config.num_ps}")
+    if config.accumulation > 1:
+        flags.append(f"--accumulation_steps={config.accumulation}")
+    if config.sync_dtype != "float32":
+        flags.append(f"--gradient_sync_dtype={config.sync_dtype}")
+    return flags
+
+
+COLUMNS = ("rank", "configuration", "strategy", "workers", "hosts", "devices_per_host", "num_ps",
+           "accumulation", "sync_dtype", "global_batch", "examples_per_sec", "step_time_s",
+           "compute_s", "overhead_s", "communication_s", "communication_share", "efficiency",
+           "memory_per_device_mb", "fits_memory", "dropped")
+
+
+def rows(planned):
+    out = []
+    for i, p in enumerate(planned, 1):
+        c, pr = p.config, p.prediction
+        out.append(dict(
+            rank=i if not p.dropped else "", configuration=c.name, strategy=c.strategy,
+            workers=c.workers, hosts=c.hosts, devices_per_host=c.devices_per_host,
+            num_ps=c.num_ps, accumulation=c.accumulation, sync_dtype=c.sync_dtype,
+            global_batch=p.global_batch, examples_per_sec=pr.examples_per_sec,
+            step_time_s=pr.step_s, compute_s=pr.compute_s, overhead_s=pr.overhead_s,
+            communication_s=pr.communication_s, communication_share=pr.communication_share,
+            efficiency=pr.efficiency, memory_per_device_mb=pr.memory_per_device_bytes / 1e6,
+            fits_memory=pr.fits_memory, dropped=p.dropped))
+    return out
+
+
+def _changes(config):
+    """What a configuration changes besides speed (the plan marks it; accuracy to check)."""
+    out = []
+    if config.accumulation > 1:
+        out.append(f"{config.accumulation}x the examples per update")
+    if config.sync_dtype != "float32":
+        out.append(f"gradients rounded to {config.sync_dtype}")
+    return "; ".join(out)
+
+
+def markdown(planned, profile, cluster, model, dtype_note=""):
+    """plan.md: the target, the ranked table, the dropped configurations and why, the best's
+    commands."""
+    fits = [p for p in planned if not p.dropped]
+    dropped = [p for p in planned if p.dropped]
+    cap = f", {cluster.memory_per_device_mb:g} MB per device" if cluster.memory_per_device_mb \
+        else ", memory per device not limited"
+    lines = ["# Plan", "",
+             f"Target: {cluster.name + ': ' if cluster.name else ''}{cluster.hosts} host(s) x "
+             f"{cluster.devices_per_host} device(s), {cluster.inter_host_gbps:g} Gbit/s between "
+             f"hosts, {cluster.intra_host_gbps:g} Gbit/s within one, devices "
+             f"{cluster.device_speedup:g}x the profile's{cap}.",
+             f"Workload: {profile.model}, {profile.batch} examples per replica per step, compute "
+             f"{profile.compute_s * 1e3:.2f} ms on {profile.device or 'its device'}, gradients "
+             f"{profile.gradient() / 1e6:.2f} MB (float32, {profile.gradient_kind})"
+             + (f"; {dtype_note}" if dtype_note else "") + ".", "",
+             f"{len(planned)} configurations predicted through results/cost_model.py; "
+             f"{len(fits)} fit, {len(dropped)} dropped (memory). Ranked by predicted examples/s; "
+             "the last column says what a configuration changes besides speed (check its "
+             "accuracy before you rely on it).", ""]
+    table = []
+    for i, p in enumerate(fits[:25], 1):
+        pr = p.prediction
+        table.append([str(i), p.config.name, str(p.global_batch), f"{pr.examples_per_sec:.0f}",
+                      f"{pr.step_s * 1e3:.2f}", f"{pr.communication_share * 100:.0f}%",
+                      f"{pr.efficiency * 100:.0f}%",
+                      f"{pr.memory_per_device_bytes / 1e6:.0f}", _changes(p.config) or "–"])
+    lines.append(markdown_table(["rank", "configuration", "global batch", "examples/s", "step ms",
+                                 "communication share", "efficiency", "memory / device MB",
+                                 "changes"], table))
+    if len(fits) > 25:
+        lines += ["", f"({len(fits) - 25} more in plan.csv)"]
+    best_per_n = {}
+    for p in fits:
+        best_per_n.setdefault(p.config.workers, p)
+    lines += ["", "Best at each device count: " + "; ".join(
+        f"{n}: {p.config.name} ({p.prediction.examples_per_sec:.0f} ex/s)"
+        for n, p in sorted(best_per_n.items())) + "."]
+    if dropped:
+        lines += ["", "Dropped:", ""] + [f"- {p.config.name}: {p.dropped}" for p in dropped[:20]]
+        if len(dropped) > 20:
+            lines.append(f"- ... {len(dropped) - 20} more (plan.csv)")
+    chosen = best(planned)
+    if chosen is not None:
+        rate = chosen.prediction.examples_per_sec
+        faster = [p for p in fits if _changes(p.config) and p.prediction.examples_per_sec > rate]
+        lines += ["", f"## Best: {chosen.config.name}", "",
+                  "The fastest configuration that trains what the profile trained (its batch "
+                  "per update, float32 gradients)."
+                  + (f" Faster if your optimization allows it: {faster[0].config.name} "
+                     f"({faster[0].prediction.examples_per_sec / rate:.2f}x; "
+                     f"{_changes(faster[0].config)})." if faster else ""), "",
+                  "Each task of the cluster (under the platform's TF_CONFIG; without one, a "
+                  "local cluster):", "", "```",
+                  "python -m experiments.run " + " ".join(run_flags(chosen.config, model)),
+                  "```", "", "On Vertex AI (or `--format=tfjob` for Kubeflow); give your image, "
+                  "accelerator and output bucket:", "", "```",
+                  vertex_command(chosen.config, model), "```"]
+    lines += ["", "Assumptions: those of the cost model (docs/scaling_model.md): synchronization "
+              "overlaps compute only by the profile's measured overlap, links are full duplex "
+              "and uncontended but for the fan-in stated, every worker is equally fast. Not "
+              "planned: pipelines (model_parallel, hybrid), which need per-layer times and "
+              "activation sizes the profile does not have yet."]
+    return "\n".join(lines) + "\n"
+
+
+def vertex_command(config, model):
+    """The experiments.vertex command of `config` (see `tasks` for what a task holds)."""
+    strategy, workers, replicas, devices = tasks(config)
+    args = [f"--strategy={strategy}"]
+    if kind(strategy).local_replicas:
+        args.append(f"--num_replicas={replicas}")
+    if kind(strategy).multi_worker:
+        args.append(f"--num_workers={workers}")
+    if kind(strategy).parameter_servers:
+        args.append(f"--num_ps={config.num_ps}")
+    if devices:
+        args += ["--accelerator_type=YOUR_GPU", f"--accelerator_count={devices}"]
+    run = [f for f in run_flags(config, model) if not f.startswith(
+        ("--strategy=", "--num_workers=", "--num_ps=", "--num_replicas="))]
+    return ("python -m experiments.vertex " + " ".join(args) + " --image_uri=IMAGE "
+            "--base_output_dir=gs://BUCKET/plan -- " + " ".join(run))
+
+
+def plot(planned, cluster, path, top=20):
+    """plan.png: predicted examples/s of the best configurations (colour: strategy), and memory
+    per device against the cap."""
+    from results.plots import plt, save  # matplotlib, only when drawing
+
+    fits = [p for p in planned if not p.dropped][:top]
+    shown = fits + [p for p in planned if p.dropped][:max(0, top - len(fits)) or 5]
+    fig, (tput, mem) = plt.subplots(1, 2, figsize=(14, 0.32 * len(shown) + 1.8))
+    labels = [p.config.name for p in shown]
+    colors = [REGISTRY[p.config.strategy].color for p in shown]
+    y = range(len(shown))
+    tput.barh(y, [p.prediction.examples_per_sec if not p.dropped else 0 for p in shown],
+              color=colors)
+    tput.set_yticks(y, labels, fontsize=7)
+    tput.invert_yaxis()
+    tput.set_xlabel("predicted examples/s")
+    tput.set_title("Predicted throughput (best first; dropped configurations: no bar)")
+    for strategy in dict.fromkeys(p.config.strategy for p in shown):
+        tput.bar(0, 0, color=REGISTRY[strategy].color, label=REGISTRY[strategy].label)
+    tput.legend(fontsize=7, loc="lower right")
+    mem.barh(y, [p.prediction.memory_per_device_bytes / 1e6 for p in shown],
+             color=["tab:red" if p.dropped else "tab:gray" for p in shown],
+             label="memory per device (red: over the cap)")
+    if cluster.memory_per_device_mb:
+        mem.axvline(cluster.memory_per_device_mb, color="black", linestyle="--",
+                    label=f"cap {cluster.memory_per_device_mb:g} MB")
+    mem.set_yticks(y, [""] * len(shown))
+    mem.invert_yaxis()
+    mem.set_xlabel("memory per device (MB)")
+    mem.set_title("Memory per device against the cap")
+    mem.legend(fontsize=7, loc="lower right")
+    return save(fig, path)
+
+
+def write(planned, profile, cluster, model, out_dir, dtype_note=""):
+    """plan.md, plan.csv and plan.png in out_dir (atomically); returns their paths."""
+    import os
+
+    os.makedirs(out_dir, exist_ok=True)
+    path = lambda name: os.path.join(out_dir, name)  # noqa: E731
+    return [write_text_atomic(path("plan.md"), markdown(planned, profile, cluster, model,
+                                                        dtype_note)),
+            write_text_atomic(path("plan.csv"), csv_text(rows(planned), COLUMNS)),
+            plot(planned, cluster, path("plan.png"))]

@@ -1,0 +1,44 @@
+"""`python -m experiments.plan`: a hand-written profile and cluster spec in, plan.md, plan.csv,
+plan.png and the best's commands out; bad input is one line, exit 2 and nothing written."""
+import csv
+import os
+
+from tests.helpers import run_module
+
+PROFILE = "--profile=docs/examples/profile_resnet50_v100.json"
+CLUSTER = "--cluster=docs/examples/cluster_8x8_v100_25g.json"
+
+
+def test_plan_from_a_profile_and_a_cluster_spec(tmp_path):
+    proc = run_module("experiments.plan", PROFILE, CLUSTER, f"--out_dir={tmp_path}",
+                      "--device_memory_mb=5250", timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert sorted(os.listdir(tmp_path)) == ["plan.csv", "plan.md", "plan.png"]
+    assert os.path.getsize(tmp_path / "plan.png") > 10_000
+    with open(tmp_path / "plan.csv") as f:
+        rows = list(csv.DictReader(f))
+    kept = [r for r in rows if r["fits_memory"] == "True"]
+    dropped = [r for r in rows if r["fits_memory"] == "False"]
+    # the cap drops what holds the optimizer state on every device (one device, MWMS), and
+    # says why; PSS keeps it on the parameter servers
+    assert dropped and all("over the 5250 MB cap" in r["dropped"] for r in dropped)
+    assert {r["strategy"] for r in kept} == {"parameter_server"}
+    rates = [float(r["examples_per_sec"]) for r in kept]
+    assert rates == sorted(rates, reverse=True)
+    text = (tmp_path / "plan.md").read_text()
+    assert "## Best: PSS" in text and "python -m experiments.vertex --strategy=parameter_server" \
+        in text
+    assert "plan: best of" in proc.stdout and "--strategy=parameter_server" in proc.stdout
+
+
+def test_bad_input_is_one_line_and_writes_nothing(tmp_path):
+    out = tmp_path / "plan"
+    for args, message in (
+            ([PROFILE, "--cluster=/nonexistent.json"], "--cluster=/nonexistent.json: cannot read"),
+            ([PROFILE, CLUSTER, "--hosts=2"], "already says the target: drop --hosts"),
+            (["--profile=README.md", CLUSTER], "--profile=README.md: cannot read it as JSON")):
+        proc = run_module("experiments.plan", *args, f"--out_dir={out}", timeout=120)
+        assert proc.returncode == 2, proc.stderr
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and message in lines[0], proc.stderr
+        assert not out.exists()

@@ -1,0 +1,93 @@
+"""The planner: configurations enumerated on a cluster, predicted by the one cost model, dropped
+by memory with the reason, ranked; the commands of the best are valid run flags."""
+import dataclasses
+
+import pytest
+
+from experiments.config import RunConfig, validate
+from results import cost_model, planner
+from strategies import kind
+
+PROFILE = cost_model.WorkloadProfile(
+    model="cnn", batch=64, compute_s=0.02, gradient_bytes={"float32": 40_000_000},
+    pull_bytes=40_000_000, parameter_bytes=40_000_000, optimizer_state_bytes=40_000_000,
+    activation_bytes=10_000_000, overhead_s={"multi_worker_mirrored": 0.001,
+                                             "parameter_server": 0.002})
+CLUSTER = cost_model.ClusterSpec(hosts=4, devices_per_host=2, inter_host_gbps=10.0)
+
+
+def _by_name(planned):
+    return {p.config.name: p for p in planned}
+
+
+def test_every_prediction_is_the_cost_models_for_that_part_of_the_cluster():
+    planned = planner.plan(PROFILE, CLUSTER)
+    for p in planned:
+        c = p.config
+        if c.strategy == "one_device":
+            continue
+        part = dataclasses.replace(CLUSTER, hosts=c.hosts, devices_per_host=c.devices_per_host,
+                                   num_ps=max(1, c.num_ps))
+        direct = cost_model.predict(planner.accumulated(PROFILE, c.accumulation), part,
+                                    c.strategy, c.sync_dtype)
+        assert p.prediction.examples_per_sec == pytest.approx(direct.examples_per_sec)
+    # ranked fastest first among those that fit
+    rates = [p.prediction.examples_per_sec for p in planned if not p.dropped]
+    assert rates == sorted(rates, reverse=True)
+
+
+def test_device_counts_and_layout_fill_a_host_first():
+    counts = planner.device_counts(CLUSTER)
+    assert counts == [2, 4, 8]
+    layouts = {(c.workers, c.hosts, c.devices_per_host)
+               for c in planner.configurations(PROFILE, CLUSTER)}
+    assert {(2, 1, 2), (4, 2, 2), (8, 4, 2), (1, 1, 1)} <= layouts
+    assert all(c.num_ps <= c.workers for c in planner.configurations(PROFILE, CLUSTER))
+
+
+def test_accumulation_amortizes_the_synchronization_on_a_slow_network():
+    slow = dataclasses.replace(CLUSTER, inter_host_gbps=1.0)
+    planned = _by_name(planner.plan(PROFILE, slow))
+    one, four = planned["MWMS N=8 (4x2)"], planned["MWMS N=8 (4x2) accum=4"]
+    assert four.global_batch == 4 * one.global_batch
+    assert four.prediction.communication_share < one.prediction.communication_share
+    assert four.prediction.examples_per_sec > one.prediction.examples_per_sec
+    half = planned["MWMS N=8 (4x2) bfloat16"]
+    assert half.prediction.communication_s == pytest.approx(one.prediction.communication_s / 2,
+                                                            rel=0.05)
+
+
+def test_what_does_not_fit_is_dropped_with_the_reason_and_never_best():
+    # MWMS holds the optimizer state on each device, PSS leaves it on the parameter servers
+    mwms = cost_model.memory_per_device(PROFILE, "multi_worker_mirrored")
+    pss = cost_model.memory_per_device(PROFILE, "parameter_server")
+    cap_mb = (mwms + pss) / 2 / 1e6
+    planned = planner.plan(PROFILE, dataclasses.replace(CLUSTER, memory_per_device_mb=cap_mb))
+    dropped = [p for p in planned if p.dropped]
+    assert dropped and all(p.config.strategy != "parameter_server" for p in dropped)
+    assert all(f"over the {cap_mb:g} MB cap" in p.dropped for p in dropped)
+    best = planner.best(planned)
+    assert best.config.strategy == "parameter_server" and not best.dropped
+    # an impossible cap: nothing fits, no best
+    assert planner.best(planner.plan(PROFILE, dataclasses.replace(
+        CLUSTER, memory_per_device_mb=1))) is None
+
+
+def test_the_best_trains_what_the_profile_trained():
+    best = planner.best(planner.plan(PROFILE, CLUSTER))
+    assert best.config.accumulation == 1 and best.config.sync_dtype == "float32"
+
+
+@pytest.mark.parametrize("name", ["1 device", "mirrored N=2", "MWMS N=8 (4x2) accum=2 bfloat16",
+                                  "PSS N=4 (2x2) ps=2"])
+def test_the_printed_run_flags_are_valid_runs(name, tmp_path):
+    config = _by_name(planner.plan(PROFILE, CLUSTER))[name].config
+    values = dict(f[2:].split("=", 1) for f in planner.run_flags(config, "cnn"))
+    fields = {f.name: f.type for f in dataclasses.fields(RunConfig)}
+    cfg = RunConfig(results_dir=str(tmp_path), **{k: fields[k](v) for k, v in values.items()})
+    validate(cfg)
+    strategy, workers, replicas, _ = planner.tasks(config)
+    assert cfg.strategy == strategy
+    assert cfg.num_workers == workers and workers * replicas == config.workers
+    if kind(strategy).local_replicas:  # MWMS and PSS workers take their host's devices
+        assert cfg.num_replicas == replicas
