@@ -53,16 +53,10 @@ def main(argv):
     from results.records import load_records
 
     try:
-        if _CLUSTER.value:
-            given = [name for name in _CLUSTER_FLAGS if flags.FLAGS[name].present]
-            if given:
-                raise ValueError(f"--cluster={_CLUSTER.value} already says the target: drop "
-                                 f"--{', --'.join(given)}")
-            cluster = cost_model.load_cluster(_CLUSTER.value)
-        else:
-            cluster = cost_model.ClusterSpec(
-                hosts=_HOSTS.value, devices_per_host=_DEVICES.value, inter_host_gbps=_GBPS.value,
-                inter_host_latency_us=_LATENCY.value, device_speedup=_SPEEDUP.value).check()
+        cluster = cost_model.target_cluster(
+            _CLUSTER.value, [name for name in _CLUSTER_FLAGS if flags.FLAGS[name].present],
+            hosts=_HOSTS.value, devices_per_host=_DEVICES.value, inter_host_gbps=_GBPS.value,
+            inter_host_latency_us=_LATENCY.value, device_speedup=_SPEEDUP.value)
         if _MEMORY.value is not None:
             cluster = dataclasses.replace(cluster, memory_per_device_mb=_MEMORY.value)
         if _PROFILE.value:

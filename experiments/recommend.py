@@ -56,17 +56,11 @@ def main(argv):
     from results.records import load_records
 
     try:
-        if _CLUSTER.value:
-            given = [name for name in _CLUSTER_FLAGS if flags.FLAGS[name].present]
-            if given:
-                raise ValueError(f"--cluster={_CLUSTER.value} already says the target: drop "
-                                 f"--{', --'.join(given)}")
-            cluster = cost_model.load_cluster(_CLUSTER.value)
-        else:
-            cluster = cost_model.ClusterSpec(
-                hosts=_WORKERS.value, inter_host_gbps=_GBPS.value,
-                inter_host_latency_us=_LATENCY.value, device_speedup=_SPEEDUP.value,
-                num_ps=_NUM_PS.value)
+        cluster = cost_model.target_cluster(
+            _CLUSTER.value, [name for name in _CLUSTER_FLAGS if flags.FLAGS[name].present],
+            hosts=_WORKERS.value, inter_host_gbps=_GBPS.value,
+            inter_host_latency_us=_LATENCY.value, device_speedup=_SPEEDUP.value,
+            num_ps=_NUM_PS.value)
         if _PROFILE.value:
             profile, where = cost_model.load_profile(_PROFILE.value), f"from {_PROFILE.value}"
             dtype = _DTYPE.value or "float32"

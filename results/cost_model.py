@@ -158,6 +158,18 @@ def load_cluster(path):
             from None
 
 
+def target_cluster(spec_path, given_flags=(), **fields):
+    """The cluster a command targets: the cluster spec file at spec_path, else
+    ClusterSpec(**fields) from its flags; flags given beside a file are refused by name (the
+    file already says the target)."""
+    if spec_path:
+        if given_flags:
+            raise SpecError(f"--cluster={spec_path} already says the target: drop "
+                            f"--{', --'.join(given_flags)}")
+        return load_cluster(spec_path)
+    return ClusterSpec(**fields).check()
+
+
 def _ring(nbytes, n, gbps, latency_us):
     if n <= 1:
         return 0.0
