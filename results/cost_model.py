@@ -26,6 +26,11 @@ Per-replica step time:  t = compute / device_speedup + overhead + communication
       beside a worker off the network: x (H-1)/H); with `ps_local_aggregation` a host's devices
       all-reduce within the host first and the host pushes and pulls once: an intra-host ring
       plus (G + P) / B_inter x max(1, H/K)
+    pipelines (GPipe over S equal stages on one host's devices, M micro-batches; hybrid: one
+      pipeline per host, an MWMS worker each, all-reducing G across hosts): compute / S x
+      (M + S - 1) / M, plus each boundary's activation forward and gradient back for one
+      micro-batch on the critical path, 2 (S-1) (batch / M x A / B_intra + a_intra), A the
+      profile's boundary_activation_bytes per example; a device holds 1/S of the memory
     shared medium (the emulated network, tc tbf on one loopback): every byte of every link
       goes through one bucket of B: all-reduce 2 (N-1) G / B per step; a PSS worker (G + P)/B
       per step, and the cluster at most B / (G + P) steps per second
@@ -39,8 +44,10 @@ import json
 
 from strategies import REGISTRY, data_parallel_workers, kind
 
-# The strategies it models: data-parallel workers (strategies.data_parallel_workers).
+# The strategies it models: data-parallel workers (strategies.data_parallel_workers), and the
+# pipelines (one GPipe pipeline over S devices of a host; hybrid: one per MWMS worker).
 STRATEGIES = tuple(n for n in REGISTRY if data_parallel_workers(n))
+PIPELINES = tuple(n for n in REGISTRY if kind(n).pipelined)
 SWEEP_SPLIT_BYTES = 65536  # the sweep's message cut into 1, 4, 16 tensors (per-tensor cost)
 SYNC_DTYPES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}  # bytes per element
 OPTIMIZER_SLOTS = {"sgd": 0, "momentum": 1, "adam": 2}  # slot variables per weight
@@ -61,6 +68,9 @@ class WorkloadProfile:
     parameter_bytes: int = 0
     optimizer_state_bytes: int = 0
     activation_bytes: int = 0  # held per replica until backward, at `batch`
+    # Bytes per example crossing a pipeline stage boundary, one direction (the activation; its
+    # gradient returns the same size); 0: unknown, and pipelines are not predicted
+    boundary_activation_bytes: int = 0
     tensors: int = 1  # gradient tensors per step (a PSS step reads and pushes each on its own)
     overhead_s: dict = dataclasses.field(default_factory=dict)  # {strategy: s per step}
     # {strategy: share of its synchronization hidden behind compute}, measured where a strategy's
@@ -296,40 +306,73 @@ class Prediction:
     bound: str = ""  # what limits it beyond the step ("the shared link")
 
 
-def memory_per_device(profile, strategy):
-    """Bytes one replica holds: its parameters, their gradients and the activations of its
+def memory_per_device(profile, strategy, stages=1):
+    """Bytes one device holds: its parameters, their gradients and the activations of its
     batch, and under all-reduce strategies the optimizer state too (under PSS that lives on the
-    parameter servers; a worker holds what it pulled)."""
+    parameter servers; a worker holds what it pulled). A pipeline's device holds 1/S of all of
+    it (equal stages; GPipe keeps every micro-batch's activations of its stage until backward)."""
     held = 2 * profile.parameter_bytes + profile.activation_bytes
-    return held if kind(strategy).parameter_servers else held + profile.optimizer_state_bytes
+    if not kind(strategy).parameter_servers:
+        held += profile.optimizer_state_bytes
+    return held // stages
 
 
-def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None):
+def pipeline_s(profile, stages, microbatches, cluster):
+    """(compute with the bubble, boundary transfers on the critical path) of one GPipe step over
+    `stages` equal stages on one host's devices, `microbatches` micro-batches: the stages take
+    (M + S - 1) slots of compute / (S M) each (the bubble (S-1)/(M+S-1)), and a micro-batch's
+    activation crosses each of the S-1 boundaries forward and its gradient back, at the
+    intra-host bandwidth; transfers of the other micro-batches overlap other stages' compute."""
+    if stages < 2 or microbatches < 1:
+        raise SpecError(f"a pipeline needs stages >= 2 and microbatches >= 1, got {stages}, "
+                        f"{microbatches}")
+    if not profile.boundary_activation_bytes:
+        raise SpecError(f"profile {profile.model!r} has no boundary_activation_bytes: pipelines "
+                        f"cannot be predicted")
+    compute = profile.compute_s / cluster.device_speedup
+    with_bubble = compute / stages * (microbatches + stages - 1) / microbatches
+    one = profile.batch / microbatches * profile.boundary_activation_bytes * 8 / (
+        cluster.intra_host_gbps * 1e9) + cluster.intra_host_latency_us * 1e-6
+    return with_bubble, 2 * (stages - 1) * one
+
+
+def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None, stages=1,
+            microbatches=1):
     """The step, throughput and efficiency of `strategy` for `profile` on `cluster`; overlap:
-    the share of synchronization hidden behind compute (None: the profile's measured one)."""
+    the share of synchronization hidden behind compute (None: the profile's measured one).
+    Pipelines: `stages` devices of one host per pipeline, `microbatches` per step; model_parallel
+    is one pipeline, hybrid one per host (an MWMS worker per host all-reducing the gradients)."""
     if overlap is None:
         overlap = profile.overlap.get(strategy, 0.0)
-    if strategy not in STRATEGIES:
-        raise SpecError(f"the cost model covers {', '.join(STRATEGIES)}, not {strategy!r}")
+    if strategy not in STRATEGIES + PIPELINES:
+        raise SpecError(f"the cost model covers {', '.join(STRATEGIES + PIPELINES)}, not "
+                        f"{strategy!r}")
     compute = profile.compute_s / cluster.device_speedup
     overhead = profile.overhead_s.get(strategy, 0.0)
     gradient = profile.gradient(sync_dtype)
-    if kind(strategy).parameter_servers:
+    replicas, devices = cluster.workers, cluster.workers
+    if kind(strategy).pipelined:
+        compute, transfers = pipeline_s(profile, stages, microbatches, cluster)
+        replicas = cluster.hosts if kind(strategy).all_reduce else 1
+        devices = replicas * stages
+        comm = transfers + (allreduce_s(gradient, dataclasses.replace(
+            cluster, devices_per_host=1), profile.gradient_kind) if replicas > 1 else 0.0)
+    elif kind(strategy).parameter_servers:
         comm = parameter_server_s(gradient, profile.pull_bytes, cluster)
     else:
         comm = allreduce_s(gradient, cluster, profile.gradient_kind)
     comm_exposed = comm * (1.0 - overlap)
     step = compute + overhead + comm_exposed
-    rate = cluster.workers * profile.batch / step
+    rate = replicas * profile.batch / step
     bound = ""
     if kind(strategy).parameter_servers and cluster.shared_medium:
         cap = profile.batch * cluster.inter_host_gbps * 1e9 / 8 / (gradient + profile.pull_bytes)
         if cap < rate:
             rate, bound = cap, "the shared link"
-    alone = profile.batch / (compute + overhead)
+    alone = profile.batch / (profile.compute_s / cluster.device_speedup + overhead)
     speedup = rate / alone
-    memory = memory_per_device(profile, strategy)
+    memory = memory_per_device(profile, strategy, stages if kind(strategy).pipelined else 1)
     cap_bytes = cluster.memory_per_device_mb * 1e6
-    return Prediction(strategy, cluster.workers, step, compute, overhead, comm_exposed, rate,
-                      speedup, speedup / cluster.workers, comm_exposed / step, memory,
+    return Prediction(strategy, devices, step, compute, overhead, comm_exposed, rate,
+                      speedup, speedup / devices, comm_exposed / step, memory,
                       not cap_bytes or memory <= cap_bytes, bound)

@@ -8,9 +8,10 @@ per device and ranked (experiments/plan.py prints and writes it).
 Configurations: one device; MWMS on N devices; PSS on N workers with K parameter servers; each
 with gradient accumulation A (A micro-batches per update: compute x A, one synchronization) and
 the gradient sync dtype (float32, or bfloat16: half the bytes). N runs over powers of two up to
-the cluster's devices (and all of them), laid out host by host (a host's devices first). Pipelines
-(model_parallel, hybrid) are not planned: the profile has no per-layer time and activation size
-at the cut points yet, so the cost model has no pipeline term to predict them with.
+the cluster's devices (and all of them), laid out host by host (a host's devices first).
+Pipelines, where the profile says what crosses a stage boundary (boundary_activation_bytes):
+model_parallel over S = 2, 4, ... devices of a host with M micro-batches, and hybrid, one such
+pipeline per host on 2, 4, ... hosts (equal stages: the profile has no per-layer times).
 """
 import dataclasses
 
@@ -22,6 +23,7 @@ from strategies import BASELINE, REGISTRY, kind
 SYNC_DTYPES = ("float32", "bfloat16")
 ACCUMULATION = (1, 2, 4)
 PS_COUNTS = (1, 2, 4, 8)
+MICROBATCHES = (1, 4, 8)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,6 +35,8 @@ class Config:
     num_ps: int = 0
     accumulation: int = 1
     sync_dtype: str = "float32"
+    stages: int = 1  # pipelines: devices per pipeline (one host's)
+    microbatches: int = 1
 
     @property
     def name(self):
@@ -44,6 +48,8 @@ class Config:
                                                 else ""))
         if kind(self.strategy).parameter_servers:
             parts.append(f"ps={self.num_ps}")
+        if kind(self.strategy).pipelined:
+            parts.append(f"S={self.stages} M={self.microbatches}")
         if self.accumulation > 1:
             parts.append(f"accum={self.accumulation}")
         if self.sync_dtype != "float32":
@@ -87,6 +93,8 @@ def configurations(profile, cluster):
     """Every Config this planner predicts on `cluster` (see the module doc)."""
     dtypes = [d for d in SYNC_DTYPES if _has_bytes(profile, d)]
     out = [Config(BASELINE, 1, 1, 1, accumulation=a) for a in ACCUMULATION]
+    if profile.boundary_activation_bytes:
+        out += pipelines(profile, cluster, dtypes)
     for n in device_counts(cluster):
         hosts, per_host = _layout(n, cluster)
         for a in ACCUMULATION:
@@ -95,6 +103,24 @@ def configurations(profile, cluster):
                 for k in PS_COUNTS:
                     if k <= n:  # more parameter servers than workers: never the bottleneck
                         out.append(Config("parameter_server", n, hosts, per_host, k, a, dtype))
+    return out
+
+
+def pipelines(profile, cluster, dtypes):
+    """model_parallel over S = 2, 4, ... devices of one host (M micro-batches dividing the
+    batch), and hybrid: one such pipeline on each of 2, 4, ... hosts."""
+    out = []
+    s = 2
+    while s <= cluster.devices_per_host:
+        for m in MICROBATCHES:
+            if profile.batch % m:
+                continue
+            out.append(Config("model_parallel", s, 1, s, stages=s, microbatches=m))
+            for hosts in device_counts(dataclasses.replace(cluster, devices_per_host=1)):
+                for dtype in dtypes:
+                    out.append(Config("hybrid", hosts * s, hosts, s, sync_dtype=dtype, stages=s,
+                                      microbatches=m))
+        s *= 2
     return out
 
 
@@ -112,7 +138,10 @@ def predict(profile, cluster, config):
                                devices_per_host=config.devices_per_host,
                                num_ps=max(1, config.num_ps))
     p = accumulated(profile, config.accumulation)
-    if kind(config.strategy).single_device:
+    if kind(config.strategy).pipelined:
+        prediction = cost_model.predict(p, part, config.strategy, config.sync_dtype,
+                                        stages=config.stages, microbatches=config.microbatches)
+    elif kind(config.strategy).single_device:
         step = p.compute_s / cluster.device_speedup
         memory = cost_model.memory_per_device(p, "multi_worker_mirrored")  # all of it on one
         prediction = cost_model.Prediction(
@@ -123,8 +152,10 @@ def predict(profile, cluster, config):
     dropped = "" if prediction.fits_memory else (
         f"needs {prediction.memory_per_device_bytes / 1e6:.0f} MB per device, over the "
         f"{cluster.memory_per_device_mb:g} MB cap")
-    # A PSS step is one worker's batch; an all-reduce step is every replica's together.
-    replicas = 1 if kind(config.strategy).parameter_servers else config.workers
+    # A PSS step is one worker's batch; an all-reduce step is every replica's together (a
+    # pipeline's replica is its S devices).
+    replicas = 1 if kind(config.strategy).parameter_servers else \
+        config.workers // config.stages
     return Planned(config, prediction, p.batch * replicas, dropped)
 
 
@@ -145,6 +176,8 @@ def tasks(config):
     pushes and pulls its own gradients, as the cost model has it)."""
     if kind(config.strategy).parameter_servers:
         return config.strategy, config.workers, 1, 1 if config.devices_per_host > 1 else 0
+    if kind(config.strategy).pipelined:  # a worker's devices are its pipeline's stages
+        return config.strategy, config.hosts, 1, config.stages
     if kind(config.strategy).single_device:
         return config.strategy, 1, 1, 0
     if config.hosts == 1:
@@ -169,6 +202,8 @@ def run_flags(config, model):
         flags.append(f"--num_workers={workers}")
     if kind(strategy).parameter_servers:
         flags.append(f"--num_ps={config.num_ps}")
+    if kind(strategy).pipelined:
+        flags += [f"--num_stages={config.stages}", f"--microbatches={config.microbatches}"]
     if config.accumulation > 1:
         flags.append(f"--accumulation_steps={config.accumulation}")
     if config.sync_dtype != "float32":
@@ -268,9 +303,11 @@ def markdown(planned, profile, cluster, model, dtype_note=""):
                   vertex_command(chosen.config, model), "```"]
     lines += ["", "Assumptions: those of the cost model (docs/scaling_model.md): synchronization "
               "overlaps compute only by the profile's measured overlap, links are full duplex "
-              "and uncontended but for the fan-in stated, every worker is equally fast. Not "
-              "planned: pipelines (model_parallel, hybrid), which need per-layer times and "
-              "activation sizes the profile does not have yet."]
+              "and uncontended but for the fan-in stated, every worker is equally fast, "
+              "pipeline stages are equal."]
+    if not profile.boundary_activation_bytes:
+        lines.append("Not planned: pipelines (model_parallel, hybrid): the profile does not say "
+                     "what crosses a stage boundary (boundary_activation_bytes).")
     return "\n".join(lines) + "\n"
 
 

@@ -14,6 +14,7 @@ PROFILE = cost_model.WorkloadProfile(
     activation_bytes=10_000_000, overhead_s={"multi_worker_mirrored": 0.001,
                                              "parameter_server": 0.002})
 CLUSTER = cost_model.ClusterSpec(hosts=4, devices_per_host=2, inter_host_gbps=10.0)
+PIPELINED = dataclasses.replace(PROFILE, boundary_activation_bytes=50_000)
 
 
 def _by_name(planned):
@@ -79,15 +80,35 @@ def test_the_best_trains_what_the_profile_trained():
 
 
 @pytest.mark.parametrize("name", ["1 device", "mirrored N=2", "MWMS N=8 (4x2) accum=2 bfloat16",
-                                  "PSS N=4 (2x2) ps=2"])
+                                  "PSS N=4 (2x2) ps=2", "pipeline N=2 S=2 M=4",
+                                  "hybrid N=8 (4x2) S=2 M=8"])
 def test_the_printed_run_flags_are_valid_runs(name, tmp_path):
-    config = _by_name(planner.plan(PROFILE, CLUSTER))[name].config
+    config = _by_name(planner.plan(PIPELINED, CLUSTER))[name].config
     values = dict(f[2:].split("=", 1) for f in planner.run_flags(config, "cnn"))
     fields = {f.name: f.type for f in dataclasses.fields(RunConfig)}
     cfg = RunConfig(results_dir=str(tmp_path), **{k: fields[k](v) for k, v in values.items()})
     validate(cfg)
     strategy, workers, replicas, _ = planner.tasks(config)
     assert cfg.strategy == strategy
-    assert cfg.num_workers == workers and workers * replicas == config.workers
+    assert cfg.num_workers == workers
+    assert workers * replicas * config.stages == config.workers
     if kind(strategy).local_replicas:  # MWMS and PSS workers take their host's devices
         assert cfg.num_replicas == replicas
+
+
+def test_pipelines_are_planned_only_when_the_profile_says_what_crosses_a_boundary():
+    assert not any(c.stages > 1 for c in planner.configurations(PROFILE, CLUSTER))
+    planned = _by_name(planner.plan(PIPELINED, CLUSTER))
+    pipe, hybrid = planned["pipeline N=2 S=2 M=4"], planned["hybrid N=8 (4x2) S=2 M=4"]
+    # GPipe's bubble: S=2, M=4 computes 5 slots of compute / 8, plus the boundary both ways
+    transfer = 2 * (64 / 4 * 50_000 * 8 / (CLUSTER.intra_host_gbps * 1e9)
+                    + CLUSTER.intra_host_latency_us * 1e-6)
+    assert pipe.prediction.step_s == pytest.approx(0.02 / 2 * 5 / 4 + transfer)
+    # more micro-batches, a smaller bubble
+    assert planned["pipeline N=2 S=2 M=8"].prediction.compute_s < pipe.prediction.compute_s
+    # a device holds half the model; hybrid all-reduces the whole gradient across the 4 hosts
+    assert pipe.prediction.memory_per_device_bytes == cost_model.memory_per_device(
+        PROFILE, "multi_worker_mirrored") // 2
+    ring = cost_model.allreduce_s(40_000_000, dataclasses.replace(CLUSTER, devices_per_host=1))
+    assert hybrid.prediction.communication_s == pytest.approx(transfer + ring)
+    assert hybrid.global_batch == 4 * 64
