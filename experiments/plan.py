@@ -28,8 +28,11 @@ _PROFILE = flags.DEFINE_string("profile", "", "A workload profile (JSON); empty:
                                "--results_dir's records.")
 _RESULTS_DIR = flags.DEFINE_string("results_dir", "runs/compare", "A comparison's records "
                                    "(without --profile).")
-_MODEL = flags.DEFINE_string("model", "", "Which measured model (default: the only one); the "
-                             "commands name it.")
+_MODEL = flags.DEFINE_string("model", "", "The model the printed commands train (a built-in, "
+                             "MODULE:FUNCTION or PATH.keras); with --results_dir also which "
+                             "measured model (default: the only one).")
+_DATASET = flags.DEFINE_string("dataset", "", "The dataset the printed commands train on (default: "
+                               "the measured setting's; with --profile, the run's default).")
 _CLUSTER = flags.DEFINE_string("cluster", "", "A cluster spec (JSON) instead of the flags "
                                "--hosts .. --accelerator_speedup.")
 _HOSTS = flags.DEFINE_integer("hosts", 4, "Hosts of the target.", lower_bound=1)
@@ -49,7 +52,9 @@ _CLUSTER_FLAGS = ("hosts", "devices_per_host", "network_gbps", "network_latency_
 def main(argv):
     if len(argv) > 1:
         bad_input(f"unexpected arguments {argv[1:]}; all options are --flags")
+    from experiments.config import ConfigError, check_dataset, check_model
     from results import cost_model, planner, recommendation
+    from results.cells import SETTING_KEYS
     from results.records import load_records
 
     try:
@@ -59,16 +64,30 @@ def main(argv):
             inter_host_latency_us=_LATENCY.value, device_speedup=_SPEEDUP.value)
         if _MEMORY.value is not None:
             cluster = dataclasses.replace(cluster, memory_per_device_mb=_MEMORY.value)
+        dataset = _DATASET.value
         if _PROFILE.value:
             profile, note = cost_model.load_profile(_PROFILE.value), f"from {_PROFILE.value}"
         else:
             records, _ = load_records(_RESULTS_DIR.value)
-            profile, _, note = recommendation.measured_profile(records, _MODEL.value)
-    except ValueError as e:  # SpecError too
+            fit, note = recommendation.latest_fit(records, _MODEL.value)
+            profile = fit.profile
+            dataset = dataset or fit.setting[SETTING_KEYS.index("dataset")]
+        model = _MODEL.value or profile.model
+        try:
+            check_model(model)
+        except ConfigError:  # a hand-written profile's name, not a model this toolkit builds
+            if _MODEL.value:
+                raise
+            note += (f"; {model!r} is not a model of this toolkit: the commands say "
+                     f"MODULE:FUNCTION (your model; or give --model)")
+            model = "MODULE:FUNCTION"
+        if dataset:
+            check_dataset(dataset)
+        workload = planner.Workload(model, profile.batch, dataset)
+        planned = planner.plan(profile, cluster)
+    except (ValueError, ConfigError) as e:  # SpecError too
         bad_input(e)
-    planned = planner.plan(profile, cluster)
-    paths = planner.write(planned, profile, cluster, _MODEL.value or profile.model,
-                          _OUT_DIR.value, note)
+    paths = planner.write(planned, profile, cluster, workload, _OUT_DIR.value, note)
     best = planner.best(planned)
     if best is None:
         print(f"plan: no configuration fits {cluster.memory_per_device_mb:g} MB per device "
@@ -76,8 +95,7 @@ def main(argv):
     else:
         print(f"plan: best of {len(planned)} configurations: {best.config.name}, "
               f"{best.prediction.examples_per_sec:.0f} examples/s predicted")
-        print("  python -m experiments.run " + " ".join(
-            planner.run_flags(best.config, _MODEL.value or profile.model)))
+        print("  python -m experiments.run " + " ".join(planner.run_flags(best.config, workload)))
     for p in paths:
         print(f"wrote {p}")
 

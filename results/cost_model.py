@@ -1,6 +1,6 @@
 """The one cost model of a data-parallel training step: a workload profile (what one replica's
 step computes and moves) on a cluster spec (hosts, devices, links, parameter servers) under a
-strategy. The report's projections (results/scaling_model.py), the network experiment
+strategy. The report's projections (results/projections.py), the network experiment
 (results/network.py) and `experiments.recommend` all predict through `predict`; no other module
 models a strategy's cost.
 
@@ -372,7 +372,11 @@ def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None, stag
     alone = profile.batch / (profile.compute_s / cluster.device_speedup + overhead)
     speedup = rate / alone
     memory = memory_per_device(profile, strategy, stages if kind(strategy).pipelined else 1)
-    cap_bytes = cluster.memory_per_device_mb * 1e6
     return Prediction(strategy, devices, step, compute, overhead, comm_exposed, rate,
                       speedup, speedup / devices, comm_exposed / step, memory,
-                      not cap_bytes or memory <= cap_bytes, bound)
+                      fits_memory(memory, cluster), bound)
+
+
+def fits_memory(nbytes, cluster):
+    """Whether `nbytes` fit one device of `cluster` (always, where its memory is not limited)."""
+    return not cluster.memory_per_device_mb or nbytes <= cluster.memory_per_device_mb * 1e6

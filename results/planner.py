@@ -63,6 +63,7 @@ class Planned:
     prediction: cost_model.Prediction
     global_batch: int  # examples per update
     dropped: str = ""  # why it cannot run ("" when it can)
+    changes: str = ""  # what it trains differently from the profile ("" when nothing)
 
 
 def accumulated(profile, k):
@@ -74,11 +75,12 @@ def accumulated(profile, k):
 
 
 def _layout(n, cluster):
-    """(hosts, devices per host) of n devices: a host's devices first."""
+    """(hosts, devices per host) of n devices, a host's devices first; None when n devices do
+    not fill whole hosts (n > d and not a multiple of d)."""
     d = cluster.devices_per_host
     if n <= d:
         return 1, n
-    return -(-n // d), d
+    return (n // d, d) if n % d == 0 else None
 
 
 def device_counts(cluster):
@@ -89,20 +91,35 @@ def device_counts(cluster):
     return [*out, total] if total > 1 else []
 
 
+def sync_dtypes(profile):
+    """The sync dtypes the profile has bytes for: float32 and bfloat16 (cast from float32), and
+    whatever it was measured in."""
+    return [d for d in dict.fromkeys((*SYNC_DTYPES, *profile.gradient_bytes))
+            if _has_bytes(profile, d)]
+
+
 def configurations(profile, cluster):
     """Every Config this planner predicts on `cluster` (see the module doc)."""
-    dtypes = [d for d in SYNC_DTYPES if _has_bytes(profile, d)]
+    dtypes = sync_dtypes(profile)
     out = [Config(BASELINE, 1, 1, 1, accumulation=a) for a in ACCUMULATION]
     if profile.boundary_activation_bytes:
         out += pipelines(profile, cluster, dtypes)
-    for n in device_counts(cluster):
-        hosts, per_host = _layout(n, cluster)
-        for a in ACCUMULATION:
-            for dtype in dtypes:
-                out.append(Config("multi_worker_mirrored", n, hosts, per_host, 0, a, dtype))
-                for k in PS_COUNTS:
-                    if k <= n:  # more parameter servers than workers: never the bottleneck
-                        out.append(Config("parameter_server", n, hosts, per_host, k, a, dtype))
+    for strategy in cost_model.STRATEGIES:
+        for n in device_counts(cluster):
+            if kind(strategy).parameter_servers:
+                # A PSS worker is one device on a host of its own (TF's PSS worker trains one
+                # replica; a platform's worker pool gives each replica its own machine).
+                if n > cluster.hosts:
+                    continue
+                hosts, per_host = n, 1
+                ps_counts = [k for k in PS_COUNTS if k <= n]  # more ps than workers idle
+            elif _layout(n, cluster) is None:
+                continue
+            else:
+                (hosts, per_host), ps_counts = _layout(n, cluster), [0]
+            for a in ACCUMULATION:
+                for dtype in dtypes:
+                    out += [Config(strategy, n, hosts, per_host, k, a, dtype) for k in ps_counts]
     return out
 
 
@@ -111,15 +128,16 @@ def pipelines(profile, cluster, dtypes):
     batch), and hybrid: one such pipeline on each of 2, 4, ... hosts."""
     out = []
     s = 2
+    single, across = [n for n in cost_model.PIPELINES if not kind(n).all_reduce], \
+        [n for n in cost_model.PIPELINES if kind(n).all_reduce]
     while s <= cluster.devices_per_host:
         for m in MICROBATCHES:
             if profile.batch % m:
                 continue
-            out.append(Config("model_parallel", s, 1, s, stages=s, microbatches=m))
+            out += [Config(name, s, 1, s, stages=s, microbatches=m) for name in single]
             for hosts in device_counts(dataclasses.replace(cluster, devices_per_host=1)):
-                for dtype in dtypes:
-                    out.append(Config("hybrid", hosts * s, hosts, s, sync_dtype=dtype, stages=s,
-                                      microbatches=m))
+                out += [Config(name, hosts * s, hosts, s, sync_dtype=dtype, stages=s,
+                               microbatches=m) for name in across for dtype in dtypes]
         s *= 2
     return out
 
@@ -136,19 +154,17 @@ def predict(profile, cluster, config):
     """Planned: the cost model's prediction for `config` on its part of `cluster`."""
     part = dataclasses.replace(cluster, hosts=config.hosts,
                                devices_per_host=config.devices_per_host,
-                               num_ps=max(1, config.num_ps))
+                               num_ps=max(1, config.num_ps), ps_local_aggregation=False)
     p = accumulated(profile, config.accumulation)
-    if kind(config.strategy).pipelined:
-        prediction = cost_model.predict(p, part, config.strategy, config.sync_dtype,
-                                        stages=config.stages, microbatches=config.microbatches)
-    elif kind(config.strategy).single_device:
+    if kind(config.strategy).single_device:
         step = p.compute_s / cluster.device_speedup
-        memory = cost_model.memory_per_device(p, "multi_worker_mirrored")  # all of it on one
+        memory = cost_model.memory_per_device(p, config.strategy)
         prediction = cost_model.Prediction(
             config.strategy, 1, step, step, 0.0, 0.0, p.batch / step, 1.0, 1.0, 0.0, memory,
-            not cluster.memory_per_device_mb or memory <= cluster.memory_per_device_mb * 1e6)
+            cost_model.fits_memory(memory, cluster))
     else:
-        prediction = cost_model.predict(p, part, config.strategy, config.sync_dtype)
+        prediction = cost_model.predict(p, part, config.strategy, config.sync_dtype,
+                                        stages=config.stages, microbatches=config.microbatches)
     dropped = "" if prediction.fits_memory else (
         f"needs {prediction.memory_per_device_bytes / 1e6:.0f} MB per device, over the "
         f"{cluster.memory_per_device_mb:g} MB cap")
@@ -156,11 +172,17 @@ def predict(profile, cluster, config):
     # pipeline's replica is its S devices).
     replicas = 1 if kind(config.strategy).parameter_servers else \
         config.workers // config.stages
-    return Planned(config, prediction, p.batch * replicas, dropped)
+    return Planned(config, prediction, p.batch * replicas, dropped,
+                   _changes(config, sync_dtypes(profile)[0]))
 
 
 def plan(profile, cluster):
-    """[Planned], those that fit first, fastest first; then those dropped, with why."""
+    """[Planned], those that fit first, fastest first; then those dropped, with why.
+    SpecError for a profile with gradient bytes in no sync dtype the cost model knows."""
+    if not sync_dtypes(profile):
+        raise cost_model.SpecError(f"profile {profile.model!r} has gradient bytes for "
+                                   f"{', '.join(profile.gradient_bytes)}: none of "
+                                   f"{', '.join(cost_model.SYNC_DTYPES)}")
     planned = [predict(profile, cluster, c) for c in configurations(profile, cluster)]
     fits = sorted((p for p in planned if not p.dropped),
                   key=lambda p: (-p.prediction.examples_per_sec, p.config.workers,
@@ -172,30 +194,42 @@ def plan(profile, cluster):
 def tasks(config):
     """(strategy to run, workers, local replicas per worker, devices per worker) of `config`:
     all-reduce over hosts is one MWMS worker per host whose devices are its local replicas, on
-    one host MirroredStrategy's replicas (the same ring); a PSS worker is one device (each
-    pushes and pulls its own gradients, as the cost model has it)."""
-    if kind(config.strategy).parameter_servers:
-        return config.strategy, config.workers, 1, 1 if config.devices_per_host > 1 else 0
-    if kind(config.strategy).pipelined:  # a worker's devices are its pipeline's stages
+    one host MirroredStrategy's replicas (the same ring); a PSS worker is one device on a host
+    of its own; a pipeline's worker holds its S stages."""
+    if kind(config.strategy).pipelined:
         return config.strategy, config.hosts, 1, config.stages
-    if kind(config.strategy).single_device:
-        return config.strategy, 1, 1, 0
+    if kind(config.strategy).parameter_servers or kind(config.strategy).single_device:
+        return config.strategy, config.workers, 1, 1
     if config.hosts == 1:
-        return "mirrored", 1, config.workers, config.workers
+        mirrored = next(n for n, k in REGISTRY.items() if k.local_replicas and
+                        not k.central_variables)
+        return mirrored, 1, config.workers, config.workers
     return config.strategy, config.hosts, config.devices_per_host, config.devices_per_host
 
 
 def best(planned):
     """The fastest Planned that fits and trains what the profile trained (no accumulation, no
     16-bit rounding); None when none fits."""
-    return next((p for p in planned if not p.dropped and not _changes(p.config)), None)
+    return next((p for p in planned if not p.dropped and not p.changes), None)
 
 
-def run_flags(config, model):
+@dataclasses.dataclass(frozen=True)
+class Workload:
+    """What the printed commands train: the model (a toolkit model or MODULE:FUNCTION), its
+    dataset ("": the run's default) and the profile's batch per replica per step."""
+    model: str
+    batch: int
+    dataset: str = ""
+
+
+def run_flags(config, workload):
     """The experiments.run flags of `config`: under the platform's TF_CONFIG on each task of a
     cluster (a local cluster when none is set)."""
     strategy, workers, replicas, _ = tasks(config)
-    flags = [f"--strategy={strategy}", f"--model={model}"]
+    flags = [f"--strategy={strategy}", f"--model={workload.model}"]
+    if workload.dataset:
+        flags.append(f"--dataset={workload.dataset}")
+    flags.append(f"--batch_size_per_replica={workload.batch}")
     if kind(strategy).local_replicas:
         flags.append(f"--num_replicas={replicas}")
     if kind(strategy).multi_worker:
@@ -222,7 +256,7 @@ def rows(planned):
     for i, p in enumerate(planned, 1):
         c, pr = p.config, p.prediction
         out.append(dict(
-            rank=i if not p.dropped else "", configuration=c.name, strategy=c.strategy,
+            rank=i if not p.dropped else "", configuration=c.name, strategy=tasks(c)[0],
             workers=c.workers, hosts=c.hosts, devices_per_host=c.devices_per_host,
             num_ps=c.num_ps, accumulation=c.accumulation, sync_dtype=c.sync_dtype,
             global_batch=p.global_batch, examples_per_sec=pr.examples_per_sec,
@@ -233,17 +267,17 @@ def rows(planned):
     return out
 
 
-def _changes(config):
+def _changes(config, profile_dtype):
     """What a configuration changes besides speed (the plan marks it; accuracy to check)."""
     out = []
     if config.accumulation > 1:
         out.append(f"{config.accumulation}x the examples per update")
-    if config.sync_dtype != "float32":
+    if config.sync_dtype != profile_dtype:
         out.append(f"gradients rounded to {config.sync_dtype}")
     return "; ".join(out)
 
 
-def markdown(planned, profile, cluster, model, dtype_note=""):
+def markdown(planned, profile, cluster, workload, dtype_note=""):
     """plan.md: the target, the ranked table, the dropped configurations and why, the best's
     commands."""
     fits = [p for p in planned if not p.dropped]
@@ -257,7 +291,8 @@ def markdown(planned, profile, cluster, model, dtype_note=""):
              f"{cluster.device_speedup:g}x the profile's{cap}.",
              f"Workload: {profile.model}, {profile.batch} examples per replica per step, compute "
              f"{profile.compute_s * 1e3:.2f} ms on {profile.device or 'its device'}, gradients "
-             f"{profile.gradient() / 1e6:.2f} MB (float32, {profile.gradient_kind})"
+             f"{profile.gradient(sync_dtypes(profile)[0]) / 1e6:.2f} MB "
+             f"({sync_dtypes(profile)[0]}, {profile.gradient_kind})"
              + (f"; {dtype_note}" if dtype_note else "") + ".", "",
              f"{len(planned)} configurations predicted through results/cost_model.py; "
              f"{len(fits)} fit, {len(dropped)} dropped (memory). Ranked by predicted examples/s; "
@@ -269,7 +304,7 @@ def markdown(planned, profile, cluster, model, dtype_note=""):
         table.append([str(i), p.config.name, str(p.global_batch), f"{pr.examples_per_sec:.0f}",
                       f"{pr.step_s * 1e3:.2f}", f"{pr.communication_share * 100:.0f}%",
                       f"{pr.efficiency * 100:.0f}%",
-                      f"{pr.memory_per_device_bytes / 1e6:.0f}", _changes(p.config) or "–"])
+                      f"{pr.memory_per_device_bytes / 1e6:.0f}", p.changes or "–"])
     lines.append(markdown_table(["rank", "configuration", "global batch", "examples/s", "step ms",
                                  "communication share", "efficiency", "memory / device MB",
                                  "changes"], table))
@@ -288,19 +323,19 @@ def markdown(planned, profile, cluster, model, dtype_note=""):
     chosen = best(planned)
     if chosen is not None:
         rate = chosen.prediction.examples_per_sec
-        faster = [p for p in fits if _changes(p.config) and p.prediction.examples_per_sec > rate]
+        faster = [p for p in fits if p.changes and p.prediction.examples_per_sec > rate]
         lines += ["", f"## Best: {chosen.config.name}", "",
                   "The fastest configuration that trains what the profile trained (its batch "
                   "per update, float32 gradients)."
                   + (f" Faster if your optimization allows it: {faster[0].config.name} "
                      f"({faster[0].prediction.examples_per_sec / rate:.2f}x; "
-                     f"{_changes(faster[0].config)})." if faster else ""), "",
+                     f"{faster[0].changes})." if faster else ""), "",
                   "Each task of the cluster (under the platform's TF_CONFIG; without one, a "
                   "local cluster):", "", "```",
-                  "python -m experiments.run " + " ".join(run_flags(chosen.config, model)),
+                  "python -m experiments.run " + " ".join(run_flags(chosen.config, workload)),
                   "```", "", "On Vertex AI (or `--format=tfjob` for Kubeflow); give your image, "
-                  "accelerator and output bucket:", "", "```",
-                  vertex_command(chosen.config, model), "```"]
+                  "accelerator (on CPU machines, drop the accelerator flags) and output bucket:",
+                  "", "```", vertex_command(chosen.config, workload), "```"]
     lines += ["", "Assumptions: those of the cost model (docs/scaling_model.md): synchronization "
               "overlaps compute only by the profile's measured overlap, links are full duplex "
               "and uncontended but for the fan-in stated, every worker is equally fast, "
@@ -311,7 +346,7 @@ def markdown(planned, profile, cluster, model, dtype_note=""):
     return "\n".join(lines) + "\n"
 
 
-def vertex_command(config, model):
+def vertex_command(config, workload):
     """The experiments.vertex command of `config` (see `tasks` for what a task holds)."""
     strategy, workers, replicas, devices = tasks(config)
     args = [f"--strategy={strategy}"]
@@ -321,9 +356,8 @@ def vertex_command(config, model):
         args.append(f"--num_workers={workers}")
     if kind(strategy).parameter_servers:
         args.append(f"--num_ps={config.num_ps}")
-    if devices:
-        args += ["--accelerator_type=YOUR_GPU", f"--accelerator_count={devices}"]
-    run = [f for f in run_flags(config, model) if not f.startswith(
+    args += ["--accelerator_type=YOUR_GPU", f"--accelerator_count={devices}"]
+    run = [f for f in run_flags(config, workload) if not f.startswith(
         ("--strategy=", "--num_workers=", "--num_ps=", "--num_replicas="))]
     return ("python -m experiments.vertex " + " ".join(args) + " --image_uri=IMAGE "
             "--base_output_dir=gs://BUCKET/plan -- " + " ".join(run))
@@ -363,13 +397,13 @@ def plot(planned, cluster, path, top=20):
     return save(fig, path)
 
 
-def write(planned, profile, cluster, model, out_dir, dtype_note=""):
+def write(planned, profile, cluster, workload, out_dir, dtype_note=""):
     """plan.md, plan.csv and plan.png in out_dir (atomically); returns their paths."""
     import os
 
     os.makedirs(out_dir, exist_ok=True)
     path = lambda name: os.path.join(out_dir, name)  # noqa: E731
-    return [write_text_atomic(path("plan.md"), markdown(planned, profile, cluster, model,
+    return [write_text_atomic(path("plan.md"), markdown(planned, profile, cluster, workload,
                                                         dtype_note)),
             write_text_atomic(path("plan.csv"), csv_text(rows(planned), COLUMNS)),
             plot(planned, cluster, path("plan.png"))]

@@ -14,6 +14,13 @@ from strategies import REGISTRY, kind
 def measured_profile(records, model_name=""):
     """(WorkloadProfile, sync dtype, 'where it came from') of the latest fitted setting of the
     records (one model; --model chooses among several). ValueError (one line) otherwise."""
+    f, where = latest_fit(records, model_name)
+    return f.profile, sync_dtype_of(f.setting), where
+
+
+def latest_fit(records, model_name=""):
+    """(scaling_model.Fit, 'where it came from') of the latest fitted setting of the records
+    (see measured_profile)."""
     fits = fit(records)
     by_setting = collections.OrderedDict((f.setting, f) for f in fits)
     settings = sorted(by_setting, key=sort_key)
@@ -32,7 +39,7 @@ def measured_profile(records, model_name=""):
     setting = max(settings, key=lambda s: latest.get(s, ""))
     where = f"measured setting: {setting_title(setting)}" + (
         f" (the latest of {len(settings)} measured settings)" if len(settings) > 1 else "")
-    return by_setting[setting].profile, sync_dtype_of(setting), where
+    return by_setting[setting], where
 
 
 def emulated_gbps(strategy, n, gbps, speedup, num_ps):

@@ -7,7 +7,8 @@ repeat and pooled, from a comparison's records (docs/benchmarks.md, issue 28's v
 
 Per repeat r: only that repeat's records (its baseline, N=1 runs, sharing calibrations and
 collectives sweeps) predict its own N >= 2 runs. Pooled: every repeat's inputs and the report's
-one estimator of "measured" (results/scaling_model.py, as `experiments.report` states it). A
+one estimator of "measured" (results/workload_profile.measured_cell, as `experiments.report`
+states it). A
 prediction whose synchronization came from the predicted runs' own probe (no sweep at that N)
 is marked in-sample and counts as no validation.
 """

@@ -84,6 +84,11 @@ def resolve(preset_name, *, models=None, dataset=None, strategies, experiments=N
         if experiment in experiments and set(strategies) <= set(LOCAL_REPLICAS):
             raise ValueError(f"--experiments={experiment} needs multi_worker_mirrored or "
                              "parameter_server in --strategies")
+    # checked in the order compare always checked them: the first bad one is the one named
+    bandwidth_list = bandwidths(bandwidth_list)
+    delays = ints("straggler_delays", delays, minimum=0)
+    workers = ints("workers", workers or preset["workers"].split(","))
+    accumulation = ints("accumulation_steps", accumulation)
     if sizes or preset["train_examples"]:
         sizes = ints("train_examples", sizes or preset["train_examples"].split(","))
     else:  # the zoo: each model its own examples per epoch
@@ -92,10 +97,8 @@ def resolve(preset_name, *, models=None, dataset=None, strategies, experiments=N
         models=models,
         datasets={m: dataset if dataset is not None else MODEL_DATASETS.get(m, default_dataset)
                   for m in models},
-        strategies=list(strategies), experiments=experiments,
-        bandwidths=bandwidths(bandwidth_list), delays=ints("straggler_delays", delays, minimum=0),
-        workers=ints("workers", workers or preset["workers"].split(",")),
-        accumulation=ints("accumulation_steps", accumulation), sizes=sizes,
+        strategies=list(strategies), experiments=experiments, bandwidths=bandwidth_list,
+        delays=delays, workers=workers, accumulation=accumulation, sizes=sizes,
         repeats=repeats or preset["repeats"], epochs=epochs or preset["epochs"],
         results_dir=results_dir if results_dir_given or preset_name in ("default", "full")
         else f"runs/{preset_name}")

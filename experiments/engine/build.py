@@ -256,6 +256,7 @@ class Workload:
     batching: Batching
     optimizer: keras.optimizers.Optimizer
     train_data: object  # what `train_input` returned
+    learning_rate: float  # the schedule's target (build.learning_rate_for the step's batch)
     eval_data: object = None  # batched (x, y) for the chief's evaluation, else None
     stages: list = None  # pipeline stages (models/stages.py), None unless pipelined
     stage_devices: list = None
@@ -268,17 +269,17 @@ def build(cfg, info, strategy, coordinator=None, is_chief=True):
     batches = batching(cfg, strategy.num_replicas_in_sync)
     stages = devices = None
     warmup_steps = int(round(cfg.warmup_epochs * batches.steps_per_epoch))
+    rate = learning_rate_for(cfg, batches.global_batch)
     with strategy.scope(), floatx(cfg.float_dtype):
         if kind(cfg.strategy).pipelined:
             stages, devices = split_stages(cfg, info, strategy, model, batches.per_replica_batch)
-        optimizer = make_optimizer(cfg.optimizer, WarmupScaledLR(
-            learning_rate_for(cfg, batches.global_batch), warmup_steps))
+        optimizer = make_optimizer(cfg.optimizer, WarmupScaledLR(rate, warmup_steps))
         # Create slot variables now, in scope: lazily created Adam slots break under
         # MirroredStrategy with 2 replicas ("You must feed a value for placeholder ...").
         optimizer.build(model.trainable_variables)
     check_input(cfg, info, model, is_chief)
     return Workload(model, batches, optimizer, train_input(cfg, info, strategy, batches,
-                                                           coordinator),
+                                                           coordinator), rate,
                     inputs.eval_dataset(info, cfg.eval_examples, 512, cfg.seed,
                                         cfg.data_dir or None) if is_chief else None,
                     stages, devices)

@@ -108,7 +108,7 @@ class Trainer:
         self.global_batch = batches.global_batch  # examples per step (one update)
         self.steps_per_epoch = batches.steps_per_epoch
         self.examples_per_epoch = batches.examples_per_epoch
-        self.learning_rate = build.learning_rate_for(cfg, self.global_batch)
+        self.learning_rate = workload.learning_rate
         with strategy.scope(), build.floatx(cfg.float_dtype):
             if coordinator is None:
                 self.loss_sum, self.correct, self.seen = (_sum_on_read(), _sum_on_read(),

@@ -21,28 +21,40 @@ def _by_name(planned):
     return {p.config.name: p for p in planned}
 
 
-def test_every_prediction_is_the_cost_models_for_that_part_of_the_cluster():
+def test_predictions_use_whole_hosts_and_are_ranked():
     planned = planner.plan(PROFILE, CLUSTER)
     for p in planned:
         c = p.config
-        if c.strategy == "one_device":
-            continue
-        part = dataclasses.replace(CLUSTER, hosts=c.hosts, devices_per_host=c.devices_per_host,
-                                   num_ps=max(1, c.num_ps))
-        direct = cost_model.predict(planner.accumulated(PROFILE, c.accumulation), part,
-                                    c.strategy, c.sync_dtype)
-        assert p.prediction.examples_per_sec == pytest.approx(direct.examples_per_sec)
+        assert c.hosts * c.devices_per_host == c.workers, c  # no idle device, none extra
+        if kind(c.strategy).parameter_servers:
+            assert c.devices_per_host == 1 and c.hosts <= CLUSTER.hosts
+    # the 8-device all-reduce: 4 hosts' rings of 2 then across the 4 hosts, as specified
+    mwms = _by_name(planned)["MWMS N=8 (4x2)"].prediction
+    ring = 2 * 1 / 2 * 40e6 * 8 / 100e9 + 2 * 5e-6 + 2 * 3 / 4 * 40e6 * 8 / 10e9 + 2 * 3 * 50e-6
+    assert mwms.communication_s == pytest.approx(ring)
+    assert mwms.step_s == pytest.approx(0.02 + 0.001 + ring)
     # ranked fastest first among those that fit
     rates = [p.prediction.examples_per_sec for p in planned if not p.dropped]
     assert rates == sorted(rates, reverse=True)
 
 
+def test_device_counts_that_do_not_fill_whole_hosts_are_not_planned():
+    three = dataclasses.replace(CLUSTER, devices_per_host=3)  # 12 devices
+    ns = {c.workers for c in planner.configurations(PROFILE, three)
+          if c.strategy == "multi_worker_mirrored"}
+    assert ns == {2, 12}  # 2 on one host; 4 and 8 would leave devices of a host idle
+
+
 def test_device_counts_and_layout_fill_a_host_first():
     counts = planner.device_counts(CLUSTER)
     assert counts == [2, 4, 8]
-    layouts = {(c.workers, c.hosts, c.devices_per_host)
+    layouts = {(c.strategy, c.workers, c.hosts, c.devices_per_host)
                for c in planner.configurations(PROFILE, CLUSTER)}
-    assert {(2, 1, 2), (4, 2, 2), (8, 4, 2), (1, 1, 1)} <= layouts
+    assert {("multi_worker_mirrored", 2, 1, 2), ("multi_worker_mirrored", 4, 2, 2),
+            ("multi_worker_mirrored", 8, 4, 2), ("one_device", 1, 1, 1),
+            ("parameter_server", 4, 4, 1)} <= layouts
+    # a PSS worker per host: never more workers than hosts
+    assert ("parameter_server", 8, 4, 2) not in layouts
     assert all(c.num_ps <= c.workers for c in planner.configurations(PROFILE, CLUSTER))
 
 
@@ -80,11 +92,14 @@ def test_the_best_trains_what_the_profile_trained():
 
 
 @pytest.mark.parametrize("name", ["1 device", "mirrored N=2", "MWMS N=8 (4x2) accum=2 bfloat16",
-                                  "PSS N=4 (2x2) ps=2", "pipeline N=2 S=2 M=4",
+                                  "PSS N=4 ps=2", "pipeline N=2 S=2 M=4",
                                   "hybrid N=8 (4x2) S=2 M=8"])
 def test_the_printed_run_flags_are_valid_runs(name, tmp_path):
     config = _by_name(planner.plan(PIPELINED, CLUSTER))[name].config
-    values = dict(f[2:].split("=", 1) for f in planner.run_flags(config, "cnn"))
+    workload = planner.Workload("embedding", 32, "synthetic_tokens")
+    values = dict(f[2:].split("=", 1) for f in planner.run_flags(config, workload))
+    assert (values["model"], values["dataset"], values["batch_size_per_replica"]) == (
+        "embedding", "synthetic_tokens", "32")
     fields = {f.name: f.type for f in dataclasses.fields(RunConfig)}
     cfg = RunConfig(results_dir=str(tmp_path), **{k: fields[k](v) for k, v in values.items()})
     validate(cfg)
