@@ -326,7 +326,7 @@ def markdown(planned, profile, cluster, workload, dtype_note=""):
         faster = [p for p in fits if p.changes and p.prediction.examples_per_sec > rate]
         lines += ["", f"## Best: {chosen.config.name}", "",
                   "The fastest configuration that trains what the profile trained (its batch "
-                  "per update, float32 gradients)."
+                  "per update, its gradient sync dtype)."
                   + (f" Faster if your optimization allows it: {faster[0].config.name} "
                      f"({faster[0].prediction.examples_per_sec / rate:.2f}x; "
                      f"{faster[0].changes})." if faster else ""), "",
