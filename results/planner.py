@@ -222,20 +222,33 @@ class Workload:
     dataset: str = ""
 
 
-def run_flags(config, workload):
-    """The experiments.run flags of `config`: under the platform's TF_CONFIG on each task of a
-    cluster (a local cluster when none is set)."""
+def _topology_flags(config):
+    """--strategy and the task counts of `config` (see `tasks`): what experiments.run and
+    experiments.vertex both take."""
     strategy, workers, replicas, _ = tasks(config)
-    flags = [f"--strategy={strategy}", f"--model={workload.model}"]
-    if workload.dataset:
-        flags.append(f"--dataset={workload.dataset}")
-    flags.append(f"--batch_size_per_replica={workload.batch}")
+    flags = [f"--strategy={strategy}"]
     if kind(strategy).local_replicas:
         flags.append(f"--num_replicas={replicas}")
     if kind(strategy).multi_worker:
         flags.append(f"--num_workers={workers}")
     if kind(strategy).parameter_servers:
         flags.append(f"--num_ps={config.num_ps}")
+    return flags
+
+
+def run_flags(config, workload):
+    """The experiments.run flags of `config`: under the platform's TF_CONFIG on each task of a
+    cluster (a local cluster when none is set)."""
+    return _topology_flags(config) + _training_flags(config, workload)
+
+
+def _training_flags(config, workload):
+    """What experiments.run takes besides the topology (experiments.vertex passes it on)."""
+    strategy = tasks(config)[0]
+    flags = [f"--model={workload.model}"]
+    if workload.dataset:
+        flags.append(f"--dataset={workload.dataset}")
+    flags.append(f"--batch_size_per_replica={workload.batch}")
     if kind(strategy).pipelined:
         flags += [f"--num_stages={config.stages}", f"--microbatches={config.microbatches}"]
     if config.accumulation > 1:
@@ -348,19 +361,10 @@ def markdown(planned, profile, cluster, workload, dtype_note=""):
 
 def vertex_command(config, workload):
     """The experiments.vertex command of `config` (see `tasks` for what a task holds)."""
-    strategy, workers, replicas, devices = tasks(config)
-    args = [f"--strategy={strategy}"]
-    if kind(strategy).local_replicas:
-        args.append(f"--num_replicas={replicas}")
-    if kind(strategy).multi_worker:
-        args.append(f"--num_workers={workers}")
-    if kind(strategy).parameter_servers:
-        args.append(f"--num_ps={config.num_ps}")
-    args += ["--accelerator_type=YOUR_GPU", f"--accelerator_count={devices}"]
-    run = [f for f in run_flags(config, workload) if not f.startswith(
-        ("--strategy=", "--num_workers=", "--num_ps=", "--num_replicas="))]
-    return ("python -m experiments.vertex " + " ".join(args) + " --image_uri=IMAGE "
-            "--base_output_dir=gs://BUCKET/plan -- " + " ".join(run))
+    devices = tasks(config)[3]
+    return ("python -m experiments.vertex " + " ".join(_topology_flags(config)) +
+            f" --accelerator_type=YOUR_GPU --accelerator_count={devices} --image_uri=IMAGE "
+            "--base_output_dir=gs://BUCKET/plan -- " + " ".join(_training_flags(config, workload)))
 
 
 def plot(planned, cluster, path, top=20):
