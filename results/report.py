@@ -6,7 +6,7 @@ with two or more models, zoo.csv and zoo.png: which strategy wins per model, res
 import os
 
 from results import network as network_experiment
-from results import parallelism, plots, projections, scaling_model, straggler, zoo
+from results import hparams, parallelism, plots, projections, scaling_model, straggler, zoo
 from results.cells import is_collectives_run, label, setting_details, setting_title
 from results.findings import findings, overhead_sentence
 from results.records import load_records, write_text_atomic
@@ -109,6 +109,9 @@ def build(results_dir, target_accuracy=None, network=scaling_model.Network()):
     if any(r["communication_fraction"] is not None for r in rows):
         files.append(plots.step_breakdown(rows, path("step_breakdown.png")))
     paths = [write_text_atomic(path("summary.csv"), csv_text(rows, COLUMNS))]
+    trials = hparams.write(rows, path("tensorboard"))  # the HParams tab (results/hparams.py)
+    if trials:
+        paths.append(trials)
     fits = scaling_model.fit(records + sweeps)
     # Each experiment's part of the report, in the report's order: a new table is a module
     # with a section() and a line here.

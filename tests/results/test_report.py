@@ -193,3 +193,40 @@ def test_central_storage_gets_its_row_label_and_plot_line(results_dir):
     assert row["n"] == "2" and row["role"] == "strategy"
     assert "| central_storage | 2 |" in (results_dir / "report.md").read_text()
     assert any(p.endswith("throughput_vs_workers.png") for p in paths)
+
+
+def test_the_rows_are_hparams_trials_in_tensorboard(results_dir):
+    import tensorflow as tf
+    from tensorboard.plugins.hparams import plugin_data_pb2
+
+    def trials():
+        out = {}
+        for event_file in (results_dir / "tensorboard" / "hparams").glob("*/events.*"):
+            hps, metrics = {}, {}
+            for event in tf.compat.v1.train.summary_iterator(str(event_file)):
+                for value in event.summary.value:
+                    if value.metadata.plugin_data.plugin_name == "hparams":
+                        data = plugin_data_pb2.HParamsPluginData.FromString(
+                            value.metadata.plugin_data.content)
+                        hps = {k: v.WhichOneof("kind") and getattr(v, v.WhichOneof("kind"))
+                               for k, v in data.session_start_info.hparams.items()}
+                    else:
+                        metrics[value.tag] = float(tf.make_ndarray(value.tensor))
+            out[event_file.parent.name] = (hps, metrics)
+        return out
+
+    build(str(results_dir), 0.5)
+    first = trials()
+    with open(results_dir / "summary.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert len(first) == len(rows)  # one trial per summary row
+    mw = next(v for v in first.values() if v[0]["strategy"] == "multi_worker_mirrored")
+    row = next(r for r in rows if r["strategy"] == "multi_worker_mirrored")
+    assert mw[0]["n"] == 2 and mw[0]["model"] == "cnn"
+    assert mw[1]["examples_per_sec"] == pytest.approx(float(row["examples_per_sec"]), rel=1e-6)
+    assert mw[1]["scaling_percent"] == pytest.approx(float(row["scaling_percent"]), rel=1e-6)
+    # the experiment-wide config is there, and a rebuilt report keeps one copy of each trial
+    assert list((results_dir / "tensorboard" / "hparams").glob("events.*"))
+    build(str(results_dir), 0.5)
+    assert trials() == first
+    assert len(list((results_dir / "tensorboard" / "hparams").glob("*/events.*"))) == len(rows)
