@@ -9,6 +9,8 @@
         --dataset=examples.two_branch:make_dataset --train_examples=1024 --eval_examples=256
     python -m experiments.run --model=my_model.keras --model_weights=saved --dataset=data.npz
     python -m experiments.run --strategy=tpu --tpu=my-tpu     # or TPU_NAME; exit 2 without a TPU
+    python -m experiments.run --strategy=auto --plan_profile=PROFILE.json \
+        --plan_cluster=CLUSTER.json --model=cnn      # the planner chooses (config/auto.py)
 
 Your own model and data (experiments/workload/user_model.py, experiments/workload/user_data.py,
 experiments/workload/npz_data.py): --model=MODULE:FUNCTION or PATH.keras, --dataset=MODULE:FUNCTION or
@@ -31,6 +33,7 @@ tf_settings.apply()  # before TensorFlow is imported anywhere: quiet, and the sa
 from absl import app, flags, logging  # noqa: E402
 
 from experiments.config import ConfigError, LaunchConfig, RunConfig, validate  # noqa: E402
+from experiments.config import auto  # noqa: E402
 from experiments.config import flags as config_flags  # noqa: E402
 from experiments.config.cli import bad_input, parse_flags  # noqa: E402
 from experiments.config.validation import check_fields  # noqa: E402
@@ -100,7 +103,25 @@ def main(argv):
         cfg = dataclasses.replace(cfg, checkpoint_dir=os.environ["AIP_CHECKPOINT_DIR"])
     if os.environ.get("AIP_TENSORBOARD_LOG_DIR"):
         cfg = dataclasses.replace(cfg, tensorboard_dir=os.environ["AIP_TENSORBOARD_LOG_DIR"])
+    extra_config = launch_cfg.recorded()
     try:
+        if cfg.strategy == auto.AUTO:
+            cfg, plan, choice = auto.resolve(cfg, bool(os.environ.get("TF_CONFIG", "").strip()))
+            chosen = plan["chosen"]
+            print(f"auto: {chosen['configuration']} ({chosen['predicted_examples_per_sec']:.0f} "
+                  f"examples/s predicted; best of {plan['configurations']} on "
+                  f"{cfg.plan_cluster}): {' '.join(choice)}", flush=True)
+            if plan["profile_batch"] != cfg.batch_size_per_replica:
+                print(f"auto: the profile's batch per replica is {plan['profile_batch']}, this "
+                      f"run's {cfg.batch_size_per_replica}: the predictions are for the "
+                      f"profile's", flush=True)
+            sys.argv += choice  # a local cluster's tasks run the choice (the last flag wins)
+            os.environ[auto.PLAN_ENV] = json.dumps(plan)
+        elif (cfg.plan_profile or cfg.plan_cluster) and not os.environ.get(auto.PLAN_ENV):
+            raise ConfigError(f"--plan_profile / --plan_cluster apply to --strategy=auto only "
+                              f"(got --strategy={cfg.strategy})")
+        if os.environ.get(auto.PLAN_ENV):
+            extra_config["plan"] = json.loads(os.environ[auto.PLAN_ENV])
         role = role_from_env()
         if role is not None:  # the platform's cluster wins over --num_workers / --num_ps
             # MWMS counts a chief (Vertex pool 0) as a worker; PSS's chief only coordinates.
@@ -135,7 +156,7 @@ def main(argv):
             command=lambda kind, index, threads: this_command + [f"--threads={threads}"])))
     # Imported only now: TensorFlow is slow to import and the launcher never needs it.
     from experiments.engine.task import run_task
-    sys.exit(run_task(cfg, role, extra_config=launch_cfg.recorded()))
+    sys.exit(run_task(cfg, role, extra_config=extra_config))
 
 
 if __name__ == "__main__":

@@ -5,6 +5,8 @@
     python -m experiments.vertex --strategy=mirrored --num_replicas=2 \
         --accelerator_type=NVIDIA_TESLA_T4 --accelerator_count=2 --dry_run
     python -m experiments.vertex --strategy=tpu --dry_run     # cloud-tpu, TPU_V3 x 8
+    python -m experiments.vertex --strategy=auto --plan_profile=PROFILE.json \
+        --plan_cluster=CLUSTER.json --dry_run   # the planner's best (experiments/config/auto.py)
     python -m experiments.vertex --strategy=multi_worker_mirrored --num_workers=2 --format=tfjob \
         --image_uri=IMAGE --base_output_dir=gs://B/run1
     python -m experiments.vertex ... --image_uri=IMAGE --base_output_dir=gs://B/run1 \
@@ -25,6 +27,7 @@ A TFJob needs somewhere for its records that outlives the pods: `--base_output_d
 container gets Vertex's AIP_* directories under it) or `-- --results_dir=gs://...`.
 """
 import json
+import sys
 
 from experiments.engine import tf_settings
 
@@ -32,15 +35,22 @@ tf_settings.apply()  # before TensorFlow loads: quiet start-up, the toolkit's ke
 
 from absl import app, flags  # noqa: E402
 
+from experiments.config import ConfigError, auto  # noqa: E402
 from experiments.config.cli import bad_input, parse_flags  # noqa: E402
+from experiments.config.run_config import AUTO  # noqa: E402
 
 from experiments.cloud.jobspec import (DEFAULT_MACHINE, PLACEHOLDER_IMAGE, TPU_MACHINE, JobSpec,
                                        is_placeholder_image)
 from experiments.cloud.tfjob import tfjob, tfjob_yaml  # noqa: E402
 from experiments.cloud.vertex_job import build_custom_job, vertex_custom_job  # noqa: E402
 from strategies import STRATEGIES, kind  # noqa: E402
+from results import planner  # noqa: E402
 
-_STRATEGY = flags.DEFINE_enum("strategy", "multi_worker_mirrored", list(STRATEGIES), "Strategy.")
+_STRATEGY = flags.DEFINE_enum("strategy", "multi_worker_mirrored", [*STRATEGIES, AUTO],
+                              "Strategy; auto: the planner's best configuration of "
+                              "--plan_profile on --plan_cluster (it sets the counts too).")
+_PLAN_PROFILE = flags.DEFINE_string("plan_profile", "", "--strategy=auto: the workload profile.")
+_PLAN_CLUSTER = flags.DEFINE_string("plan_cluster", "", "--strategy=auto: the cluster spec.")
 _WORKERS = flags.DEFINE_integer("num_workers", 2, "Workers.", lower_bound=1)
 _PS = flags.DEFINE_integer("num_ps", 1, "Parameter servers (parameter_server).", lower_bound=1)
 _REPLICAS = flags.DEFINE_integer("num_replicas", 1, "GPUs for mirrored or central_storage.",
@@ -99,7 +109,25 @@ def main(argv):
                                                        "--num_replicas")]
     if bad:
         bad_input(f"{bad[0]} after -- is set by this command's own flag; pass it before --")
-    strategy = _STRATEGY.value
+    strategy, workers, ps, replicas = _STRATEGY.value, _WORKERS.value, _PS.value, _REPLICAS.value
+    if strategy == AUTO:
+        try:
+            values, plan = auto.choose(_PLAN_PROFILE.value, _PLAN_CLUSTER.value)
+        except ConfigError as e:
+            bad_input(e)
+        strategy, workers, ps, replicas = (values["strategy"], values["num_workers"],
+                                           values["num_ps"], values["num_replicas"])
+        run_args = [f"--{k}={values[k]}" for k in ("num_stages", "microbatches",
+                                                   "accumulation_steps", "gradient_sync_dtype")
+                    if values[k] != planner.TRAINING[k]] + run_args
+        chosen = plan["chosen"]
+        devices = chosen["devices_per_task"]
+        if devices > 1 and _ACCEL_N.value != devices:
+            bad_input(f"--strategy=auto chose {chosen['configuration']}, {devices} devices per "
+                      f"task: give --accelerator_type=... --accelerator_count={devices}")
+        sys.stderr.write(f"auto: {chosen['configuration']} "
+                         f"({chosen['predicted_examples_per_sec']:.0f} examples/s "
+                         f"predicted, best of {plan['configurations']})\n")
     on_tpu = kind(strategy).accelerator == "tpu"
     if bool(_ACCEL.value) != bool(_ACCEL_N.value) and not on_tpu:
         bad_input(f"--accelerator_type={_ACCEL.value!r} and --accelerator_count={_ACCEL_N.value} "
@@ -111,17 +139,17 @@ def main(argv):
     if tpu_type and not on_tpu:
         bad_input(f"--accelerator_type={_ACCEL.value} is a TPU: use --strategy=tpu (got "
                   f"--strategy={strategy})")
-    if kind(strategy).local_replicas and _ACCEL_N.value and \
-            _REPLICAS.value > _ACCEL_N.value:
-        bad_input(f"--num_replicas={_REPLICAS.value} exceeds --accelerator_count={_ACCEL_N.value}: "
+    if kind(strategy).local_replicas and _ACCEL_N.value and replicas > _ACCEL_N.value:
+        bad_input(f"--num_replicas={replicas} exceeds --accelerator_count={_ACCEL_N.value}: "
                   f"{strategy} runs one replica per GPU of its machine")
     _check_gcs("base_output_dir", _OUTPUT.value)
     _check_gcs("staging_bucket", _STAGING.value)
     pss = kind(strategy).parameter_servers
     if pss:
-        run_args = [f"--num_ps={_PS.value}"] + run_args  # validated by each task
+        run_args = [f"--num_ps={ps}"] + run_args  # validated by each task
     spec = JobSpec(strategy=strategy, run_args=run_args, image_uri=_IMAGE.value,
-                   num_workers=_WORKERS.value, num_ps=_PS.value if pss else 0, num_replicas=_REPLICAS.value, machine_type=_MACHINE.value,
+                   num_workers=workers, num_ps=ps if pss else 0, num_replicas=replicas,
+                   machine_type=_MACHINE.value,
                    accelerator_type=_ACCEL.value, accelerator_count=_ACCEL_N.value,
                    display_name=_NAME.value, base_output_dir=_OUTPUT.value)
     if _FORMAT.value == "tfjob":

@@ -153,18 +153,20 @@ def _load(cls, path, what):
         raise SpecError(f"--{what}={path}: {e}") from None
 
 
-def load_profile(path):
-    profile = _load(WorkloadProfile, path, "profile")
+def load_profile(path, flag="profile"):
+    """The WorkloadProfile in the JSON file `path`; SpecError naming --flag otherwise."""
+    profile = _load(WorkloadProfile, path, flag)
     if profile.batch < 1 or profile.compute_s <= 0 or not profile.gradient_bytes:
-        raise SpecError(f"--profile={path}: needs batch >= 1, compute_s > 0 and gradient_bytes")
+        raise SpecError(f"--{flag}={path}: needs batch >= 1, compute_s > 0 and gradient_bytes")
     return profile
 
 
-def load_cluster(path):
+def load_cluster(path, flag="cluster"):
+    """The ClusterSpec in the JSON file `path`, checked; SpecError naming --flag otherwise."""
     try:
-        return _load(ClusterSpec, path, "cluster").check()
+        return _load(ClusterSpec, path, flag).check()
     except SpecError as e:
-        raise SpecError(str(e) if str(e).startswith("--") else f"--cluster={path}: {e}") \
+        raise SpecError(str(e) if str(e).startswith("--") else f"--{flag}={path}: {e}") \
             from None
 
 

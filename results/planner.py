@@ -222,56 +222,73 @@ class Workload:
     dataset: str = ""
 
 
-def _topology_flags(config):
-    """--strategy and the task counts of `config` (see `tasks`): what experiments.run and
-    experiments.vertex both take."""
+# experiments.run's settings a configuration decides, and their values when it does not say
+# (RunConfig's defaults): what --strategy=auto replaces, whatever the command line said.
+TOPOLOGY = {"strategy": None, "num_replicas": 1, "num_workers": 1, "num_ps": 0}
+TRAINING = {"num_stages": 1, "microbatches": 1, "accumulation_steps": 1,
+            "gradient_sync_dtype": "float32"}
+
+
+def settings(config):
+    """{RunConfig field: value} of `config`: every key of TOPOLOGY and TRAINING (see `tasks`)."""
     strategy, workers, replicas, _ = tasks(config)
-    flags = [f"--strategy={strategy}"]
-    if kind(strategy).local_replicas:
-        flags.append(f"--num_replicas={replicas}")
-    if kind(strategy).multi_worker:
-        flags.append(f"--num_workers={workers}")
-    if kind(strategy).parameter_servers:
-        flags.append(f"--num_ps={config.num_ps}")
-    return flags
+    k = kind(strategy)
+    out = {**TOPOLOGY, **TRAINING, "strategy": strategy}
+    if k.local_replicas:
+        out["num_replicas"] = replicas
+    if k.multi_worker:
+        out["num_workers"] = workers
+    if k.parameter_servers:
+        out["num_ps"] = config.num_ps
+    if k.pipelined:
+        out.update(num_stages=config.stages, microbatches=config.microbatches)
+    out.update(accumulation_steps=config.accumulation, gradient_sync_dtype=config.sync_dtype)
+    return out
+
+
+def _flags(values, keys):
+    """--key=value for each key whose value is not the run's default."""
+    defaults = {**TOPOLOGY, **TRAINING}
+    return [f"--{key}={values[key]}" for key in keys if values[key] != defaults[key]]
 
 
 def run_flags(config, workload):
     """The experiments.run flags of `config`: under the platform's TF_CONFIG on each task of a
     cluster (a local cluster when none is set)."""
-    return _topology_flags(config) + _training_flags(config, workload)
+    values = settings(config)
+    return _flags(values, TOPOLOGY) + _workload_flags(workload) + _flags(values, TRAINING)
 
 
-def _training_flags(config, workload):
-    """What experiments.run takes besides the topology (experiments.vertex passes it on)."""
-    strategy = tasks(config)[0]
+def _workload_flags(workload):
     flags = [f"--model={workload.model}"]
     if workload.dataset:
         flags.append(f"--dataset={workload.dataset}")
-    flags.append(f"--batch_size_per_replica={workload.batch}")
-    if kind(strategy).pipelined:
-        flags += [f"--num_stages={config.stages}", f"--microbatches={config.microbatches}"]
-    if config.accumulation > 1:
-        flags.append(f"--accumulation_steps={config.accumulation}")
-    if config.sync_dtype != "float32":
-        flags.append(f"--gradient_sync_dtype={config.sync_dtype}")
-    return flags
+    return flags + [f"--batch_size_per_replica={workload.batch}"]
+
+
+def machines(config, cluster):
+    """Hosts a configuration occupies: its workers' hosts, and parameter servers on hosts of
+    their own (ps_placement own_hosts) besides."""
+    own = kind(config.strategy).parameter_servers and cluster.ps_placement == "own_hosts"
+    return config.hosts + (config.num_ps if own else 0)
 
 
 COLUMNS = ("rank", "configuration", "strategy", "workers", "hosts", "devices_per_host", "num_ps",
+           "machines",
            "accumulation", "sync_dtype", "global_batch", "examples_per_sec", "step_time_s",
            "compute_s", "overhead_s", "communication_s", "communication_share", "efficiency",
            "memory_per_device_mb", "fits_memory", "dropped")
 
 
-def rows(planned):
+def rows(planned, cluster):
     out = []
     for i, p in enumerate(planned, 1):
         c, pr = p.config, p.prediction
         out.append(dict(
             rank=i if not p.dropped else "", configuration=c.name, strategy=tasks(c)[0],
             workers=c.workers, hosts=c.hosts, devices_per_host=c.devices_per_host,
-            num_ps=c.num_ps, accumulation=c.accumulation, sync_dtype=c.sync_dtype,
+            num_ps=c.num_ps, machines=machines(c, cluster), accumulation=c.accumulation,
+            sync_dtype=c.sync_dtype,
             global_batch=p.global_batch, examples_per_sec=pr.examples_per_sec,
             step_time_s=pr.step_s, compute_s=pr.compute_s, overhead_s=pr.overhead_s,
             communication_s=pr.communication_s, communication_share=pr.communication_share,
@@ -309,16 +326,19 @@ def markdown(planned, profile, cluster, workload, dtype_note=""):
              + (f"; {dtype_note}" if dtype_note else "") + ".", "",
              f"{len(planned)} configurations predicted through results/cost_model.py; "
              f"{len(fits)} fit, {len(dropped)} dropped (memory). Ranked by predicted examples/s; "
+             "machines counts the workers' hosts and parameter servers on hosts of their own; "
              "the last column says what a configuration changes besides speed (check its "
              "accuracy before you rely on it).", ""]
     table = []
     for i, p in enumerate(fits[:25], 1):
         pr = p.prediction
-        table.append([str(i), p.config.name, str(p.global_batch), f"{pr.examples_per_sec:.0f}",
+        table.append([str(i), p.config.name, str(machines(p.config, cluster)),
+                      str(p.global_batch), f"{pr.examples_per_sec:.0f}",
                       f"{pr.step_s * 1e3:.2f}", f"{pr.communication_share * 100:.0f}%",
                       f"{pr.efficiency * 100:.0f}%",
                       f"{pr.memory_per_device_bytes / 1e6:.0f}", p.changes or "–"])
-    lines.append(markdown_table(["rank", "configuration", "global batch", "examples/s", "step ms",
+    lines.append(markdown_table(["rank", "configuration", "machines", "global batch",
+                                 "examples/s", "step ms",
                                  "communication share", "efficiency", "memory / device MB",
                                  "changes"], table))
     if len(fits) > 25:
@@ -361,10 +381,28 @@ def markdown(planned, profile, cluster, workload, dtype_note=""):
 
 def vertex_command(config, workload):
     """The experiments.vertex command of `config` (see `tasks` for what a task holds)."""
-    devices = tasks(config)[3]
-    return ("python -m experiments.vertex " + " ".join(_topology_flags(config)) +
-            f" --accelerator_type=YOUR_GPU --accelerator_count={devices} --image_uri=IMAGE "
-            "--base_output_dir=gs://BUCKET/plan -- " + " ".join(_training_flags(config, workload)))
+    values = settings(config)
+    return ("python -m experiments.vertex " + " ".join(_flags(values, TOPOLOGY)) +
+            f" --accelerator_type=YOUR_GPU --accelerator_count={tasks(config)[3]} "
+            "--image_uri=IMAGE --base_output_dir=gs://BUCKET/plan -- " +
+            " ".join(_workload_flags(workload) + _flags(values, TRAINING)))
+
+
+def summary(planned, runners_up=3):
+    """What a run chosen by the plan records (experiments.run --strategy=auto): the choice, the
+    next configurations and their predictions."""
+    def one(p):
+        return {"configuration": p.config.name, "settings": settings(p.config),
+                "devices_per_task": tasks(p.config)[3],
+                "predicted_examples_per_sec": p.prediction.examples_per_sec,
+                "predicted_step_s": p.prediction.step_s,
+                "predicted_communication_share": p.prediction.communication_share,
+                "changes": p.changes}
+    chosen = best(planned)
+    others = [p for p in planned if not p.dropped and not p.changes and p is not chosen]
+    return {"chosen": one(chosen), "runners_up": [one(p) for p in others[:runners_up]],
+            "configurations": len(planned),
+            "dropped": sum(1 for p in planned if p.dropped)}
 
 
 def plot(planned, cluster, path, top=20):
@@ -409,5 +447,5 @@ def write(planned, profile, cluster, workload, out_dir, dtype_note=""):
     path = lambda name: os.path.join(out_dir, name)  # noqa: E731
     return [write_text_atomic(path("plan.md"), markdown(planned, profile, cluster, workload,
                                                         dtype_note)),
-            write_text_atomic(path("plan.csv"), csv_text(rows(planned), COLUMNS)),
+            write_text_atomic(path("plan.csv"), csv_text(rows(planned, cluster), COLUMNS)),
             plot(planned, cluster, path("plan.png"))]

@@ -19,6 +19,7 @@ FLOAT_DTYPES = ("float32", "float64")
 LR_SCALING = ("none", "linear", "sqrt")
 MODEL_WEIGHTS = ("fresh", "saved")  # --model=PATH.keras: re-initialized from --seed, or as saved
 EMULATE_MODES = ("strict", "best_effort")
+AUTO = "auto"  # --strategy=auto: the planner chooses (experiments/config/auto.py)
 
 
 class ConfigError(ValueError):
@@ -35,7 +36,12 @@ def setting(default, help, choices=None, bound=None, flag=True):  # noqa: A002 -
 
 @dataclasses.dataclass
 class RunConfig:
-    strategy: str = setting("one_device", "The tf.distribute strategy.", STRATEGIES)
+    strategy: str = setting("one_device", "The tf.distribute strategy; auto: the planner chooses "
+                            "the configuration from --plan_profile on --plan_cluster.",
+                            (*STRATEGIES, AUTO))
+    plan_profile: str = setting("", "--strategy=auto: the workload profile (JSON: a "
+                                "comparison's profile-*.json, or your own).")
+    plan_cluster: str = setting("", "--strategy=auto: the cluster spec (JSON) to plan for.")
     model: str = setting("cnn", f"One of: {', '.join(MODELS)}; or your own: MODULE:FUNCTION "
                          "(FUNCTION(input_shape, num_classes) -> uncompiled keras.Model giving "
                          "logits) or PATH.keras (see --model_weights).")

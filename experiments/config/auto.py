@@ -1,0 +1,51 @@
+"""--strategy=auto: the planner (results/planner.py) chooses the configuration from a workload
+profile on a cluster spec, and the run trains with it; the record keeps the choice, the
+runners-up and their predicted figures (record: config.plan).
+
+    python -m experiments.run --strategy=auto --plan_profile=runs/compare/profile-cnn-...json \
+        --plan_cluster=my_cluster.json --model=cnn --epochs=3
+
+The choice is the plan's best (the fastest configuration that fits and trains what the profile
+trained: experiments.plan's "Best"). A local run launches the chosen cluster; under a platform's
+TF_CONFIG the cluster is already fixed, so auto is refused there (plan first: experiments.plan
+or experiments.vertex --strategy=auto print the job to launch).
+"""
+import dataclasses
+
+from experiments.config.run_config import AUTO, ConfigError
+from results import cost_model, planner
+
+PLAN_ENV = "TFDIST_AUTO_PLAN"  # the launcher's tasks: the plan the chief records
+
+
+def choose(profile_path, cluster_path):
+    """(planner.settings of the best configuration, planner.summary of the plan); ConfigError
+    (one line) for a missing or unusable profile or cluster spec, or when nothing fits."""
+    if not profile_path or not cluster_path:
+        raise ConfigError("--strategy=auto needs --plan_profile=PROFILE.json and "
+                          "--plan_cluster=CLUSTER.json (what experiments.plan takes)")
+    try:
+        profile = cost_model.load_profile(profile_path, "plan_profile")
+        cluster = cost_model.load_cluster(cluster_path, "plan_cluster")
+        planned = planner.plan(profile, cluster)
+    except cost_model.SpecError as e:
+        raise ConfigError(str(e)) from None
+    best = planner.best(planned)
+    if best is None:
+        raise ConfigError(f"--strategy=auto: no configuration of {profile.model!r} fits "
+                          f"{cluster.memory_per_device_mb:g} MB per device on {cluster_path}")
+    return planner.settings(best.config), {**planner.summary(planned), "profile": profile_path,
+                                           "cluster": cluster_path,
+                                           "profile_batch": profile.batch}
+
+
+def resolve(cfg, in_cluster):
+    """(cfg with the plan's choice in place of auto, the plan's summary, the flags that say the
+    choice): what `experiments.run --strategy=auto` trains. in_cluster: TF_CONFIG is set."""
+    if in_cluster:
+        raise ConfigError("--strategy=auto plans the cluster itself, but TF_CONFIG already fixes "
+                          "one: run experiments.plan (or experiments.vertex --strategy=auto) and "
+                          "launch the job it prints")
+    values, plan = choose(cfg.plan_profile, cfg.plan_cluster)
+    assert cfg.strategy == AUTO
+    return dataclasses.replace(cfg, **values), plan, [f"--{k}={v}" for k, v in values.items()]

@@ -1,0 +1,59 @@
+"""--strategy=auto: the planner's best replaces the strategy and its counts; bad input is one
+line (pure Python: no TensorFlow)."""
+import dataclasses
+import json
+
+import pytest
+
+from experiments.config import ConfigError, RunConfig, auto, validate
+from results import cost_model, planner
+
+PROFILE = {"model": "mlp", "batch": 64, "compute_s": 0.002, "gradient_bytes": {"float32": 400000},
+           "pull_bytes": 400000, "parameter_bytes": 400000, "optimizer_state_bytes": 400000}
+
+
+def _files(tmp_path, cluster):
+    (tmp_path / "p.json").write_text(json.dumps(PROFILE))
+    (tmp_path / "c.json").write_text(json.dumps(cluster))
+    return str(tmp_path / "p.json"), str(tmp_path / "c.json")
+
+
+@pytest.mark.parametrize("cluster, strategy", [
+    ({"hosts": 1, "devices_per_host": 2, "intra_host_gbps": 100}, "mirrored"),
+    ({"hosts": 2, "devices_per_host": 2, "inter_host_gbps": 100}, "multi_worker_mirrored"),
+    # 1.6 ms of compute against 400 KB through a 0.01 Gbit/s link: one device
+    ({"hosts": 4, "inter_host_gbps": 0.01}, "one_device"),
+])
+def test_auto_runs_the_plans_best(tmp_path, cluster, strategy):
+    profile, spec = _files(tmp_path, cluster)
+    cfg = RunConfig(strategy="auto", plan_profile=profile, plan_cluster=spec, model="mlp",
+                    results_dir=str(tmp_path), num_ps=1)
+    chosen, plan, flags = auto.resolve(cfg, in_cluster=False)
+    best = planner.best(planner.plan(cost_model.load_profile(profile),
+                                     cost_model.load_cluster(spec)))
+    assert chosen.strategy == strategy == planner.settings(best.config)["strategy"]
+    assert plan["chosen"]["configuration"] == best.config.name
+    assert plan["runners_up"] and all(r["predicted_examples_per_sec"] <=
+                                      plan["chosen"]["predicted_examples_per_sec"]
+                                      for r in plan["runners_up"])
+    assert f"--strategy={strategy}" in flags
+    assert chosen.num_ps == planner.settings(best.config)["num_ps"]  # the user's 1 replaced
+    validate(chosen)  # what it trains is a valid run
+    assert dataclasses.replace(chosen, strategy="auto") != cfg or strategy == "one_device"
+
+
+def test_auto_says_what_is_missing_or_wrong(tmp_path):
+    profile, spec = _files(tmp_path, {"hosts": 2})
+    for cfg, message in (
+            (RunConfig(strategy="auto"), "--strategy=auto needs --plan_profile=PROFILE.json"),
+            (RunConfig(strategy="auto", plan_profile=profile, plan_cluster="/no.json"),
+             "--plan_cluster=/no.json: cannot read it as JSON"),
+            (RunConfig(strategy="auto", plan_profile=spec, plan_cluster=spec),
+             "--plan_profile=")):
+        with pytest.raises(ConfigError, match=message):
+            auto.resolve(cfg, in_cluster=False)
+    with pytest.raises(ConfigError, match="TF_CONFIG already fixes one"):
+        auto.resolve(RunConfig(strategy="auto", plan_profile=profile, plan_cluster=spec), True)
+    tiny = _files(tmp_path, {"hosts": 2, "memory_per_device_mb": 0.1})
+    with pytest.raises(ConfigError, match="no configuration of 'mlp' fits 0.1 MB per device"):
+        auto.choose(*tiny)
