@@ -17,6 +17,9 @@ ALL_TASKS = "all tasks"
 PARTIAL = "this task only (partial: other hosts not measured)"
 LAUNCHER = "launcher"  # the launcher's own process (and anything without a TF_CONFIG task)
 PROCESS = "process"  # a single-process run
+# The key of a reading that holds the CPU seconds of the root's children that have ended and been
+# reaped (psutil's children_user + children_system): where a lost task's seconds go when it dies.
+EXITED = "exited"
 
 
 def _cpu_seconds(proc):
@@ -45,14 +48,22 @@ class CpuMeter:
 
     def reading(self):
         """{pid: (task, CPU seconds (user + system) used so far)} of the processes in scope that
-        are alive: every task of a local cluster, named from its TF_CONFIG, and the launcher."""
+        are alive: every task of a local cluster, named from its TF_CONFIG, and the launcher;
+        and under EXITED the seconds of the launcher's tasks that ended and were reaped (a lost
+        task's, up to its death: the launcher reaps it before restarting it)."""
         procs = [self._root] + (self._root.children(recursive=True) if self._tree else [])
         out = {}
         for proc in procs:
             try:
                 out[proc.pid] = (self._name(proc), _cpu_seconds(proc))
             except (psutil.NoSuchProcess, psutil.AccessDenied):
-                pass  # a task that died (and was restarted) took its CPU time with it
+                pass  # ended between the listing and the reading: counted once reaped
+        if self._tree:
+            try:
+                times = self._root.cpu_times()
+                out[EXITED] = (EXITED, times.children_user + times.children_system)
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                pass
         return out
 
     def seconds(self):
@@ -62,11 +73,21 @@ class CpuMeter:
 
 def by_task(after, before):
     """{task: CPU seconds} between two readings, process by process: a task restarted in
-    between is a new process counted from 0 (its old process's seconds are gone with it)."""
+    between is a new process counted from 0, and its old process's seconds since `before` (the
+    reaped children's seconds that appeared in between, less what `before` had already counted
+    of the processes that ended) go to its task (to "exited" when several tasks ended)."""
     out = {}
     for pid, (task, seconds) in after.items():
+        if pid == EXITED:
+            continue
         previous = before.get(pid)
         out[task] = out.get(task, 0.0) + seconds - (previous[1] if previous else 0.0)
+    ended = {pid: entry for pid, entry in before.items() if pid != EXITED and pid not in after}
+    reaped = (after.get(EXITED, (EXITED, 0.0))[1] - before.get(EXITED, (EXITED, 0.0))[1])
+    if ended and EXITED in after:
+        tasks = {task for task, _ in ended.values()}
+        task = tasks.pop() if len(tasks) == 1 else EXITED
+        out[task] = out.get(task, 0.0) + max(0.0, reaped - sum(s for _, s in ended.values()))
     return out
 
 

@@ -26,3 +26,31 @@ def test_a_single_process_reads_itself_as_one_task(monkeypatch):
     spent = cpu_usage.by_task(meter.reading(), reading)
     assert set(spent) == {"process"} and spent["process"] > 0
     assert meter.scope == cpu_usage.ALL_TASKS
+
+
+def test_a_lost_tasks_seconds_until_it_died_count_for_its_task():
+    # worker:1 (pid 12) had 41 s at the epoch's start, died at 44 s and was reaped by the
+    # launcher (its 44 s joined the reaped children's), then restarted as pid 13 with 2 s.
+    before = {10: ("chief:0", 5.0), 12: ("worker:1", 41.0), cpu_usage.EXITED: ("exited", 0.5)}
+    after = {10: ("chief:0", 5.5), 13: ("worker:1", 2.0), cpu_usage.EXITED: ("exited", 44.5)}
+    assert cpu_usage.by_task(after, before) == {
+        "chief:0": pytest.approx(0.5), "worker:1": pytest.approx(3.0 + 2.0)}
+    # nothing ended: the reaped children's seconds are nobody's epoch
+    same = {10: ("chief:0", 6.0), cpu_usage.EXITED: ("exited", 0.5)}
+    assert cpu_usage.by_task(same, {10: ("chief:0", 5.0), cpu_usage.EXITED: ("exited", 0.5)}) \
+        == {"chief:0": pytest.approx(1.0)}
+
+
+def test_the_launcher_tree_reads_its_reaped_childrens_seconds(monkeypatch):
+    import subprocess
+    import sys
+
+    # this test process plays the launcher: a child task burns CPU, ends and is reaped
+    monkeypatch.setenv(cpu_usage.LAUNCH_T0_ENV, "1")
+    monkeypatch.setattr(os, "getppid", os.getpid)
+    meter = cpu_usage.CpuMeter(in_cluster=True)
+    before = meter.reading()
+    subprocess.run([sys.executable, "-c", "import time\nt = time.process_time()\n"
+                    "while time.process_time() - t < 0.3: pass"], check=True)
+    after = meter.reading()
+    assert after[cpu_usage.EXITED][1] - before[cpu_usage.EXITED][1] >= 0.25
