@@ -111,10 +111,11 @@ def main(argv):
             print(f"auto: {chosen['configuration']} ({chosen['predicted_examples_per_sec']:.0f} "
                   f"examples/s predicted; best of {plan['configurations']} on "
                   f"{cfg.plan_cluster}): {' '.join(choice)}", flush=True)
-            if plan["profile_batch"] != cfg.batch_size_per_replica:
-                print(f"auto: the profile's batch per replica is {plan['profile_batch']}, this "
-                      f"run's {cfg.batch_size_per_replica}: the predictions are for the "
-                      f"profile's", flush=True)
+            batch = cfg.resolved_per_replica_batch()
+            if plan["profile_batch"] != batch or plan["profile_model"] != cfg.model:
+                print(f"auto: the profile is of {plan['profile_model']} at {plan['profile_batch']} "
+                      f"per replica, this run trains {cfg.model} at {batch}: the predictions "
+                      f"are the profile's", flush=True)
             sys.argv += choice  # a local cluster's tasks run the choice (the last flag wins)
             os.environ[auto.PLAN_ENV] = json.dumps(plan)
         elif (cfg.plan_profile or cfg.plan_cluster) and not os.environ.get(auto.PLAN_ENV):

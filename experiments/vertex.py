@@ -110,24 +110,33 @@ def main(argv):
     if bad:
         bad_input(f"{bad[0]} after -- is set by this command's own flag; pass it before --")
     strategy, workers, ps, replicas = _STRATEGY.value, _WORKERS.value, _PS.value, _REPLICAS.value
+    said = ""  # what auto chose: said once every check has passed
     if strategy == AUTO:
+        chosen_here = [a for a in run_args if a.split("=")[0][2:] in planner.TRAINING]
+        if chosen_here:
+            bad_input(f"{chosen_here[0]} after --: with --strategy=auto the plan chooses it")
         try:
             values, plan = auto.choose(_PLAN_PROFILE.value, _PLAN_CLUSTER.value)
         except ConfigError as e:
             bad_input(e)
         strategy, workers, ps, replicas = (values["strategy"], values["num_workers"],
                                            values["num_ps"], values["num_replicas"])
-        run_args = [f"--{k}={values[k]}" for k in ("num_stages", "microbatches",
-                                                   "accumulation_steps", "gradient_sync_dtype")
-                    if values[k] != planner.TRAINING[k]] + run_args
+        run_args = run_args + [f"--{k}={values[k]}" for k in planner.TRAINING
+                               if values[k] != planner.TRAINING[k]]
+        if not any(a.startswith(("--batch_size_per_replica=", "--global_batch_size="))
+                   for a in run_args):  # the batch the predictions are for
+            run_args.append(f"--batch_size_per_replica={plan['profile_batch']}")
         chosen = plan["chosen"]
         devices = chosen["devices_per_task"]
         if devices > 1 and _ACCEL_N.value != devices:
             bad_input(f"--strategy=auto chose {chosen['configuration']}, {devices} devices per "
                       f"task: give --accelerator_type=... --accelerator_count={devices}")
-        sys.stderr.write(f"auto: {chosen['configuration']} "
-                         f"({chosen['predicted_examples_per_sec']:.0f} examples/s "
-                         f"predicted, best of {plan['configurations']})\n")
+        model = next((a.split("=", 1)[1] for a in run_args if a.startswith("--model=")), "cnn")
+        said = (f"auto: {chosen['configuration']} ({chosen['predicted_examples_per_sec']:.0f} "
+                f"examples/s predicted for {plan['profile_model']}, best of "
+                f"{plan['configurations']})"
+                + ("" if model == plan["profile_model"] else
+                   f"; this job trains {model}: the predictions are the profile's"))
     on_tpu = kind(strategy).accelerator == "tpu"
     if bool(_ACCEL.value) != bool(_ACCEL_N.value) and not on_tpu:
         bad_input(f"--accelerator_type={_ACCEL.value!r} and --accelerator_count={_ACCEL_N.value} "
@@ -161,10 +170,12 @@ def main(argv):
         if not _OUTPUT.value and not any(a.split("=")[0] == "--results_dir" for a in run_args):
             bad_input("a TFJob's pods keep no files: give --base_output_dir=gs://... (or "
                       "-- --results_dir=gs://...) so the records outlive them")
+        _say(said)
         print(tfjob_yaml(manifest))
         return
     job = vertex_custom_job(spec)
     if _DRY_RUN.value:
+        _say(said)
         print(json.dumps(job, indent=2))
         return
     _check_image("submit it")
@@ -172,7 +183,14 @@ def main(argv):
     if not staging_bucket:
         bad_input("submitting needs --staging_bucket=gs://... or --base_output_dir=gs://... "
                   "(the Vertex SDK stages the job there)")
+    _say(said)
     _submit(job, staging_bucket)
+
+
+def _say(line):
+    """auto's choice, on stderr, once every check has passed (an error stays one line)."""
+    if line:
+        sys.stderr.write(line + "\n")
 
 
 if __name__ == "__main__":

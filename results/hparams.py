@@ -19,22 +19,22 @@ METRICS = ("examples_per_sec", "speedup", "scaling_percent", "efficiency", "epoc
            "communication_fraction")
 
 
-def _value(v):
-    """An HParams value (bool, int, float or str); None and others as text."""
-    if isinstance(v, (bool, int, float, str)):
-        return v
-    return "" if v is None else str(v)
+def _hparams(row):
+    """The row's HParams values (bool, int, float or str); what it does not have is left out,
+    so no hyperparameter mixes numbers with text."""
+    return {k: row[k] if isinstance(row[k], (bool, int, float, str)) else str(row[k])
+            for k in HPARAMS if row.get(k) is not None}
 
 
 def trial_id(row):
-    return "-".join(str(row.get(k)) for k in ("model", "train_examples", "strategy", "n", "role",
-                                               "batch_size_per_replica", "threads_per_task",
-                                               "accumulation_steps", "gradient_sync_dtype"))
+    """Every hyperparameter of the row: unique per summary row, whatever tells two apart."""
+    return ",".join(f"{k}={row.get(k)}" for k in HPARAMS)
 
 
 def write(rows, logdir):
-    """One HParams trial per row under logdir/hparams (made afresh); returns that directory, or
-    None without rows. Only local directories (a gs:// report skips it)."""
+    """One HParams trial per row under logdir/hparams (made afresh; the trials' folders named
+    by position, their ids in the events); returns (that directory, trials written), or None
+    without rows or for a gs:// report (TensorBoard's HParams need a local directory here)."""
     if not rows or "://" in logdir:
         return None
     import tensorflow as tf
@@ -46,17 +46,12 @@ def write(rows, logdir):
     with tf.summary.create_file_writer(staging).as_default():
         hp.hparams_config(hparams=[hp.HParam(k) for k in HPARAMS],
                           metrics=[hp.Metric(m) for m in METRICS])
-    seen = set()
-    for row in rows:
-        trial = trial_id(row)
-        if trial in seen:  # the same configuration twice: keep the first
-            continue
-        seen.add(trial)
-        with tf.summary.create_file_writer(os.path.join(staging, trial)).as_default():
-            hp.hparams({k: _value(row.get(k)) for k in HPARAMS}, trial_id=trial)
+    for i, row in enumerate(rows):
+        with tf.summary.create_file_writer(os.path.join(staging, f"trial-{i:03d}")).as_default():
+            hp.hparams(_hparams(row), trial_id=trial_id(row))
             for m in METRICS:
                 if isinstance(row.get(m), (int, float)) and not isinstance(row.get(m), bool):
                     tf.summary.scalar(m, row[m], step=0)
     shutil.rmtree(root, ignore_errors=True)
     os.replace(staging, root)
-    return root
+    return root, len(rows)

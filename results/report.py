@@ -88,7 +88,8 @@ def markdown(rows, problems, plot_files, target_accuracy, sections=()):
 
 def build(results_dir, target_accuracy=None, network=scaling_model.Network()):
     """Writes summary.csv, report.md and plots into results_dir. Returns (paths, problems,
-    notes): notes are lines worth printing (the scaling model's 2-worker validation)."""
+    notes): lines worth printing as they are (the scaling model's predictions of this machine's
+    runs, and where the HParams trials went)."""
     records, problems = load_records(results_dir)
     if not records:
         raise ValueError(f"no readable records under {os.path.join(results_dir, 'records')}")
@@ -109,9 +110,8 @@ def build(results_dir, target_accuracy=None, network=scaling_model.Network()):
     if any(r["communication_fraction"] is not None for r in rows):
         files.append(plots.step_breakdown(rows, path("step_breakdown.png")))
     paths = [write_text_atomic(path("summary.csv"), csv_text(rows, COLUMNS))]
-    trials = hparams.write(rows, path("tensorboard"))  # the HParams tab (results/hparams.py)
-    if trials:
-        paths.append(trials)
+    # the HParams tab (results/hparams.py); a gs:// report has none, and says so in its notes
+    trials = hparams.write(rows, path("tensorboard"))
     fits = scaling_model.fit(records + sweeps)
     # Each experiment's part of the report, in the report's order: a new table is a module
     # with a section() and a line here.
@@ -125,7 +125,12 @@ def build(results_dir, target_accuracy=None, network=scaling_model.Network()):
         paths += section.files
     paths.append(write_text_atomic(path("report.md"), markdown(
         rows, problems, files, target_accuracy, sections)))
-    return paths + files, problems, projections.validation_lines(fits)
+    notes = [f"scaling model: {line}" for line in projections.validation_lines(fits)]
+    notes.append(f"wrote {trials[1]} HParams trials in {trials[0]} (tensorboard --logdir "
+                 f"{path('tensorboard')})" if trials else
+                 "no HParams trials: TensorBoard's HParams are written for a local results "
+                 "directory only")
+    return paths + files, problems, notes
 
 
 def build_and_say(results_dir, target_accuracy, network):
@@ -135,6 +140,6 @@ def build_and_say(results_dir, target_accuracy, network):
     for name, why in problems:
         print(f"skipped record {name}: {why}")
     for line in notes:
-        print(f"scaling model: {line}")
+        print(line)
     for p in paths:
         print(f"wrote {p}")

@@ -36,6 +36,7 @@ def choose(profile_path, cluster_path):
                           f"{cluster.memory_per_device_mb:g} MB per device on {cluster_path}")
     return planner.settings(best.config), {**planner.summary(planned), "profile": profile_path,
                                            "cluster": cluster_path,
+                                           "profile_model": profile.model,
                                            "profile_batch": profile.batch}
 
 

@@ -323,7 +323,9 @@ class Trainer:
         by_task = cpu_usage.by_task(self.cpu.reading(), cpu_start) \
             if cpu_start is not None else None
         if by_task is not None:  # the hooks' CPU, like their wall time, is not training
-            by_task = {task: seconds - hooks_cpu.get(task, 0.0)
+            # (never below 0: a task lost during a hook may book the same seconds under
+            # another name in the epoch's reading than in the hook's)
+            by_task = {task: max(0.0, seconds - hooks_cpu.get(task, 0.0))
                        for task, seconds in by_task.items()}
         cpu_s = sum(by_task.values()) if by_task is not None else None
         loss_sum, correct, seen = totals

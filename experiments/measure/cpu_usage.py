@@ -84,7 +84,7 @@ def by_task(after, before):
         out[task] = out.get(task, 0.0) + seconds - (previous[1] if previous else 0.0)
     ended = {pid: entry for pid, entry in before.items() if pid != EXITED and pid not in after}
     reaped = (after.get(EXITED, (EXITED, 0.0))[1] - before.get(EXITED, (EXITED, 0.0))[1])
-    if ended and EXITED in after:
+    if ended and EXITED in after and EXITED in before:
         tasks = {task for task, _ in ended.values()}
         task = tasks.pop() if len(tasks) == 1 else EXITED
         out[task] = out.get(task, 0.0) + max(0.0, reaped - sum(s for _, s in ended.values()))

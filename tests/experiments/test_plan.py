@@ -1,6 +1,7 @@
 """`python -m experiments.plan`: a hand-written profile and cluster spec in, plan.md, plan.csv,
 plan.png and the best's commands out; bad input is one line, exit 2 and nothing written."""
 import csv
+import json
 import os
 
 from tests.helpers import run_module
@@ -52,3 +53,26 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path):
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1 and message in lines[0], proc.stderr
         assert not out.exists()
+
+
+def test_vertex_auto_prints_the_chosen_job(tmp_path):
+    auto = [PROFILE.replace("--profile", "--plan_profile"),
+            CLUSTER.replace("--cluster", "--plan_cluster"), "--strategy=auto"]
+    proc = run_module("experiments.vertex", *auto, "--accelerator_type=NVIDIA_TESLA_V100",
+                      "--accelerator_count=8", "--", "--model=cnn", timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    job = json.loads(proc.stdout)
+    pools = job["worker_pool_specs"]
+    assert sum(p.get("replica_count", 0) for p in pools if p) == 8  # one MWMS worker per host
+    args = pools[0]["container_spec"]["args"]
+    assert "--strategy=multi_worker_mirrored" in args and "--batch_size_per_replica=64" in args
+    said = proc.stderr.strip().splitlines()
+    assert len(said) == 1 and said[0].startswith("auto: MWMS N=64 (8x8)")
+    assert "this job trains cnn" in said[0]  # the profile is resnet50's
+    # what the plan chooses cannot be given after --; the accelerators it needs must be given
+    for extra, message in ((["--accelerator_type=NVIDIA_TESLA_V100", "--accelerator_count=8",
+                             "--", "--accumulation_steps=2"], "with --strategy=auto the plan"),
+                           ([], "give --accelerator_type=... --accelerator_count=8")):
+        bad = run_module("experiments.vertex", *auto, *extra, timeout=120)
+        assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+        assert message in bad.stderr

@@ -194,22 +194,27 @@ def test_engine_floor_is_one_device_only(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-def test_auto_trains_the_plans_choice_and_records_it(tmp_path):
-    # A tiny MLP's profile on one host of 2 devices: the plan's best is mirrored with 2
-    # replicas (tests/experiments/config/test_auto.py checks the choice itself).
-    profile, cluster = tmp_path / "profile.json", tmp_path / "cluster.json"
+@pytest.mark.parametrize("cluster, strategy, choice", [
+    ({"hosts": 1, "devices_per_host": 2}, "mirrored", "mirrored N=2"),
+    # two hosts: a local cluster of 2 MWMS workers, the choice handed to every task
+    ({"hosts": 2, "inter_host_gbps": 100}, "multi_worker_mirrored", "MWMS N=2"),
+])
+def test_auto_trains_the_plans_choice_and_records_it(tmp_path, cluster, strategy, choice):
+    # A tiny MLP's profile (tests/experiments/config/test_auto.py checks the choice itself).
+    profile, spec = tmp_path / "profile.json", tmp_path / "cluster.json"
     profile.write_text(json.dumps({
         "model": "mlp", "batch": 32, "compute_s": 0.002, "gradient_bytes": {"float32": 400000},
         "pull_bytes": 400000, "parameter_bytes": 400000, "optimizer_state_bytes": 400000}))
-    cluster.write_text(json.dumps({"hosts": 1, "devices_per_host": 2}))
+    spec.write_text(json.dumps(cluster))
     proc = run_module("experiments.run", "--strategy=auto", f"--plan_profile={profile}",
-                      f"--plan_cluster={cluster}", "--model=mlp", *TINY,
+                      f"--plan_cluster={spec}", "--model=mlp", *TINY,
                       f"--results_dir={tmp_path}")
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
-    assert "auto: mirrored N=2" in proc.stdout
+    assert f"auto: {choice} (" in proc.stdout and "the predictions are the profile's" not in \
+        proc.stdout
     (record,) = records_in(tmp_path)
-    assert record["strategy"] == "mirrored" and record["num_replicas_in_sync"] == 2
+    assert record["strategy"] == strategy and record["num_replicas_in_sync"] == 2
     plan = record["config"]["plan"]
-    assert plan["chosen"]["configuration"] == "mirrored N=2"
-    assert plan["chosen"]["settings"]["num_replicas"] == 2 and plan["runners_up"]
+    assert plan["chosen"]["configuration"] == choice and plan["runners_up"]
+    assert plan["chosen"]["settings"]["strategy"] == strategy
     assert plan["profile"] == str(profile) and plan["configurations"] > 3

@@ -220,6 +220,7 @@ def test_the_rows_are_hparams_trials_in_tensorboard(results_dir):
     with open(results_dir / "summary.csv") as f:
         rows = list(csv.DictReader(f))
     assert len(first) == len(rows)  # one trial per summary row
+    assert all(name.startswith("trial-") for name in first)  # inside hparams/, whatever the model
     mw = next(v for v in first.values() if v[0]["strategy"] == "multi_worker_mirrored")
     row = next(r for r in rows if r["strategy"] == "multi_worker_mirrored")
     assert mw[0]["n"] == 2 and mw[0]["model"] == "cnn"
