@@ -128,8 +128,8 @@ def build(results_dir, target_accuracy=None, network=scaling_model.Network()):
     notes = [f"scaling model: {line}" for line in projections.validation_lines(fits)]
     notes.append(f"wrote {trials[1]} HParams trials in {trials[0]} (tensorboard --logdir "
                  f"{path('tensorboard')})" if trials else
-                 "no HParams trials: TensorBoard's HParams are written for a local results "
-                 "directory only")
+                 "no HParams trials: no summary rows, or a gs:// results directory (they are "
+                 "written for a local one only)")
     return paths + files, problems, notes
 
 
