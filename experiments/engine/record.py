@@ -10,6 +10,7 @@ import datetime
 import os
 import re
 import resource
+import time
 import uuid
 
 import psutil
@@ -50,11 +51,21 @@ def _startup(trainer):
             "from": "launcher start" if os.environ.get(LAUNCH_T0_ENV) else "process start"}
 
 
-def _launch_events():
+def _launch_events(wait_s=10.0):
     """Faults a local launcher injected and the restarts it made (tf_config.recovery): each
-    restart's task, the chief's step when it was lost, why, steps lost and seconds to recover."""
-    journal = events.read_launch_events() or {}
-    return {"faults_injected": journal.get("faults", []), "restarts": journal.get("restarts", [])}
+    restart's task, the chief's step when it was lost, why, steps lost and seconds to recover.
+    A fault's restart is journaled when the launcher sees the task gone, which can come after a
+    short PSS run's last step: the chief waits (at most wait_s) until every faulted task has its
+    restart, so the record does not miss it."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        journal = events.read_launch_events() or {}
+        restarted = {r.get("task") for r in journal.get("restarts", [])}
+        if all(f.get("task") in restarted for f in journal.get("faults", [])) or \
+                time.monotonic() > deadline:
+            return {"faults_injected": journal.get("faults", []),
+                    "restarts": journal.get("restarts", [])}
+        time.sleep(0.2)
 
 
 def new_run_id(cfg):
