@@ -2,7 +2,7 @@
 toolkit runs (one device; MWMS on N devices; PSS on N workers x K ps; gradient accumulation;
 16-bit gradient sync), predicted through the one cost model from a workload profile, the ones
 that do not fit a device's memory dropped (and said why), ranked; plan.md, plan.csv, plan.png
-and the exact command of the best (results/planner.py).
+and the exact command of the best (results/planner.py; results/plan_report.py writes it).
 
     python -m experiments.plan --profile=docs/examples/profile_resnet50_v100.json \
         --cluster=docs/examples/cluster_8x8_v100_25g.json --out_dir=runs/plan
@@ -53,7 +53,7 @@ def main(argv):
     if len(argv) > 1:
         bad_input(f"unexpected arguments {argv[1:]}; all options are --flags")
     from experiments.config import ConfigError, check_dataset, check_model
-    from results import cost_model, planner, recommendation
+    from results import cost_model, plan_report, planner, recommendation
     from results.cells import SETTING_KEYS
     from results.records import load_records
 
@@ -83,11 +83,11 @@ def main(argv):
             model = "MODULE:FUNCTION"
         if dataset:
             check_dataset(dataset)
-        workload = planner.Workload(model, profile.batch, dataset)
+        target = planner.CommandTarget(model, profile.batch, dataset)
         planned = planner.plan(profile, cluster)
     except (ValueError, ConfigError) as e:  # SpecError too
         bad_input(e)
-    paths = planner.write(planned, profile, cluster, workload, _OUT_DIR.value, note)
+    paths = plan_report.write(planned, profile, cluster, target, _OUT_DIR.value, note)
     best = planner.best(planned)
     if best is None:
         print(f"plan: no configuration fits {cluster.memory_per_device_mb:g} MB per device "
@@ -95,7 +95,7 @@ def main(argv):
     else:
         print(f"plan: best of {len(planned)} configurations: {best.config.name}, "
               f"{best.prediction.examples_per_sec:.0f} examples/s predicted")
-        print("  python -m experiments.run " + " ".join(planner.run_flags(best.config, workload)))
+        print("  python -m experiments.run " + " ".join(planner.run_flags(best.config, target)))
     for p in paths:
         print(f"wrote {p}")
 

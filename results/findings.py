@@ -54,7 +54,7 @@ def _cores_cause(row, compare_to, what):
     without one, from the threads each task was given."""
     if row["cores_used"] is not None:
         if row["cores_used"] > compare_to * _SLACK:
-            return f"it burns {row['cores_used']:.1f} cores against {what} {compare_to:g}"
+            return f"it burns {row['cores_used']:.1f} cores against {what} {compare_to:.3g}"
         return None
     if row["threads_per_task"] and row["n"] == 1 and row["threads_per_task"] > compare_to:
         return (f"its one process has {row['threads_per_task']} threads against {what} "

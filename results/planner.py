@@ -1,6 +1,6 @@
 """The planner: every data-parallel configuration the toolkit can run on a cluster, predicted
 through the one cost model (results/cost_model.py) from a workload profile, filtered by memory
-per device and ranked (experiments/plan.py prints and writes it).
+per device and ranked (experiments/plan.py prints it; results/plan_report.py writes it).
 
     python -m experiments.plan --profile=docs/examples/profile_resnet50_v100.json \
         --cluster=docs/examples/cluster_8x8_v100_25g.json
@@ -16,8 +16,6 @@ pipeline per host on 2, 4, ... hosts (equal stages: the profile has no per-layer
 import dataclasses
 
 from results import cost_model
-from results.records import write_text_atomic
-from results.tables import csv_text, markdown_table
 from strategies import BASELINE, REGISTRY, kind
 
 SYNC_DTYPES = ("float32", "bfloat16")
@@ -214,7 +212,7 @@ def best(planned):
 
 
 @dataclasses.dataclass(frozen=True)
-class Workload:
+class CommandTarget:
     """What the printed commands train: the model (a toolkit model or MODULE:FUNCTION), its
     dataset ("": the run's default) and the profile's batch per replica per step."""
     model: str
@@ -252,18 +250,18 @@ def _flags(values, keys):
     return [f"--{key}={values[key]}" for key in keys if values[key] != defaults[key]]
 
 
-def run_flags(config, workload):
+def run_flags(config, target):
     """The experiments.run flags of `config`: under the platform's TF_CONFIG on each task of a
     cluster (a local cluster when none is set)."""
     values = settings(config)
-    return _flags(values, TOPOLOGY) + _workload_flags(workload) + _flags(values, TRAINING)
+    return _flags(values, TOPOLOGY) + _target_flags(target) + _flags(values, TRAINING)
 
 
-def _workload_flags(workload):
-    flags = [f"--model={workload.model}"]
-    if workload.dataset:
-        flags.append(f"--dataset={workload.dataset}")
-    return flags + [f"--batch_size_per_replica={workload.batch}"]
+def _target_flags(target):
+    flags = [f"--model={target.model}"]
+    if target.dataset:
+        flags.append(f"--dataset={target.dataset}")
+    return flags + [f"--batch_size_per_replica={target.batch}"]
 
 
 def machines(config, cluster):
@@ -271,30 +269,6 @@ def machines(config, cluster):
     their own (ps_placement own_hosts) besides."""
     own = kind(config.strategy).parameter_servers and cluster.ps_placement == "own_hosts"
     return config.hosts + (config.num_ps if own else 0)
-
-
-COLUMNS = ("rank", "configuration", "strategy", "workers", "hosts", "devices_per_host", "num_ps",
-           "machines",
-           "accumulation", "sync_dtype", "global_batch", "examples_per_sec", "step_time_s",
-           "compute_s", "overhead_s", "communication_s", "communication_share", "efficiency",
-           "memory_per_device_mb", "fits_memory", "dropped")
-
-
-def rows(planned, cluster):
-    out = []
-    for i, p in enumerate(planned, 1):
-        c, pr = p.config, p.prediction
-        out.append(dict(
-            rank=i if not p.dropped else "", configuration=c.name, strategy=tasks(c)[0],
-            workers=c.workers, hosts=c.hosts, devices_per_host=c.devices_per_host,
-            num_ps=c.num_ps, machines=machines(c, cluster), accumulation=c.accumulation,
-            sync_dtype=c.sync_dtype,
-            global_batch=p.global_batch, examples_per_sec=pr.examples_per_sec,
-            step_time_s=pr.step_s, compute_s=pr.compute_s, overhead_s=pr.overhead_s,
-            communication_s=pr.communication_s, communication_share=pr.communication_share,
-            efficiency=pr.efficiency, memory_per_device_mb=pr.memory_per_device_bytes / 1e6,
-            fits_memory=pr.fits_memory, dropped=p.dropped))
-    return out
 
 
 def _changes(config, profile_dtype):
@@ -307,85 +281,13 @@ def _changes(config, profile_dtype):
     return "; ".join(out)
 
 
-def markdown(planned, profile, cluster, workload, dtype_note=""):
-    """plan.md: the target, the ranked table, the dropped configurations and why, the best's
-    commands."""
-    fits = [p for p in planned if not p.dropped]
-    dropped = [p for p in planned if p.dropped]
-    cap = f", {cluster.memory_per_device_mb:g} MB per device" if cluster.memory_per_device_mb \
-        else ", memory per device not limited"
-    lines = ["# Plan", "",
-             f"Target: {cluster.name + ': ' if cluster.name else ''}{cluster.hosts} host(s) x "
-             f"{cluster.devices_per_host} device(s), {cluster.inter_host_gbps:g} Gbit/s between "
-             f"hosts, {cluster.intra_host_gbps:g} Gbit/s within one, devices "
-             f"{cluster.device_speedup:g}x the profile's{cap}.",
-             f"Workload: {profile.model}, {profile.batch} examples per replica per step, compute "
-             f"{profile.compute_s * 1e3:.2f} ms on {profile.device or 'its device'}, gradients "
-             f"{profile.gradient(sync_dtypes(profile)[0]) / 1e6:.2f} MB "
-             f"({sync_dtypes(profile)[0]}, {profile.gradient_kind})"
-             + (f"; {dtype_note}" if dtype_note else "") + ".", "",
-             f"{len(planned)} configurations predicted through results/cost_model.py; "
-             f"{len(fits)} fit, {len(dropped)} dropped (memory). Ranked by predicted examples/s; "
-             "machines counts the workers' hosts and parameter servers on hosts of their own; "
-             "the last column says what a configuration changes besides speed (check its "
-             "accuracy before you rely on it).", ""]
-    table = []
-    for i, p in enumerate(fits[:25], 1):
-        pr = p.prediction
-        table.append([str(i), p.config.name, str(machines(p.config, cluster)),
-                      str(p.global_batch), f"{pr.examples_per_sec:.0f}",
-                      f"{pr.step_s * 1e3:.2f}", f"{pr.communication_share * 100:.0f}%",
-                      f"{pr.efficiency * 100:.0f}%",
-                      f"{pr.memory_per_device_bytes / 1e6:.0f}", p.changes or "–"])
-    lines.append(markdown_table(["rank", "configuration", "machines", "global batch",
-                                 "examples/s", "step ms",
-                                 "communication share", "efficiency", "memory / device MB",
-                                 "changes"], table))
-    if len(fits) > 25:
-        lines += ["", f"({len(fits) - 25} more in plan.csv)"]
-    best_per_n = {}
-    for p in fits:
-        best_per_n.setdefault(p.config.workers, p)
-    lines += ["", "Best at each device count: " + "; ".join(
-        f"{n}: {p.config.name} ({p.prediction.examples_per_sec:.0f} ex/s)"
-        for n, p in sorted(best_per_n.items())) + "."]
-    if dropped:
-        lines += ["", "Dropped:", ""] + [f"- {p.config.name}: {p.dropped}" for p in dropped[:20]]
-        if len(dropped) > 20:
-            lines.append(f"- ... {len(dropped) - 20} more (plan.csv)")
-    chosen = best(planned)
-    if chosen is not None:
-        rate = chosen.prediction.examples_per_sec
-        faster = [p for p in fits if p.changes and p.prediction.examples_per_sec > rate]
-        lines += ["", f"## Best: {chosen.config.name}", "",
-                  "The fastest configuration that trains what the profile trained (its batch "
-                  "per update, its gradient sync dtype)."
-                  + (f" Faster if your optimization allows it: {faster[0].config.name} "
-                     f"({faster[0].prediction.examples_per_sec / rate:.2f}x; "
-                     f"{faster[0].changes})." if faster else ""), "",
-                  "Each task of the cluster (under the platform's TF_CONFIG; without one, a "
-                  "local cluster):", "", "```",
-                  "python -m experiments.run " + " ".join(run_flags(chosen.config, workload)),
-                  "```", "", "On Vertex AI (or `--format=tfjob` for Kubeflow); give your image, "
-                  "accelerator (on CPU machines, drop the accelerator flags) and output bucket:",
-                  "", "```", vertex_command(chosen.config, workload), "```"]
-    lines += ["", "Assumptions: those of the cost model (docs/scaling_model.md): synchronization "
-              "overlaps compute only by the profile's measured overlap, links are full duplex "
-              "and uncontended but for the fan-in stated, every worker is equally fast, "
-              "pipeline stages are equal."]
-    if not profile.boundary_activation_bytes:
-        lines.append("Not planned: pipelines (model_parallel, hybrid): the profile does not say "
-                     "what crosses a stage boundary (boundary_activation_bytes).")
-    return "\n".join(lines) + "\n"
-
-
-def vertex_command(config, workload):
+def vertex_command(config, target):
     """The experiments.vertex command of `config` (see `tasks` for what a task holds)."""
     values = settings(config)
     return ("python -m experiments.vertex " + " ".join(_flags(values, TOPOLOGY)) +
             f" --accelerator_type=YOUR_GPU --accelerator_count={tasks(config)[3]} "
             "--image_uri=IMAGE --base_output_dir=gs://BUCKET/plan -- " +
-            " ".join(_workload_flags(workload) + _flags(values, TRAINING)))
+            " ".join(_target_flags(target) + _flags(values, TRAINING)))
 
 
 def summary(planned, runners_up=3):
@@ -403,49 +305,3 @@ def summary(planned, runners_up=3):
     return {"chosen": one(chosen), "runners_up": [one(p) for p in others[:runners_up]],
             "configurations": len(planned),
             "dropped": sum(1 for p in planned if p.dropped)}
-
-
-def plot(planned, cluster, path, top=20):
-    """plan.png: predicted examples/s of the best configurations (colour: strategy), and memory
-    per device against the cap."""
-    from results.plots import plt, save  # matplotlib, only when drawing
-
-    fits = [p for p in planned if not p.dropped][:top]
-    shown = fits + [p for p in planned if p.dropped][:max(0, top - len(fits)) or 5]
-    fig, (tput, mem) = plt.subplots(1, 2, figsize=(14, 0.32 * len(shown) + 1.8))
-    labels = [p.config.name for p in shown]
-    colors = [REGISTRY[p.config.strategy].color for p in shown]
-    y = range(len(shown))
-    tput.barh(y, [p.prediction.examples_per_sec if not p.dropped else 0 for p in shown],
-              color=colors)
-    tput.set_yticks(y, labels, fontsize=7)
-    tput.invert_yaxis()
-    tput.set_xlabel("predicted examples/s")
-    tput.set_title("Predicted throughput (best first; dropped configurations: no bar)")
-    for strategy in dict.fromkeys(p.config.strategy for p in shown):
-        tput.bar(0, 0, color=REGISTRY[strategy].color, label=REGISTRY[strategy].label)
-    tput.legend(fontsize=7, loc="lower right")
-    mem.barh(y, [p.prediction.memory_per_device_bytes / 1e6 for p in shown],
-             color=["tab:red" if p.dropped else "tab:gray" for p in shown],
-             label="memory per device (red: over the cap)")
-    if cluster.memory_per_device_mb:
-        mem.axvline(cluster.memory_per_device_mb, color="black", linestyle="--",
-                    label=f"cap {cluster.memory_per_device_mb:g} MB")
-    mem.set_yticks(y, [""] * len(shown))
-    mem.invert_yaxis()
-    mem.set_xlabel("memory per device (MB)")
-    mem.set_title("Memory per device against the cap")
-    mem.legend(fontsize=7, loc="lower right")
-    return save(fig, path)
-
-
-def write(planned, profile, cluster, workload, out_dir, dtype_note=""):
-    """plan.md, plan.csv and plan.png in out_dir (atomically); returns their paths."""
-    import os
-
-    os.makedirs(out_dir, exist_ok=True)
-    path = lambda name: os.path.join(out_dir, name)  # noqa: E731
-    return [write_text_atomic(path("plan.md"), markdown(planned, profile, cluster, workload,
-                                                        dtype_note)),
-            write_text_atomic(path("plan.csv"), csv_text(rows(planned, cluster), COLUMNS)),
-            plot(planned, cluster, path("plan.png"))]

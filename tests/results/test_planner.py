@@ -96,7 +96,7 @@ def test_the_best_trains_what_the_profile_trained():
                                   "hybrid N=8 (4x2) S=2 M=8"])
 def test_the_printed_run_flags_are_valid_runs(name, tmp_path):
     config = _by_name(planner.plan(PIPELINED, CLUSTER))[name].config
-    workload = planner.Workload("embedding", 32, "synthetic_tokens")
+    workload = planner.CommandTarget("embedding", 32, "synthetic_tokens")
     values = dict(f[2:].split("=", 1) for f in planner.run_flags(config, workload))
     assert (values["model"], values["dataset"], values["batch_size_per_replica"]) == (
         "embedding", "synthetic_tokens", "32")
