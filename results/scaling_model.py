@@ -9,10 +9,13 @@ from the sweep of message sizes that the comparison's collectives cell ran with 
 before the N-worker runs (`--comm_sweep`; bytes: the gradient for all-reduce, (push + pull) / 2
 for PSS, whose sweep pulls and pushes each size); without a sweep, the probe measured in the
 predicted runs themselves, and the notes call that prediction in-sample; s_N the slowdown of N
-plain TF loops sharing these cores in lockstep (experiments/comparison/sharing.py at K = N; without one
-the notes say that the prediction assumes cores of their own), capped by what the cores deliver at
-the N=1 run's examples per CPU-second, over s_N while the workers do not outnumber the cores
-(their waits leave cores idle; with more workers than cores none idles). Nothing in it is
+plain TF loops sharing these cores in lockstep (experiments/comparison/sharing.py at K = N; without
+one the notes say that the prediction assumes cores of their own); and at most what the cores
+deliver: C_N x batch / (batch / e_1 + c_N), with C_N the cores that K = N processes handing off
+every step keep busy (the same calibration's lockstep phase; all cores without one), e_1 the N=1
+run's examples per CPU-second (every task), c_N the CPU seconds one process spends in a
+synchronization with N processes (the sweep's cpu_s; all-reduce only: a PSS N=1 run already
+pushes and pulls every step). Nothing in it is
 fitted to the runs it predicts: what the prediction does not explain is shown as the error, never
 folded into a term that the projections would carry.
 
@@ -126,17 +129,20 @@ def cpu_cap(own_n1, runs_n):
 SHARING_PHASE = "lockstep"
 
 
-def sweep_fit(sweeps, strategy, n):
+def sweep_fit(sweeps, strategy, n, key="probe_s"):
     """cost_model.LatencyBandwidth of the collectives cells' sweeps of `strategy` with `n`
-    processes (the median time per size over repeats); None without one."""
+    processes (the median per size over repeats) of `key`: probe_s, the seconds of one
+    synchronization, or cpu_s, the CPU seconds it costs one process; None without one."""
     by_size, by_count = collections.defaultdict(list), collections.defaultdict(list)
     for points in sweeps.get((strategy, n), []):
         for p in points:
+            if not p.get(key):
+                continue
             tensors = p.get("tensors", 1)
             if tensors > 1 or p["bytes"] == cost_model.SWEEP_SPLIT_BYTES:
-                by_count[tensors].append(p["probe_s"]["median"])
+                by_count[tensors].append(p[key]["median"])
             if tensors == 1:
-                by_size[p["bytes"]].append(p["probe_s"]["median"])
+                by_size[p["bytes"]].append(p[key]["median"])
     if len(by_size) < 2:
         return None
     return cost_model.fit_latency_bandwidth(
@@ -165,6 +171,19 @@ def slowdown_of(sharing, strategy, n=2):
     if not values:
         return None
     return metrics.spread(values)["median"], phase, len(values)
+
+
+def busy_cores_of(sharing, n):
+    """Cores that K = n processes handing off to each other every step keep busy on this machine:
+    K x the lockstep phase's cores per process in the sharing calibrations with K = n (the
+    median when repeated); None without one. A cluster's processes wait on each other (MWMS
+    workers on the all-reduce, a PSS worker on its ps), and while one waits its core may find
+    nothing to run, so the cluster keeps fewer cores busy than the machine has, even with more
+    processes than cores (2026-11-25 here: 1.65-1.84 of 2)."""
+    values = [n * ((s.get("cores_per_process") or {}).get("lockstep") or 0)
+              for s in sharing or [] if s.get("processes") == n]
+    values = [v for v in values if v > 0]
+    return metrics.spread(values)["median"] if values else None
 
 
 def fit(records):
@@ -249,19 +268,28 @@ def _predict_local(f, by_n, own, sharing, sweeps=None):
             f.notes.append(f"N={n}: no sharing calibration with {n} processes: the prediction "
                            f"assumes each worker computes as fast as one process alone")
         cap = cpu_cap(own, by_n[n])
-        # Processes that wait on each other leave cores idle only while no other worker can run
-        # on them: with more busy workers than cores a waiting worker yields its core, and the
-        # cores deliver their whole share (the slowdown then is time-slicing, already in the
-        # cores' figure: dividing by it again would count the sharing twice).
-        threads = max((r.get("threads_per_task") or 1) for r in by_n[n])
-        idle = factor if cap is not None and n * threads <= cap[1] else 1.0
-        if cap is not None and cap[0] / idle < predicted:
-            predicted = cap[0] / idle
-            f.notes.append(f"N={n} prediction capped by this machine's CPU: {cap[1]} cores x the "
-                           f"N=1 run's {cap[2]:.0f} examples per CPU-second"
-                           + (f" / {idle:.2f} (the same slowdown)" if idle != 1.0 else
-                              " (more workers than cores: no core idles)" if factor != 1.0
-                              else "")
-                           + " (its tasks, ps and chief included, need more cores than there "
-                             "are)")
+        if cap is not None:
+            busy = busy_cores_of(sharing, n)
+            cores = min(busy, cap[1]) if busy else cap[1]
+            # One worker's CPU per step: the N=1 run's (all its tasks), plus, for all-reduce, the
+            # CPU one process spends in a synchronization with N processes (the sweep's cpu_s):
+            # an N=1 MWMS run reduces nothing, while a PSS N=1 run already pushes and pulls.
+            cpu_fit = sweep_fit(sweeps or {}, f.strategy, n, "cpu_s") \
+                if kind(f.strategy).all_reduce else None
+            sync_cpu = cpu_fit.seconds(sync_bytes(f.profile, f.strategy, f.dtype),
+                                       f.profile.tensors) if cpu_fit is not None else 0.0
+            step_cpu = f.batch / cap[2] + sync_cpu
+            bound = cores * f.batch / step_cpu
+            if bound < predicted:
+                predicted = bound
+                f.notes.append(
+                    f"N={n} prediction capped by this machine's CPU: {cores:.2f} cores busy ("
+                    + (f"what {n} processes that hand off every step keep busy, from the "
+                       f"sharing calibration at K={n}" if busy else
+                       f"all {cap[1]}: no sharing calibration with {n} processes")
+                    + f") / {step_cpu * 1e3:.2f} CPU-ms per worker step (the N=1 run's "
+                    f"{cap[2]:.0f} examples per CPU-second"
+                    + (f", plus {sync_cpu * 1e3:.2f} ms of one process's CPU per "
+                       f"synchronization from the sweep with {n} processes" if sync_cpu else "")
+                    + "; every task, ps and chief included)")
         f.predictions[n] = (predicted, rate, (predicted - rate) / rate)

@@ -91,15 +91,20 @@ def _slices(variable, rows, dtype, value):
                             tf.constant(table.as_list(), tf.int64))
 
 
-def _timed(call, repeats, per_call=1):
-    """Spread of seconds per synchronization; a call that makes `per_call` of them is divided."""
+def _timed(call, repeats, per_call=1, cpu=None):
+    """Spread of seconds per synchronization; a call that makes `per_call` of them is divided.
+    cpu: a list that receives the spread of this process's CPU seconds (all its threads) per
+    synchronization."""
     for _ in range(_WARMUP):  # traces, and lets the collective's first-use setup happen
         call()
-    times = []
+    times, cpu_times = [], []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         call()
         times.append((time.perf_counter() - start) / per_call)
+        cpu_times.append((time.process_time() - cpu_start) / per_call)
+    if cpu is not None:
+        cpu.append(metrics.spread(cpu_times))
     return metrics.spread(times)
 
 
@@ -226,10 +231,12 @@ SWEEP_TENSORS = (1, 4, 16)
 
 def sweep(strategy, coordinator=None, steps_per_call=1, sizes=SWEEP_BYTES, repeats=10):
     """The strategy's own synchronization of dense float32 tensors: one tensor per message size,
-    then 64 KiB as 1, 4 and 16 tensors: [{bytes, tensors, probe_s}] (MWMS and mirrored: the
-    batch all-reduce, which packs a step's gradients into one message; PSS: a pull plus a push
-    of variables of that size on the ps). Every MWMS worker must call it, in the same order.
-    For the latency-bandwidth fit (results/cost_model.py)."""
+    then 64 KiB as 1, 4 and 16 tensors: [{bytes, tensors, probe_s, cpu_s}] (MWMS and mirrored:
+    the batch all-reduce, which packs a step's gradients into one message; PSS: a pull plus a
+    push of variables of that size on the ps; cpu_s: this process's CPU seconds per
+    synchronization, every thread, making the tensor included). Every MWMS worker must call it,
+    in the same order. For the latency-bandwidth fit (results/cost_model.py) and this machine's
+    CPU bound (results/scaling_model.py)."""
     points = []
     for size, tensors in [*((s, 1) for s in sizes), *((SWEEP_SPLIT_BYTES, k) for k in SWEEP_TENSORS)]:
         elements = size // 4 // tensors
@@ -241,8 +248,9 @@ def sweep(strategy, coordinator=None, steps_per_call=1, sizes=SWEEP_BYTES, repea
         else:
             call = _allreduce_call(strategy, [_Flat(elements)] * tensors,
                                    [("dense", None)] * tensors, tf.float32, {}, steps_per_call)
+        cpu = []
         points.append({"bytes": size, "tensors": tensors,
-                       "probe_s": _timed(call, repeats, steps_per_call)})
+                       "probe_s": _timed(call, repeats, steps_per_call, cpu), "cpu_s": cpu[0]})
     return points
 
 

@@ -234,24 +234,29 @@ def test_two_worker_prediction_capped_by_the_machines_cores(results_dir):
         rec["environment"] = {"cpu_count": 2, "usable_cpus": 2}
     fit = _fits(recs)["parameter_server"]
     assert fit.prediction_n2[0] == pytest.approx(2 * rate / 1.5) and 2 * rate / 1.5 < uncapped
-    assert any("capped by this machine's CPU: 2 cores" in n for n in fit.notes)
-    # shared cores whose processes wait on each other do 1/slowdown of their work: so does the cap
-    slowed = _fits(recs + [_sharing(free=1.0, lockstep=1.25)])["parameter_server"]
-    assert slowed.prediction_n2[0] == pytest.approx(2 * rate / 1.5 / 1.25)
-    assert any("examples per CPU-second / 1.25" in n for n in slowed.notes)
+    assert any("capped by this machine's CPU: 2.00 cores busy (all 2: no sharing calibration" in n
+               for n in fit.notes)
+    # processes that hand off every step leave cores idle: the cap counts the cores the sharing
+    # calibration's lockstep phase kept busy (2 x 0.8 here), not the slowdown's inverse
+    slowed = _fits(recs + [_sharing(free=1.0, lockstep=1.25, busy=0.8)])["parameter_server"]
+    assert slowed.prediction_n2[0] == pytest.approx(1.6 * rate / 1.5)
+    assert any("capped by this machine's CPU: 1.60 cores busy" in n for n in slowed.notes)
     # a partial CPU figure (one task of a real cluster) says nothing about the whole cluster
     ps1["cpu"]["scope"] = "this task only (partial: other hosts not measured)"
     assert _fits(_load(results_dir, ps1))["parameter_server"].prediction_n2[0] == \
         pytest.approx(uncapped)
 
 
-def _sharing(free, lockstep, run_id="s", processes=2):
+def _sharing(free, lockstep, run_id="s", processes=2, busy=None):
+    """A sharing calibration's record; busy: the lockstep phase's cores per process."""
     rec = _record(run_id, "engine_floor", 1, 1.0, 20, run_name="engine_floor_shared/cnn/1280/r0")
     rec["num_workers"] = processes
     rec["sharing"] = {"processes": processes, "rounds": 3, "steps_per_round": 20, "batch": 64,
                       "examples_per_sec": {"solo": 640.0, "free": 640.0 / free,
                                            "lockstep": 640.0 / lockstep},
                       "slowdown": {"free": free, "lockstep": lockstep}}
+    if busy is not None:
+        rec["sharing"]["cores_per_process"] = {"free": 1.0, "lockstep": busy}
     return rec
 
 
@@ -275,21 +280,44 @@ def test_two_worker_prediction_on_this_machine_uses_the_sharing_slowdown(results
     assert mw.t_comp == before["multi_worker_mirrored"].t_comp
 
 
-def test_more_workers_than_cores_are_capped_by_the_cores_alone(results_dir):
-    """On 2 cores, 4 PSS workers: a waiting worker yields its core to another, so the cap is the
-    cores' whole share, not divided again by the (time-slicing) slowdown; at N=2 the workers'
-    waits leave cores idle and the cap is divided by it."""
+def test_the_cap_counts_the_cores_kept_busy_at_each_n(results_dir):
+    """On 2 cores, PSS at N=2 and N=4: each N's cap is the cores that N processes handing off
+    every step kept busy in the sharing calibration with K = N (2 x 0.8 and 4 x 0.45), times the
+    N=1 run's examples per CPU-second; never more than the machine's cores."""
     ps1 = _record("p1", "parameter_server", 1, 20 * 0.12, 20, probe=0.03)
     rate = 64 / 0.12
     ps1["cpu"] = {"examples_per_cpu_second": rate / 1.5, "scope": "all tasks"}
     four = _record("p4", "parameter_server", 4, 1.5, 40, probe=0.01)
-    recs = _load(results_dir, ps1, four, _sharing(1.0, 1.25), _sharing(1.9, 2.2, "s4", 4))
+    recs = _load(results_dir, ps1, four, _sharing(1.0, 1.25, busy=0.8),
+                 _sharing(1.9, 2.2, "s4", 4, busy=0.45))
     for rec in recs:
         rec["environment"] = {"cpu_count": 2, "usable_cpus": 2}
     fit = _fits(recs)["parameter_server"]
-    assert fit.predictions[2][0] == pytest.approx(2 * rate / 1.5 / 1.25)
-    assert fit.predictions[4][0] == pytest.approx(2 * rate / 1.5)
-    assert any("N=4 prediction capped" in n and "no core idles" in n for n in fit.notes)
+    assert fit.predictions[2][0] == pytest.approx(1.6 * rate / 1.5)
+    assert fit.predictions[4][0] == pytest.approx(1.8 * rate / 1.5)
+    assert any("N=4 prediction capped by this machine's CPU: 1.80 cores busy" in n
+               for n in fit.notes)
+    crowded = [dict(r, environment={"cpu_count": 2, "usable_cpus": 2}) for r in _load(
+        results_dir, ps1, four, _sharing(1.9, 2.2, "s4", 4, busy=0.6))]  # 2.4 "busy" cores
+    assert _fits(crowded)["parameter_server"].predictions[4][0] == pytest.approx(2 * rate / 1.5)
+
+
+def test_all_reduce_pays_the_sweeps_cpu_per_synchronization_in_the_cap(results_dir):
+    """An MWMS N=1 run reduces nothing: at N the cap adds the CPU one process spent per
+    synchronization in the sweep with N processes (its cpu_s, at the gradient's size). PSS's N=1
+    run already pushes and pulls: its cap adds nothing."""
+    mw1 = _record("m1", "multi_worker_mirrored", 1, 20 * 0.1, 20, probe=0.0)
+    mw1["cpu"] = {"examples_per_cpu_second": 640.0, "scope": "all tasks"}  # 0.1 CPU-s a step
+    sweep = _collectives("multi_worker_mirrored", 2, 1e-3, 4e-9)
+    for p in sweep["communication"]["sweep"]:  # 2 ms + 2e-8 s per byte of one process's CPU
+        p["cpu_s"] = {"median": 2e-3 + 2e-8 * p["bytes"], "min": 0, "max": 0, "n": 10}
+    recs = _load(results_dir, mw1, sweep, _sharing(1.0, 1.0, busy=0.5))
+    for rec in recs:
+        rec["environment"] = {"cpu_count": 2, "usable_cpus": 2}
+    fit = _fits(recs)["multi_worker_mirrored"]
+    step_cpu = 0.1 + 2e-3 + 2e-8 * 1e6  # the N=1 run's CPU per step + the synchronization's
+    assert fit.predictions[2][0] == pytest.approx(1.0 * 64 / step_cpu)
+    assert any("plus 22.00 ms of one process's CPU per synchronization" in n for n in fit.notes)
 
 
 def _collectives(strategy, n, alpha, beta, run_id="c"):
