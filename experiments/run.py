@@ -134,6 +134,9 @@ def main(argv):
         check_strategy_fits(cfg.strategy, role, bool(os.environ.get("TF_CONFIG", "").strip()))
         validate(cfg)
         check_fields(launch_cfg)
+        if cfg.fail_mode == "hang" and cfg.fail_task and not launch_cfg.watchdog_s:
+            raise ConfigError(f"--fail_mode=hang freezes {cfg.fail_task} for good: it needs the "
+                              f"watchdog on (--watchdog_s > 0, got 0)")
         shaping = _emulation(cfg, launch_cfg, role)
     except (ConfigError, TFConfigError) as e:
         bad_input(e)
@@ -150,6 +153,7 @@ def main(argv):
             num_workers=cfg.num_workers, num_ps=cfg.num_ps, chief=kind(cfg.strategy).parameter_servers,
             threads_per_task=launch_cfg.threads_per_worker, pin_workers=launch_cfg.pin_workers,
             cluster_timeout_s=launch_cfg.cluster_timeout, verbose=launch_cfg.verbose,
+            watchdog_s=launch_cfg.watchdog_s, watchdog_factor=launch_cfg.watchdog_factor,
             max_restarts=launch_cfg.max_restarts, cluster_restarts=bool(cfg.checkpoint_dir),
             log_dir=task_log_dir(cfg),
             cluster_restart_hint="--checkpoint_dir turns on whole-cluster restarts from the last "

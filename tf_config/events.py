@@ -4,6 +4,9 @@ Tasks -> launcher, as marker lines on their output (the launcher reads them and 
     tfdist-fault: kill worker:1 12   the chief asks for a fault (--fail_task, --fail_at_step)
     tfdist-step: 212                 the chief finished (MWMS) or scheduled (PSS) global step 212
     tfdist-resumed: 200              the chief restored a checkpoint with 200 steps done
+    tfdist-phase: evaluate           the chief leaves the training steps for a while (evaluate,
+                                     checkpoint) or returns to them (train): the hang watchdog
+                                     (tf_config/watchdog.py) stops and restarts its clock
 Launcher -> tasks, in their environment: the run tag, the launch time, which attempt this cluster
 is (0, then 1.. after whole-cluster restarts) and a JSON file, rewritten atomically, with the
 faults injected and the restarts so far; the chief copies it into the record.
@@ -17,7 +20,11 @@ import tempfile
 FAULT_MARK = "tfdist-fault: "
 STEP_MARK = "tfdist-step: "
 RESUMED_MARK = "tfdist-resumed: "
-FAULT_SIGNALS = {"kill": signal.SIGKILL, "preempt": signal.SIGTERM}
+PHASE_MARK = "tfdist-phase: "
+TRAIN_PHASE = "train"
+# kill: a lost machine; preempt: a preemption notice; hang: a frozen process (SIGSTOP: it holds
+# its connections and answers nothing, the hang watchdog's case)
+FAULT_SIGNALS = {"kill": signal.SIGKILL, "preempt": signal.SIGTERM, "hang": signal.SIGSTOP}
 # A preempted MWMS worker exits with this after its checkpoint (EX_TEMPFAIL: try again later).
 PREEMPTED_EXIT_CODE = 75
 # A task that found bad input (a flag, the user's model or data) printed one "error: ..." line and
@@ -44,6 +51,11 @@ def _mark(prefix, text):
 
 def report_step(step):
     _mark(STEP_MARK, step)
+
+
+def report_phase(name):
+    """TRAIN_PHASE when the chief returns to training steps; anything else when it leaves them."""
+    _mark(PHASE_MARK, name)
 
 
 def report_resumed(step):

@@ -10,10 +10,11 @@ Each task's output is prefixed with its role (all of it, TensorFlow's chatter in
 to `--task_log_dir`/<task>.log). A task that ends badly is handled by one policy in every phase
 (tf_config/recovery.py): an error fails the run within seconds, naming the task with its last log
 lines; a lost PSS worker is restarted; any other lost task restarts the whole cluster when the
-command resumes from checkpoints (--restart_cluster), up to --max_restarts restarts in all. The
-cluster must form (every task's port answering) within --cluster_timeout; Ctrl-C, SIGTERM and the
-end of the run stop every task. Tasks also die with the launcher (PR_SET_PDEATHSIG), even if it is
-killed with -9.
+command resumes from checkpoints (--restart_cluster), up to --max_restarts restarts in all. A
+command that prints step markers (tf_config.events) is watched for hangs (tf_config/watchdog.py).
+The cluster must form (every task's port answering) within --cluster_timeout; Ctrl-C, SIGTERM
+and the end of the run stop every task. Tasks also die with the launcher (PR_SET_PDEATHSIG), even
+if it is killed with -9.
 """
 import dataclasses
 import os
@@ -26,9 +27,9 @@ import time
 
 import psutil
 
-from tf_config import events, netns, recovery
+from tf_config import events, netns, recovery, watchdog
 from tf_config.events import (ATTEMPT_ENV, BAD_INPUT_EXIT_CODE, EVENTS_ENV,  # noqa: F401
-                              FAULT_MARK, FAULT_SIGNALS, LAUNCH_T0_ENV, PIN_CPUS_ENV,
+                              FAULT_MARK, FAULT_SIGNALS, LAUNCH_T0_ENV, PHASE_MARK, PIN_CPUS_ENV,
                               PREEMPTED_EXIT_CODE, RESUMED_MARK, RUN_TAG_ENV, STEP_MARK)
 from tf_config.spec import local_cluster, tf_config_json
 from tf_config.task_process import Task
@@ -58,6 +59,10 @@ class LaunchOptions:
     log_dir: str = ""  # each task's full output; "": a temporary directory, kept on failure
     verbose: bool = False  # show TensorFlow's start-up chatter and gRPC errors of every task
     tag: str = ""
+    # The hang watchdog (tf_config/watchdog.py): fail when no step completes for
+    # max(watchdog_s, watchdog_factor x the median time between steps); 0: off
+    watchdog_s: float = 300.0
+    watchdog_factor: float = 20.0
     # Called with (task_type, index, threads) -> argv of that task.
     command: object = None
 
@@ -101,6 +106,7 @@ class Cluster:
         self._state = state
         self.tasks = []
         self.last_step = 0  # the chief's, from its step markers
+        self.watchdog = watchdog.Watchdog(opts.watchdog_s, opts.watchdog_factor)
         threads = opts.threads_per_task or default_threads(
             sum(len(v) for v in cluster.values()))
         self.threads = threads
@@ -116,7 +122,8 @@ class Cluster:
                             "PYTHONUNBUFFERED": "1",
                             RUN_TAG_ENV: opts.tag or env.get(RUN_TAG_ENV) or str(os.getpid()),
                             LAUNCH_T0_ENV: env.get(LAUNCH_T0_ENV) or repr(_START_TIME),
-                            ATTEMPT_ENV: str(attempt), EVENTS_ENV: state.journal.path})
+                            ATTEMPT_ENV: str(attempt), EVENTS_ENV: state.journal.path,
+                            watchdog.STACKS_ENV: watchdog.stacks_path(state.log_dir, kind, index)})
                 if opts.pin_workers and kind == "worker":
                     env[PIN_CPUS_ENV] = ",".join(map(str, worker_cpus(index, threads)))
                 name = f"{kind}:{index}"
@@ -132,9 +139,12 @@ class Cluster:
             self._inject(line[len(FAULT_MARK):].strip())
         elif task is self.chief and line.startswith(STEP_MARK):
             self.last_step = int(line[len(STEP_MARK):])
+            self.watchdog.progress()
             message = self.journal.recovered(attempt=self.attempt)
             if message:
                 self.out(f"launch: {message}")
+        elif task is self.chief and line.startswith(PHASE_MARK):
+            self.watchdog.phase(line[len(PHASE_MARK):].strip() == events.TRAIN_PHASE)
         elif task is self.chief and line.startswith(RESUMED_MARK):
             self.journal.resumed(int(line[len(RESUMED_MARK):]), self.attempt)
 
@@ -167,6 +177,7 @@ class Cluster:
         """SIGTERM every task's process group, SIGKILL what is left after a grace period."""
         for task in self.tasks:
             task.signal(signal.SIGTERM)
+            task.signal(signal.SIGCONT)  # a stopped (hung) task takes its SIGTERM now
         deadline = time.monotonic() + _STOP_GRACE_S
         for task in self.tasks:
             try:
@@ -271,6 +282,9 @@ class Cluster:
                 if bad.proc.returncode == BAD_INPUT_EXIT_CODE and self._bad_input(bad):
                     return Outcome(BAD_INPUT_EXIT_CODE, self._bad_input(bad))
                 return Outcome(1, self._failure(bad, decision.reason))
+            overdue = self.watchdog.overdue()
+            if overdue is not None:
+                return Outcome(1, self._hung(*overdue))
             for task, task_deadline in list(back.items()):
                 if task.answers():
                     del back[task]
@@ -290,6 +304,16 @@ class Cluster:
                                       f"{self.opts.cluster_timeout_s:g}s (--cluster_timeout): "
                                       f"no answer from {names}")
             time.sleep(0.1)
+
+    def _hung(self, waited, limit, median):
+        """The watchdog fired: every task's stacks into its log, and the one line saying who is
+        stuck and what the others wait for."""
+        said = watchdog.explain_hang(self.tasks, self._state.log_dir)
+        return (f"hung: no training step completed for {waited:.0f}s after step "
+                f"{self.last_step} (the watchdog's limit: max(--watchdog_s="
+                f"{self.opts.watchdog_s:g}, {self.opts.watchdog_factor:g} x the median "
+                f"{median * 1e3:.1f} ms between steps) = {limit:.0f}s); {said}; their Python "
+                f"stacks are in their logs")
 
     def _finish(self):
         """MWMS workers finish with the chief; PSS workers and parameter servers never exit on
@@ -370,6 +394,7 @@ def run(opts, out=_print):
             signal.signal(s, handler)
         for log in state.logs.values():
             log.close()
+        watchdog.remove_stack_files(log_dir)
         if code == 0 and not opts.log_dir:
             shutil.rmtree(log_dir, ignore_errors=True)
         elif code == BAD_INPUT_EXIT_CODE:
@@ -430,6 +455,12 @@ def main():
     restart_cluster = flags.DEFINE_bool("restart_cluster", False, "The command resumes from its "
                                         "own checkpoints: restart the whole cluster when a task "
                                         "other than a PSS worker is lost.")
+    watchdog_s = flags.DEFINE_float("watchdog_s", 300.0, "Fail when the chief's step markers "
+                                    "(tf_config.events.report_step) stop for max(this, "
+                                    "--watchdog_factor x their median interval); 0: off.",
+                                    lower_bound=0.0)
+    watchdog_factor = flags.DEFINE_float("watchdog_factor", 20.0, "See --watchdog_s.",
+                                         lower_bound=0.0)
     log_dir = flags.DEFINE_string("task_log_dir", "", "Each task's full output goes to "
                                   "TASK_LOG_DIR/<task>.log (default: a temporary directory, kept when "
                                   "the launch fails).")
@@ -449,6 +480,8 @@ def main():
                                    cluster_timeout_s=timeout.value,
                                    max_restarts=max_restarts.value,
                                    cluster_restarts=restart_cluster.value, log_dir=log_dir.value,
+                                   watchdog_s=watchdog_s.value,
+                                   watchdog_factor=watchdog_factor.value,
                                    command=lambda kind, index, n: command)))
 
     app.run(launch)

@@ -60,6 +60,10 @@ class Task:
         for shown in console.end():
             self._out(f"[{self.name}] {shown}")
 
+    def note(self, line):
+        """Appends a line of the launcher's own to the task's log."""
+        self._log.write(line)
+
     def answers(self):
         host, port = self.address.rsplit(":", 1)
         try:

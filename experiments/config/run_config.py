@@ -13,7 +13,7 @@ from models import MODELS, STAGE_COSTS
 from strategies import COLLECTIVES, PIPELINED, STRATEGIES, replicas_in_sync
 
 OPTIMIZERS = ("sgd", "momentum", "adam")
-FAIL_MODES = ("kill", "preempt")
+FAIL_MODES = ("kill", "preempt", "hang")
 SYNC_DTYPES = ("float32", "float16", "bfloat16")
 FLOAT_DTYPES = ("float32", "float64")
 LR_SCALING = ("none", "linear", "sqrt")
@@ -84,12 +84,17 @@ class RunConfig:
     threads: int = setting(0, "Intra/inter-op threads of this process (0: TF default).",
                            bound=">= 0")
     tensorboard: bool = setting(True, "Write TensorBoard scalars.")
+    step_timeline: bool = setting(True, "Timestamps inside every step (input ready, gradients "
+                                  "ready, update done): per worker compute, waiting for peers and "
+                                  "synchronization, and who arrived last, in the record's "
+                                  "`timeline` (results/timeline.py).")
     fail_task: str = setting("", "Fault injection in a local cluster: the task to signal (e.g. "
                              "worker:1) at --fail_at_step: SIGKILL, or SIGTERM with "
                              "--fail_mode=preempt.")
     fail_at_step: int = setting(0, "Global step (1-based) of the fault.", bound=">= 0")
-    fail_mode: str = setting("kill", "SIGKILL (kill: a lost machine) or SIGTERM (preempt: a "
-                             "preemption notice).", FAIL_MODES)
+    fail_mode: str = setting("kill", "SIGKILL (kill: a lost machine), SIGTERM (preempt: a "
+                             "preemption notice) or SIGSTOP (hang: a frozen task, for the "
+                             "--watchdog_s).", FAIL_MODES)
     straggler_task: str = setting("", "Straggler injection: the worker to slow down (e.g. "
                                   "worker:1) by --straggler_delay_ms.")
     straggler_delay_ms: float = setting(0.0, "Milliseconds added to every step of "
@@ -178,6 +183,12 @@ class LaunchConfig:
                                 "ps are not pinned.")
     cluster_timeout: float = setting(60.0, "Seconds for every local task to come up.", bound="> 0")
     isolate_network: bool = setting(True, "Run a local cluster in a private network namespace.")
+    watchdog_s: float = setting(300.0, "Local cluster: fail when no training step completes "
+                                "for max(this, --watchdog_factor x the median time between "
+                                "steps), after every task wrote its Python stacks to its log "
+                                "(0: off). Off until the first step; paused between epochs.",
+                                bound=">= 0")
+    watchdog_factor: float = setting(20.0, "See --watchdog_s.", bound="> 0")
     verbose: bool = setting(False, "Show every line: TensorFlow's start-up messages (CUDA "
                             "probing, oneDNN, absl) and, of every task of a local cluster, "
                             "gRPC errors about lost peers (always in the task logs).")

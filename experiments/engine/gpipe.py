@@ -25,7 +25,7 @@ from experiments.measure import memory
 from results import metrics
 
 
-def _timestamp():
+def timestamp():
     """tf.timestamp() ordered by its control dependencies only. tf.function runs stateful ops
     that touch no resource in program order (auto_control_deps.py chains them), which would run
     the blocks one after another: measured here, a 2-stage x 4-micro-batch pipeline of equal
@@ -74,7 +74,7 @@ class Pipeline:
         and the block's (start, end) timestamps."""
         with tf.device(device):
             with tf.control_dependencies(after + inputs):
-                start = _timestamp()
+                start = timestamp()
             with tf.control_dependencies([start]):
                 outputs = compute()
             # Every output's tensors (an IndexedSlices' too); a block with none (the backward
@@ -82,7 +82,7 @@ class Pipeline:
             done = [t for t in tf.nest.flatten(outputs, expand_composites=True)
                     if t is not None] or [start]
             with tf.control_dependencies(done):
-                end = _timestamp()
+                end = timestamp()
         return outputs, start, end
 
     def __call__(self, images, labels):

@@ -127,6 +127,10 @@ def build_record(cfg, role, trainer, strategy, run_id, epochs, checksum, extra_c
         "straggler": ({"task": cfg.straggler_task, "delay_ms": cfg.straggler_delay_ms}
                       if cfg.straggler_task else None),
         "steps_by_worker": dict(sorted(trainer.steps_by_worker.items())) or None,
+        # every stamp of the last epoch's first steps (the epochs carry the per-worker medians):
+        # the report's timeline PNG and trace (results/timeline.py)
+        "timeline": ({"stamps": trainer.trace_stamps, "epoch": epochs[-1]["epoch"]}
+                     if getattr(trainer, "trace_stamps", None) else None),
         "pipeline": pipe,
         "resumed_epochs": [e["epoch"] for e in epochs if e.get("resumed")],
         # The epochs this process timed itself (a resumed run's others came from its checkpoint).

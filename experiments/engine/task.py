@@ -22,6 +22,7 @@ from experiments.workload.user_code import UserCodeError
 from results import metrics
 from strategies import all_reduce_workers, kind
 from strategies.factory import MissingGPUs, TPUUnavailable, check_gpus, get_strategy
+from tf_config import watchdog
 
 
 # A PSS server runs functions whose ops block (iterator reads, variable reads from a ps); with
@@ -75,6 +76,7 @@ def _serve(role, threads):
 
 def run_task(cfg, role, extra_config=None):
     """Plays this process's role. Returns the process exit code."""
+    watchdog.enable_dumps()  # under a local launcher: Python stacks to the log when hung
     strategy_kind = kind(cfg.strategy)
     if strategy_kind.pipelined:
         set_stage_threads(cfg.threads, cfg.num_stages)

@@ -20,9 +20,10 @@ import sys
 import time
 
 import keras
+import numpy as np
 import tensorflow as tf
 
-from experiments.engine import build, gpipe
+from experiments.engine import build, gpipe, step_clock
 from experiments.measure import comm_probe, cpu_usage, memory
 from tf_config import events
 
@@ -49,6 +50,13 @@ class EpochStats:
     # each stage's busy share of the pipeline's span (experiments/engine/gpipe.py).
     pipeline_idle_share: float | None = None
     stage_busy_share: list | None = None
+    # Multi-worker runs: per worker, the medians of its steps' compute, waiting for the last peer
+    # and synchronization (from timestamps inside the step, --step_timeline), and who was last
+    # (results/timeline.py).
+    timeline: dict | None = None
+
+
+TRACE_STEPS = 200  # steps of the last epoch the record keeps every stamp of (its trace)
 
 
 def make_evaluate(model):
@@ -134,6 +142,8 @@ class Trainer:
         self.first_step_done_at = None  # wall clock (epoch s) when this process's first step ended
         self.gradients = None  # comm_probe.describe of the step's gradients, once traced
         self.gpu_peaks = {}  # {gpu:i: allocator peak} over the training steps (no GPU: {})
+        self.step_timeline = cfg.step_timeline
+        self.trace_stamps = None  # {replica: [[t0, t1, t2], ...]} of the last epoch's first steps
         self._train_steps = tf.function(self._steps)
         self._evaluate = make_evaluate(self.model)
         self._eval_data = workload.eval_data
@@ -171,6 +181,9 @@ class Trainer:
 
     def _step(self, iterator):
         def replica_step(images, labels):
+            t0 = None
+            if self.step_timeline:
+                t0, (images, labels) = step_clock.input_ready((images, labels))
             if self.pipeline is not None:
                 grads, per_example, logits, busy, span = self.pipeline(images, labels)
                 self.stage_busy.assign_add(busy)
@@ -187,41 +200,107 @@ class Trainer:
             # What the strategy is handed (dense or IndexedSlices, and how many rows), noted
             # while tracing: the communication probe synchronizes the same kinds and sizes.
             self.gradients = comm_probe.describe(grads)
+            t1 = None
+            if self.step_timeline:
+                t1, grads = step_clock.gradients_ready(grads)
             self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables))
+            stamps = None
+            if self.step_timeline:
+                replica = tf.distribute.get_replica_context().replica_id_in_sync_group
+                # PSS: a read after the update would pull every variable again from the ps; its
+                # step ends where the worker's next one starts (see _timeline)
+                t2 = t1 if self.coordinator is not None else step_clock.update_done(
+                    self.model.trainable_variables)
+                stamps = tf.stack([tf.cast(replica, tf.float64), t0, t1, t2])
             predicted = tf.argmax(logits, axis=-1, output_type=tf.int32)
             sums = (tf.cast(tf.reduce_sum(per_example), tf.float32),  # float64 models too
                     tf.reduce_sum(tf.cast(predicted == labels, tf.float32)),
                     tf.cast(tf.shape(labels)[0], tf.float32))
             if self.coordinator is not None:
-                return sums
+                return sums + ((stamps,) if stamps is not None else ())
             for var, value in zip((self.loss_sum, self.correct, self.seen), sums):
                 var.assign_add(value)
-            return None
+            return stamps
 
         out = self.strategy.run(replica_step, args=next(iterator))
         if self.coordinator is not None:
             # PSS: each scheduled step hands its sums back as RemoteValues (the pattern of the
             # PSS tutorial); ON_READ accumulators hung the coordinator here. The worker's index
-            # comes back too: the record counts the steps each worker ran.
+            # comes back too: the record counts the steps each worker ran. (A worker runs one
+            # replica: reducing its stamps hands them back as they are.)
             worker = tf.distribute.coordinator.experimental_get_current_worker_index()
             return [self.strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None)
                     for v in out] + [tf.cast(worker, tf.float32)]
-        return None
+        if out is None:
+            return None
+        return tf.stack(self.strategy.experimental_local_results(out))  # [local replicas, 4]
 
     def _steps(self, iterator, n):
         """`n` (a tensor: one trace for every chunk size) training steps in one call. Under PSS
         returns the chunk's (loss sum, correct, seen, worker index, steps) for the coordinator."""
+        stamps = tf.TensorArray(tf.float64, size=n) if self.step_timeline else None
         if self.coordinator is None:
-            for _ in tf.range(n):
-                self._step(iterator)
-            return None
+            for i in tf.range(n):
+                out = self._step(iterator)
+                if stamps is not None:
+                    stamps = stamps.write(i, out)
+            return stamps.stack() if stamps is not None else None  # [n, local replicas, 4]
         totals = [tf.constant(0.0)] * 3
         worker = tf.constant(0.0)
-        for _ in tf.range(n):
+        for i in tf.range(n):
             out = self._step(iterator)
             totals = [t + v for t, v in zip(totals, out[:3])]
-            worker = out[3]
-        return totals + [worker, tf.cast(n, tf.float32)]
+            if stamps is not None:
+                stamps = stamps.write(i, out[3])
+            worker = out[-1]
+        return totals + [worker, tf.cast(n, tf.float32)] + (
+            [stamps.stack()] if stamps is not None else [])  # PSS: [n, 4]
+
+    def _timeline(self, chunks):
+        """The epoch's stamps by replica (MWMS: every worker's, all-gathered: each worker calls
+        this at the same point), summarized per replica (results/timeline.breakdown); keeps the
+        first TRACE_STEPS steps' stamps for the trace. Outside the epoch's timed span."""
+        from results import timeline
+
+        if self.coordinator is not None:
+            # PSS: a step ends where the same worker's next one starts (its push, the next
+            # pull and the coordinator's dispatch in between); each worker's last step is dropped
+            rows = {}
+            for name, values in chunks:
+                rows.setdefault(name, []).extend(np.asarray(values).reshape(-1, 4)[:, 1:].tolist())
+            stamps = {}
+            for name, r in rows.items():
+                r.sort()
+                if len(r) > 1:
+                    stamps[name] = [[a[0], a[1], b[0]] for a, b in zip(r, r[1:])]
+            lockstep = False
+        else:
+            local = tf.concat(chunks, 0)  # [steps, local replicas, 4]
+            if self.cfg.num_workers > 1 and self.strategy.num_replicas_in_sync > local.shape[1]:
+                mine = self.strategy.experimental_distribute_values_from_function(
+                    lambda ctx: local[:, self._local_index(local, ctx), :])
+                rows = self.strategy.gather(mine, axis=0)
+            else:
+                rows = tf.reshape(local, [-1, 4])
+            per = max(1, self.strategy.num_replicas_in_sync // max(1, self.cfg.num_workers))
+            stamps = {}
+            for row in rows.numpy().tolist():
+                replica = int(row[0])
+                name = (f"worker:{replica // per}" + (f"/replica:{replica % per}" if per > 1
+                                                      else "")) if self.cfg.num_workers > 1 \
+                    else f"replica:{replica}"
+                stamps.setdefault(name, []).append(row[1:])
+            lockstep = len(stamps) > 1
+        self.trace_stamps = {k: v[:TRACE_STEPS] for k, v in stamps.items()}
+        parts = timeline.breakdown(stamps, lockstep)
+        return {"lockstep": lockstep, "per_worker": parts,
+                "straggler": timeline.straggler_line(parts, lockstep)}
+
+    @staticmethod
+    def _local_index(local, ctx):
+        """Which column of this worker's stamps is replica ctx.replica_id_in_sync_group's."""
+        ids = [int(v) for v in local[0, :, 0].numpy()]
+        return ids.index(ctx.replica_id_in_sync_group)
 
     def evaluate(self):
         return self._evaluate(self._eval_data)
@@ -243,7 +322,11 @@ class Trainer:
             # PSS: the hook first waits for the scheduled steps; that CPU is training's.
             self.coordinator.join()
         before = self.cpu.reading() if acts and self.cpu is not None else None
+        if acts and self.is_chief:  # a save or a trace is not a step: the hang watchdog waits
+            events.report_phase("checkpoint or trace")
         spent = call(*args, **kwargs)
+        if acts and self.is_chief:
+            events.report_phase(events.TRAIN_PHASE)
         if before is not None:
             for task, seconds in cpu_usage.by_task(self.cpu.reading(), before).items():
                 hooks_cpu[task] = hooks_cpu.get(task, 0.0) + seconds
@@ -267,8 +350,11 @@ class Trainer:
         # last epoch's evaluation (the peak over the epochs is kept in gpu_peaks).
         memory.reset_gpu_peaks()
         cpu_start = self.cpu.reading() if self.cpu is not None else None
+        if self.is_chief:  # the hang watchdog's clock runs again (from the second epoch on)
+            events.report_phase(events.TRAIN_PHASE)
         start = time.perf_counter()
         step, hooks_s, hooks_cpu = first_step, 0.0, {}
+        chunks = []  # the training calls' stamps (all-reduce and single-process strategies)
         while step < self.steps_per_epoch:
             # Several steps per call (--steps_per_execution) save the per-call dispatch; the
             # hooks below fire for the chunk that contains their step.
@@ -287,9 +373,9 @@ class Trainer:
                 remote.append(self.coordinator.schedule(self._train_steps,
                                                         args=(self._iterator, steps)))
             elif checkpoints is not None:
-                checkpoints.run_step(self._train_steps, self._iterator, steps)
+                chunks.append(checkpoints.run_step(self._train_steps, self._iterator, steps))
             else:
-                self._train_steps(self._iterator, steps)
+                chunks.append(self._train_steps(self._iterator, steps))
             if self.first_step_done_at is None:
                 if remote:  # PSS: scheduling is asynchronous; wait for this one call once
                     remote[0].fetch()
@@ -316,9 +402,13 @@ class Trainer:
             for f in fetched:
                 worker = f"worker:{int(f[3])}"
                 self.steps_by_worker[worker] = self.steps_by_worker.get(worker, 0) + int(f[4])
+            chunks = [(f"worker:{int(f[3])}", f[5]) for f in fetched] if self.step_timeline \
+                else []
         else:  # reading waits for the last step: the end of the timed span
             totals = [float(v.read_value()) for v in (self.loss_sum, self.correct, self.seen)]
         elapsed = time.perf_counter() - start - hooks_s
+        if self.is_chief:  # evaluation and the epoch's end are not steps (the hang watchdog)
+            events.report_phase("end of epoch")
         self.gpu_peaks = memory.gpu_peaks(self.gpu_peaks)  # before evaluation and the probe
         by_task = cpu_usage.by_task(self.cpu.reading(), cpu_start) \
             if cpu_start is not None else None
@@ -328,6 +418,7 @@ class Trainer:
             by_task = {task: max(0.0, seconds - hooks_cpu.get(task, 0.0))
                        for task, seconds in by_task.items()}
         cpu_s = sum(by_task.values()) if by_task is not None else None
+        timeline = self._timeline(chunks) if self.step_timeline and chunks else None
         loss_sum, correct, seen = totals
         train_loss = loss_sum / max(seen, 1.0)
         train_accuracy = correct / max(seen, 1.0)
@@ -350,7 +441,7 @@ class Trainer:
                            eval_time_s=eval_time, learning_rate=lr,
                            steps=self.steps_per_epoch - first_step, hooks_time_s=hooks_s,
                            cpu_s=cpu_s, cpu_by_task_s=by_task, pipeline_idle_share=idle,
-                           stage_busy_share=busy_share)
+                           stage_busy_share=busy_share, timeline=timeline)
         if progbar is not None:
             progbar.update(self.steps_per_epoch, values=[
                 ("loss", train_loss), ("accuracy", train_accuracy), ("eval_loss", eval_loss),

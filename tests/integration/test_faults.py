@@ -93,6 +93,9 @@ def test_mwms_fails_fast_when_a_worker_is_killed(tmp_path):
     (["--fail_at_step=-1", "--fail_task=worker:0"], "--fail_at_step=-1"),
     (["--strategy=one_device", "--fail_task=worker:0", "--fail_at_step=3"], "needs a cluster"),
     (["--fail_task=worker:1", "--fail_at_step=3", "--fail_mode=reboot"], "kill, preempt"),
+    (["--fail_task=worker:1", "--fail_at_step=3", "--fail_mode=hang", "--watchdog_s=0"],
+     "needs the watchdog on (--watchdog_s > 0, got 0)"),
+    (["--watchdog_s=-1"], "--watchdog_s=-1"),
     (["--checkpoint_every_steps=5"], "needs --checkpoint_dir"),
     (["--checkpoint_every_steps=-1", "--checkpoint_dir=/tmp/x"], "--checkpoint_every_steps=-1"),
     (["--straggler_task=worker:1"], "go together"),
@@ -253,4 +256,40 @@ def test_straggler_paces_mwms_but_not_pss(tmp_path):
     by_worker = record["steps_by_worker"]
     assert sum(by_worker.values()) == 2 * record["steps_per_epoch"]  # every step ran, once
     assert by_worker["worker:1"] < by_worker["worker:0"]
+    assert not processes_mentioning(str(tmp_path))
+
+
+def _log_dir(stdout):
+    (path,) = re.findall(r"launch: every task's full output is in (\S+)", stdout)
+    return path
+
+
+@pytest.mark.parametrize("strategy, extra, waiting", [
+    ("multi_worker_mirrored", [], "worker:0 waits inside TensorFlow at experiments/engine/"),
+    ("parameter_server", ["--num_ps=1"],
+     "chief:0 waits inside TensorFlow at experiments/engine/")])
+def test_hung_worker_is_named_by_the_watchdog(tmp_path, strategy, extra, waiting):
+    """worker:1 frozen (SIGSTOP) at step 10: no step completes; after max(--watchdog_s, k x the
+    median step) every task writes its stacks to its log and the launcher fails in one line
+    naming the frozen task and where the others wait; nothing is left running."""
+    start = time.monotonic()
+    proc = run_module("experiments.run", f"--strategy={strategy}", "--num_workers=2", *extra,
+                      "--model=mlp", *TINY, "--epochs=20", "--fail_task=worker:1",
+                      "--fail_mode=hang", "--fail_at_step=10", "--watchdog_s=4",
+                      f"--results_dir={tmp_path}")
+    elapsed = time.monotonic() - start
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "launch: injecting fault: SIGSTOP worker:1" in proc.stdout
+    (line,) = [x for x in proc.stdout.splitlines() if x.startswith("launch: FAILED: hung: ")]
+    assert re.search(r"no training step completed for \d+s after step \d+ \(the watchdog's "
+                     r"limit: max\(--watchdog_s=4, 20 x the median [\d.]+ ms between steps\) = "
+                     r"\d+s\); worker:1 is stopped \(process state stopped", line)
+    assert waiting in line and line.endswith("their Python stacks are in their logs")
+    assert elapsed < 150, f"{elapsed:.0f}s: the watchdog did not end the run"
+    log = open(os.path.join(_log_dir(proc.stdout), "worker-0.log" if strategy.startswith(
+        "multi") else "chief-0.log")).read()
+    assert "--- watchdog: " in log and "(most recent call first):" in log
+    assert 'experiments/engine/training.py", line' in log
+    assert not [n for n in os.listdir(_log_dir(proc.stdout)) if n.endswith(".stacks")]
+    assert records_in(tmp_path) == []
     assert not processes_mentioning(str(tmp_path))

@@ -1,0 +1,217 @@
+"""Where a multi-worker step's time goes, from timestamps taken inside every worker's training
+step (experiments/engine/step_clock.py): per worker, compute, waiting for the last peer and the
+synchronization; who arrived last and by how much (straggler attribution); a Chrome-trace /
+Perfetto JSON and a PNG of a few steady steps.
+
+    python -m experiments.run --strategy=multi_worker_mirrored --num_workers=2 --model=cnn
+    (the record's `timeline`; a comparison's report draws timeline-*.png and writes
+    timeline-*.json: open it at https://ui.perfetto.dev or chrome://tracing)
+
+Per step and worker three stamps: t0 its input is ready, t1 its gradients are ready (forward and
+backward done; under PSS the variables' pull is inside), t2 its update is done (the all-reduce
+and the optimizer's update). Under all-reduce the workers meet every step: a worker whose
+gradients are ready at t1 waits until the last peer's are (max t1), and the synchronization
+proper takes t2 - max t1. Under PSS t2 is the start of the same worker's next step (a read after
+the update would pull every variable again): t2 - t1 holds its push, the next pull and the
+coordinator's dispatch. No PSS worker waits for another: a straggler is one whose steps take
+longer than the others'.
+Clocks: each task's own (tf.timestamp); tasks on one machine share it, tasks on several hosts
+differ by their clocks' offset (NTP: usually below a millisecond), which moves "waiting" between
+workers.
+"""
+import json
+import statistics
+
+COMPUTE, WAIT, SYNC = "compute", "waiting for peers", "synchronization and update"
+COLORS = {COMPUTE: "tab:blue", WAIT: "lightgray", SYNC: "tab:orange"}
+
+
+def _median(values):
+    return statistics.median(values) if values else None
+
+
+def breakdown(stamps, lockstep):
+    """{worker: {compute_s, wait_s, sync_s, step_s, steps, last_share, late_s}} (medians over
+    steps; wait_s, last_share and late_s under lockstep only: the share of steps whose
+    gradients this worker had ready last, and by how much it was late in those steps: its t1
+    minus the next latest worker's). stamps: {worker: [(t0, t1, t2), ...]}; under lockstep, row
+    i of every worker is the same step."""
+    out = {}
+    workers = sorted(stamps)
+    for w in workers:
+        rows = stamps[w]
+        out[w] = {"compute_s": _median([t1 - t0 for t0, t1, _ in rows]),
+                  "sync_s": _median([t2 - t1 for _, t1, t2 in rows]),
+                  "step_s": _median([t2 - t0 for t0, _, t2 in rows]),
+                  "steps": len(rows), "wait_s": None, "last_share": None, "late_s": None}
+    if not lockstep or len(workers) < 2:
+        return out
+    steps = min(len(stamps[w]) for w in workers)
+    waits = {w: [] for w in workers}
+    syncs = {w: [] for w in workers}
+    last = {w: [] for w in workers}
+    for i in range(steps):
+        ready = {w: stamps[w][i][1] for w in workers}
+        latest = max(ready.values())
+        order = sorted(workers, key=lambda w: ready[w])
+        if ready[order[-1]] > ready[order[-2]]:  # a tie makes no one last
+            last[order[-1]].append(ready[order[-1]] - ready[order[-2]])
+        for w in workers:
+            waits[w].append(latest - ready[w])
+            syncs[w].append(stamps[w][i][2] - latest)
+    for w in workers:
+        out[w].update(wait_s=_median(waits[w]), sync_s=_median(syncs[w]),
+                      last_share=len(last[w]) / steps if steps else None,
+                      late_s=_median(last[w]))
+    return out
+
+
+def straggler_line(parts, lockstep):
+    """One line naming the straggler: under lockstep the worker last most often ('worker:1 last
+    in 83% of steps, median 12.0 ms late'), under PSS the one with the slowest median step
+    against the others' median; None with fewer than 2 workers."""
+    if len(parts) < 2:
+        return None
+    if lockstep:
+        w = max(parts, key=lambda k: parts[k]["last_share"] or 0.0)
+        p = parts[w]
+        return (f"{w} last in {p['last_share'] * 100:.0f}% of steps, median "
+                f"{(p['late_s'] or 0.0) * 1e3:.1f} ms late")
+    w = max(parts, key=lambda k: parts[k]["step_s"] or 0.0)
+    others = _median([p["step_s"] for k, p in parts.items() if k != w])
+    ratio = parts[w]["step_s"] / others if others else float("inf")
+    return (f"{w} slowest: median step {parts[w]['step_s'] * 1e3:.1f} ms, {ratio:.2f}x the "
+            f"others' median ({others * 1e3:.1f} ms)")
+
+
+def trace_events(stamps, lockstep, extra=()):
+    """Chrome-trace events (the JSON of chrome://tracing and ui.perfetto.dev): one track (pid)
+    per worker, a complete event per phase of each step; `extra`: events of the run's own
+    (checkpoints, restarts, evaluations) as {name, worker, start_s, end_s}."""
+    events = []
+    workers = sorted(stamps)
+    t_origin = min(rows[0][0] for rows in stamps.values() if rows)
+    steps = min(len(stamps[w]) for w in workers) if lockstep else None
+
+    def event(name, worker, start, end, step=None):
+        events.append({"name": name, "ph": "X", "pid": workers.index(worker) if worker in
+                       workers else len(workers), "tid": 0, "ts": (start - t_origin) * 1e6,
+                       "dur": max(0.0, end - start) * 1e6,
+                       "args": {} if step is None else {"step": step}})
+
+    for pid, w in enumerate(workers):
+        events.append({"name": "process_name", "ph": "M", "pid": pid,
+                       "args": {"name": w}})
+        for i, (t0, t1, t2) in enumerate(stamps[w]):
+            event(COMPUTE, w, t0, t1, i)
+            if lockstep and i < steps:
+                latest = max(stamps[k][i][1] for k in workers)
+                event(WAIT, w, t1, latest, i)
+                event(SYNC, w, latest, t2, i)
+            else:
+                event(SYNC, w, t1, t2, i)
+    for e in extra:
+        event(e["name"], e.get("worker"), e["start_s"], e["end_s"])
+    return events
+
+
+def trace_json(stamps, lockstep, extra=()):
+    return json.dumps({"traceEvents": trace_events(stamps, lockstep, extra),
+                       "displayTimeUnit": "ms"}) + "\n"
+
+
+def plot(stamps, lockstep, path, title):
+    """A PNG of the stamped steps: a row per worker, a bar per phase (compute, waiting for the
+    last peer, synchronization and update), time in ms from the first step's start."""
+    from results.plots import plt, save  # matplotlib, only when drawing
+
+    workers = sorted(stamps)
+    events = [e for e in trace_events(stamps, lockstep) if e["ph"] == "X"]
+    fig, ax = plt.subplots(figsize=(12, 0.6 * len(workers) + 1.6))
+    for e in events:
+        ax.barh(e["pid"], e["dur"] / 1e3, left=e["ts"] / 1e3, height=0.6,
+                color=COLORS[e["name"]], edgecolor="white", linewidth=0.3)
+    ax.set_yticks(range(len(workers)), workers)
+    ax.invert_yaxis()
+    ax.set_xlabel("time since the first stamped step's start (ms)")
+    ax.set_title(title)
+    for name, color in COLORS.items():
+        if lockstep or name != WAIT:
+            ax.barh(0, 0, color=color, label=name)
+    ax.legend(fontsize=8, loc="upper right", ncol=3)
+    return save(fig, path)
+
+
+def _rows(record):
+    """The record's per-worker breakdown of its last epoch (steady: the first traces)."""
+    epochs = [e for e in record.get("epochs") or [] if e.get("timeline")]
+    return epochs[-1]["timeline"] if epochs else None
+
+
+def _chosen(records):
+    """Multi-worker records with timestamps, first repeat only (a comparison's r0, or a run
+    outside one)."""
+    from results.cells import workers_of
+
+    out = []
+    for r in records:
+        tail = (r.get("run_name") or "").rsplit("/", 1)[-1]
+        if workers_of(r) >= 2 and _rows(r) and (tail in ("", "r0") or not tail.startswith("r")):
+            out.append(r)
+    return out
+
+
+def _name(record):
+    from results.cells import delay_of, workers_of
+
+    delay = delay_of(record)
+    return (f"timeline-{record['model']}-{record['strategy']}-n{workers_of(record)}"
+            + (f"-straggler{delay:g}ms" if delay else ""))
+
+
+def section(records, path):
+    """The report's "Where the time goes" part: per worker of each multi-worker run (first
+    repeat), the last epoch's medians and who arrived last; a PNG and a trace JSON of the first
+    stamped steps for each N=2 run and each straggler run. None without timestamps."""
+    from results.cells import delay_of, setting_of, setting_title, sort_key, workers_of
+    from results.records import write_text_atomic
+    from results.tables import Section, markdown_table
+
+    chosen = sorted(_chosen(records), key=lambda r: (sort_key(setting_of(r)), r["strategy"],
+                                                     workers_of(r), delay_of(r)))
+    if not chosen:
+        return None
+    table, lines, plots, files = [], [], [], []
+    for r in chosen:
+        t = _rows(r)
+        where = (f"{setting_title(setting_of(r))}: {r['strategy']} N={workers_of(r)}"
+                 + (f", {r['straggler']['task']} slowed {delay_of(r):g} ms" if delay_of(r)
+                    else ""))
+        for w, p in sorted(t["per_worker"].items()):
+            ms = lambda v: f"{v * 1e3:.2f}" if v is not None else "–"  # noqa: E731
+            table.append([where, w, ms(p["compute_s"]), ms(p["wait_s"]), ms(p["sync_s"]),
+                          f"{p['last_share'] * 100:.0f}%" if p["last_share"] is not None
+                          else "–", ms(p["late_s"])])
+        if t.get("straggler"):
+            lines.append(f"- {where}: {t['straggler']}.")
+        trace = (r.get("timeline") or {}).get("stamps")
+        if trace and (workers_of(r) == 2 or delay_of(r)):
+            lockstep = t["lockstep"]
+            first = {k: v[:12] for k, v in trace.items()}
+            plots.append(plot(first, lockstep, path(_name(r) + ".png"),
+                              f"{where}: the first stamped steps of the last epoch"))
+            files.append(write_text_atomic(path(_name(r) + ".json"), trace_json(
+                trace, lockstep)))
+    text = ["## Where the time goes (timestamps inside every step)", "",
+            "Each worker stamps its steps: input ready (t0), gradients ready (t1), update done "
+            "(t2; under PSS the start of its next step). Compute = t1 - t0; under all-reduce a "
+            "worker then waits for the last peer's gradients (max t1 - t1) and the "
+            "synchronization and update take t2 - max t1; 'last' = the share of steps whose "
+            "gradients this worker had ready last, 'late' = by how much, median (results/"
+            "timeline.py). Medians over the last epoch's steps, first repeat of each cell. The "
+            "trace files (timeline-*.json) open at https://ui.perfetto.dev.", "",
+            markdown_table(["run", "worker", "compute ms", "waiting for peers ms",
+                            "synchronization and update ms", "last", "late ms"], table)]
+    if lines:
+        text += ["", "Who holds the others back:", ""] + lines
+    return Section("\n".join(text), plots=plots, files=files)
