@@ -137,6 +137,12 @@ def main(argv):
         if cfg.fail_mode == "hang" and cfg.fail_task and not launch_cfg.watchdog_s:
             raise ConfigError(f"--fail_mode=hang freezes {cfg.fail_task} for good: it needs the "
                               f"watchdog on (--watchdog_s > 0, got 0)")
+        if cfg.fail_mode == "hang" and cfg.fail_task and \
+                cfg.fail_at_step <= cfg.steps_per_execution:
+            raise ConfigError(f"--fail_mode=hang at --fail_at_step={cfg.fail_at_step} freezes "
+                              f"{cfg.fail_task} inside the first training call (steps 1.."
+                              f"{cfg.steps_per_execution}), before the watchdog arms: give "
+                              f"--fail_at_step > {cfg.steps_per_execution}")
         shaping = _emulation(cfg, launch_cfg, role)
     except (ConfigError, TFConfigError) as e:
         bad_input(e)

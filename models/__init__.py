@@ -5,9 +5,16 @@
     resnet       ResNet-20, BatchNorm, 32x32x3: compute-heavy
     wide_mlp     3 x 2048 units: tens of MB of gradients per step, communication-bound
     embedding    100,000-word embedding on token ids (--dataset=synthetic_tokens): sparse
+    vit          a Vision Transformer on image patches (vit_small: wider, deeper)
+    gpt          a decoder-only transformer predicting the next token
+                 (--dataset=synthetic_sequences; gpt_small: wider, deeper)
 """
-MODELS = ("mlp", "cnn", "resnet", "wide_mlp", "embedding")
+MODELS = ("mlp", "cnn", "resnet", "wide_mlp", "embedding", "vit", "vit_small", "gpt",
+          "gpt_small")
 # Models whose input is token ids rather than images, and the datasets that provide them.
-TOKEN_MODELS = ("embedding",)
+TOKEN_MODELS = ("embedding", "gpt", "gpt_small")
+# Token models whose classes are the tokens themselves (next-token prediction): their dataset's
+# vocabulary must equal its classes.
+NEXT_TOKEN_MODELS = ("gpt", "gpt_small")
 # How models/stages.py balances pipeline stages: parameter count, or measured time.
 STAGE_COSTS = ("params", "time")

@@ -6,8 +6,10 @@
 from models import MODELS
 from models.cnn import build_cnn
 from models.embedding import build_embedding
+from models.gpt import build_gpt
 from models.mlp import build_mlp
 from models.resnet import build_resnet
+from models.vit import build_vit
 from models.wide_mlp import build_wide_mlp
 
 
@@ -24,4 +26,8 @@ def build(name, input_shape, num_classes, batchnorm=False, sync_batchnorm=False)
         return build_wide_mlp(input_shape, num_classes)
     if name == "embedding":
         return build_embedding(input_shape, num_classes)
+    if name in ("vit", "vit_small"):
+        return build_vit(input_shape, num_classes, name=name)
+    if name in ("gpt", "gpt_small"):
+        return build_gpt(input_shape, num_classes, name=name)
     raise ValueError(f"unknown model {name!r}; valid models: {', '.join(MODELS)}")

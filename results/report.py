@@ -22,10 +22,19 @@ def _target(r):
     return f"{fmt(r['time_to_target_s'])} ({r['target_reached_runs']}/{r['runs']})"
 
 
+def _compute(r):
+    """Achieved training GFLOP/s and its share of the matmul peak (experiments/measure/flops.py):
+    low with little communication is slow kernels or input, not the strategy."""
+    if r.get("achieved_gflops") is None:
+        return "–"
+    share = f" ({r['share_of_peak'] * 100:.0f}%)" if r.get("share_of_peak") is not None else ""
+    return f"{r['achieved_gflops']:.1f}{share}"
+
+
 def _table(rows, target_accuracy=None):
     head = ["strategy", "N", "threads/task", "epoch time s (min–max)", "examples/s", "speedup",
-            "scaling %", "vs fastest 1-process", "vs plain TF loop", "cores used", "eval acc",
-            "Δ acc vs baseline"]
+            "scaling %", "vs fastest 1-process", "vs plain TF loop", "cores used",
+            "GFLOP/s (of peak)", "eval acc", "Δ acc vs baseline"]
     if target_accuracy:
         head.append(f"s to {target_accuracy:.0%} acc (runs reached)")
     cells = []
@@ -36,7 +45,7 @@ def _table(rows, target_accuracy=None):
                       f"{fmt(r['epoch_time_max_s'])})", fmt(r["examples_per_sec"], 4),
                       fmt(r["speedup"]), fmt(r["scaling_percent"]),
                       fmt(r["speedup_vs_reference"]), fmt(r["vs_engine_floor"]),
-                      fmt(r["cores_used"], 2), fmt(r["final_eval_accuracy"]),
+                      fmt(r["cores_used"], 2), _compute(r), fmt(r["final_eval_accuracy"]),
                       fmt(r["accuracy_delta"], 2)] + ([_target(r)] if target_accuracy else []))
     return markdown_table(head, cells)
 
@@ -60,7 +69,9 @@ def markdown(rows, problems, plot_files, target_accuracy, sections=()):
                  "(its share of this machine); "
                  "'vs fastest 1-process' = T_ref/TN against the fastest single process measured "
                  "in the setting (named under each table); 'vs plain TF loop' = the row's "
-                 "throughput over a plain TF loop's (engine_floor) at the same threads per task. "
+                 "throughput over a plain TF loop's (engine_floor) at the same threads per task; "
+                 "GFLOP/s = 3 x the model's forward FLOPs per example x examples/s, against a "
+                 "matmul's FLOP/s on the processes that trained at once (its peak). "
                  "Times are per example trained (epochs are rounded to whole global batches)."
                  + (f" Time to {target_accuracy:.0%} eval accuracy is the median over the runs "
                     "that reached it, with how many did." if target_accuracy else ""))

@@ -30,7 +30,8 @@ COLUMNS = (
     "speedup_vs_reference", "reference_row", "vs_engine_floor", "final_eval_accuracy",
     "final_eval_loss", "accuracy_delta", "loss_delta", "time_to_target_s",
     "target_reached_runs", "step_time_s", "communication_fraction", "cores_used",
-    "examples_per_cpu_second", "cpu_scope", "cores_by_task",
+    "examples_per_cpu_second", "cpu_scope", "cores_by_task", "achieved_gflops",
+    "share_of_peak",
 )
 _ROLE_ORDER = {ENGINE_FLOOR: 0, BASELINE_RUN: 1, REFERENCE_RUN: 2, "strategy": 3}
 
@@ -58,6 +59,15 @@ def _cpu(runs):
                                       for t in tasks) or None}
 
 
+def _compute(runs):
+    """Median achieved GFLOP/s and share of the measured matmul peak (the record's `compute`,
+    experiments/measure/flops.py); None without it."""
+    computes = [r.get("compute") or {} for r in runs]
+    achieved = metrics.median([c.get("achieved_flops_per_sec") for c in computes])
+    return {"achieved_gflops": achieved / 1e9 if achieved else None,
+            "share_of_peak": metrics.median([c.get("share_of_peak") for c in computes])}
+
+
 def _row(role, strategy, n, setting, threads, runs, target_accuracy):
     time_s, rate = metrics.pooled_steady(runs)
     examples = metrics.median([r["train_examples"] for r in runs])
@@ -81,6 +91,8 @@ def _row(role, strategy, n, setting, threads, runs, target_accuracy):
                                                     strategy, n),
         "communication_fraction": metrics.median([r.get("communication_fraction") for r in runs]),
         **_cpu(runs),
+        # the record's `compute` (experiments/measure/flops.py): training FLOPs x examples/s
+        **_compute(runs),
     }
 
 

@@ -20,6 +20,7 @@ differ by their clocks' offset (NTP: usually below a millisecond), which moves "
 workers.
 """
 import json
+import re
 import statistics
 
 COMPUTE, WAIT, SYNC = "compute", "waiting for peers", "synchronization and update"
@@ -84,13 +85,33 @@ def straggler_line(parts, lockstep):
             f"others' median ({others * 1e3:.1f} ms)")
 
 
+# When a worker counts as the straggler: last in at least this share of the steps (lockstep), or
+# its median step this many times the others' (PSS). Below, the order of arrival is noise: two
+# equal workers on shared cores take turns being last.
+CLEAR_LAST_SHARE = 0.7
+CLEAR_STEP_RATIO = 1.2
+
+
+def clear_straggler(parts, lockstep):
+    """The worker that clearly holds the others back (see CLEAR_*), or None."""
+    if len(parts) < 2:
+        return None
+    if lockstep:
+        w = max(parts, key=lambda k: parts[k]["last_share"] or 0.0)
+        return w if (parts[w]["last_share"] or 0.0) >= CLEAR_LAST_SHARE else None
+    w = max(parts, key=lambda k: parts[k]["step_s"] or 0.0)
+    others = _median([p["step_s"] for k, p in parts.items() if k != w])
+    return w if others and parts[w]["step_s"] >= CLEAR_STEP_RATIO * others else None
+
+
 def trace_events(stamps, lockstep, extra=()):
     """Chrome-trace events (the JSON of chrome://tracing and ui.perfetto.dev): one track (pid)
     per worker, a complete event per phase of each step; `extra`: events of the run's own
     (checkpoints, restarts, evaluations) as {name, worker, start_s, end_s}."""
     events = []
     workers = sorted(stamps)
-    t_origin = min(rows[0][0] for rows in stamps.values() if rows)
+    t_origin = min([rows[0][0] for rows in stamps.values() if rows] +
+                   [e["start_s"] for e in extra])
     steps = min(len(stamps[w]) for w in workers) if lockstep else None
 
     def event(name, worker, start, end, step=None):
@@ -110,9 +131,30 @@ def trace_events(stamps, lockstep, extra=()):
                 event(SYNC, w, latest, t2, i)
             else:
                 event(SYNC, w, t1, t2, i)
+    if extra:
+        events.append({"name": "process_name", "ph": "M", "pid": len(workers),
+                       "args": {"name": "run (chief)"}})
     for e in extra:
         event(e["name"], e.get("worker"), e["start_s"], e["end_s"])
     return events
+
+
+def run_events(record):
+    """The run's own spans for its trace: each epoch's training and evaluation (the chief's wall
+    clock) and each restart of a lost task (from the loss until training went on)."""
+    out = []
+    for e in record.get("epochs") or []:
+        if e.get("started_at") and e.get("eval_started_at") and e.get("ended_at"):
+            out.append({"name": f"epoch {e['epoch']}: training", "start_s": e["started_at"],
+                        "end_s": e["eval_started_at"]})
+            out.append({"name": f"epoch {e['epoch']}: evaluation and its end",
+                        "start_s": e["eval_started_at"], "end_s": e["ended_at"]})
+    for r in record.get("restarts") or []:
+        if r.get("at_time"):
+            out.append({"name": f"restart of {r['task']} ({r['action']})",
+                        "start_s": r["at_time"],
+                        "end_s": r["at_time"] + (r.get("recovery_s") or 0.0)})
+    return out
 
 
 def trace_json(stamps, lockstep, extra=()):
@@ -156,17 +198,23 @@ def _chosen(records):
     out = []
     for r in records:
         tail = (r.get("run_name") or "").rsplit("/", 1)[-1]
-        if workers_of(r) >= 2 and _rows(r) and (tail in ("", "r0") or not tail.startswith("r")):
+        if workers_of(r) >= 2 and _rows(r) and not re.fullmatch(r"r[1-9]\d*", tail):
             out.append(r)
     return out
 
 
-def _name(record):
-    from results.cells import delay_of, workers_of
+def _cell(record):
+    """The comparison cell of a record ('straggler-multi_worker_mirrored-n2-d50'), or for a run
+    outside a comparison its strategy, N and run id."""
+    from results.cells import workers_of
 
-    delay = delay_of(record)
-    return (f"timeline-{record['model']}-{record['strategy']}-n{workers_of(record)}"
-            + (f"-straggler{delay:g}ms" if delay else ""))
+    name = (record.get("run_name") or "").split("/")[0]
+    return name or f"{record['strategy']}-n{workers_of(record)}-{record.get('run_id', '')[-6:]}"
+
+
+def _name(record):
+    raw = f"timeline-{record['model']}-{record.get('train_examples', '')}-{_cell(record)}"
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", raw)
 
 
 def section(records, path):
@@ -184,15 +232,15 @@ def section(records, path):
     table, lines, plots, files = [], [], [], []
     for r in chosen:
         t = _rows(r)
-        where = (f"{setting_title(setting_of(r))}: {r['strategy']} N={workers_of(r)}"
-                 + (f", {r['straggler']['task']} slowed {delay_of(r):g} ms" if delay_of(r)
+        where = (f"{setting_title(setting_of(r))}: {_cell(r)}"
+                 + (f" ({r['straggler']['task']} slowed {delay_of(r):g} ms)" if delay_of(r)
                     else ""))
         for w, p in sorted(t["per_worker"].items()):
             ms = lambda v: f"{v * 1e3:.2f}" if v is not None else "–"  # noqa: E731
             table.append([where, w, ms(p["compute_s"]), ms(p["wait_s"]), ms(p["sync_s"]),
                           f"{p['last_share'] * 100:.0f}%" if p["last_share"] is not None
                           else "–", ms(p["late_s"])])
-        if t.get("straggler"):
+        if clear_straggler(t["per_worker"], t["lockstep"]):
             lines.append(f"- {where}: {t['straggler']}.")
         trace = (r.get("timeline") or {}).get("stamps")
         if trace and (workers_of(r) == 2 or delay_of(r)):
@@ -201,7 +249,7 @@ def section(records, path):
             plots.append(plot(first, lockstep, path(_name(r) + ".png"),
                               f"{where}: the first stamped steps of the last epoch"))
             files.append(write_text_atomic(path(_name(r) + ".json"), trace_json(
-                trace, lockstep)))
+                trace, lockstep, run_events(r))))
     text = ["## Where the time goes (timestamps inside every step)", "",
             "Each worker stamps its steps: input ready (t0), gradients ready (t1), update done "
             "(t2; under PSS the start of its next step). Compute = t1 - t0; under all-reduce a "
@@ -212,6 +260,8 @@ def section(records, path):
             "trace files (timeline-*.json) open at https://ui.perfetto.dev.", "",
             markdown_table(["run", "worker", "compute ms", "waiting for peers ms",
                             "synchronization and update ms", "last", "late ms"], table)]
-    if lines:
-        text += ["", "Who holds the others back:", ""] + lines
+    text += ["", "Who holds the others back (a worker last in at least "
+             f"{CLEAR_LAST_SHARE:.0%} of the steps; under PSS, steps at least "
+             f"{CLEAR_STEP_RATIO:g}x the others'):", ""]
+    text += lines or ["- nobody: in every run the order of arrival looks like noise."]
     return Section("\n".join(text), plots=plots, files=files)

@@ -98,6 +98,10 @@ def profile_of(setting, baseline, own_n1, runs):
              if r["communication"].get("pull_bytes")]
     optimizer = (runs[0].get("config") or {}).get("optimizer", "momentum")
     first = runs[0]
+    # what a pipeline of this model would move per example and boundary (the records' two-stage
+    # cut, experiments/engine/record.py): the planner plans pipelines only with it
+    boundary = metrics.median([r.get("boundary_activation_bytes") for r in [
+        *baseline, *runs, *(x for rs in own_n1.values() for x in rs)]])
     profile = cost_model.WorkloadProfile(
         model=setting[SETTING_KEYS.index("model")], batch=step_batch_of(first),
         compute_s=compute, gradient_bytes={dtype: comm["gradient_bytes"]},
@@ -107,6 +111,7 @@ def profile_of(setting, baseline, own_n1, runs):
         optimizer_state_bytes=parameters * cost_model.OPTIMIZER_SLOTS.get(optimizer, 0),
         activation_bytes=_activations(runs, parameters, optimizer), overhead_s=overhead,
         tensors=max(1, sum(kinds.values())), overlap=overlap,
+        boundary_activation_bytes=int(boundary or 0),
         device=f"{(first.get('environment') or {}).get('cpu_model') or 'this machine'}, "
               f"1 thread", source=", ".join(sorted({r["run_id"] for r in [
                   *baseline, *runs]}))[:200])

@@ -3,14 +3,16 @@
 Tasks -> launcher, as marker lines on their output (the launcher reads them and never shows them):
     tfdist-fault: kill worker:1 12   the chief asks for a fault (--fail_task, --fail_at_step)
     tfdist-step: 212                 the chief finished (MWMS) or scheduled (PSS) global step 212
+    tfdist-done: 212                 PSS: the scheduled call ending at global step 212 finished
     tfdist-resumed: 200              the chief restored a checkpoint with 200 steps done
+    tfdist-finished: worker:1        a task did all its work (what is left is its process's exit)
     tfdist-phase: evaluate           the chief leaves the training steps for a while (evaluate,
                                      checkpoint) or returns to them (train): the hang watchdog
                                      (tf_config/watchdog.py) stops and restarts its clock
 Launcher -> tasks, in their environment: the run tag, the launch time, which attempt this cluster
 is (0, then 1.. after whole-cluster restarts) and a JSON file, rewritten atomically, with the
 faults injected and the restarts so far; the chief copies it into the record.
-Only the launcher's chief reads markers; without a launcher (Vertex, a TFJob) nothing is printed.
+The launcher reads the chief's markers (and every task's `finished`); without a launcher (Vertex, a TFJob) nothing is printed.
 """
 import json
 import os
@@ -19,6 +21,8 @@ import tempfile
 
 FAULT_MARK = "tfdist-fault: "
 STEP_MARK = "tfdist-step: "
+DONE_MARK = "tfdist-done: "
+FINISHED_MARK = "tfdist-finished: "
 RESUMED_MARK = "tfdist-resumed: "
 PHASE_MARK = "tfdist-phase: "
 TRAIN_PHASE = "train"
@@ -56,6 +60,14 @@ def report_step(step):
 def report_phase(name):
     """TRAIN_PHASE when the chief returns to training steps; anything else when it leaves them."""
     _mark(PHASE_MARK, name)
+
+
+def report_done(step):
+    _mark(DONE_MARK, step)
+
+
+def report_finished(task):
+    _mark(FINISHED_MARK, task)
 
 
 def report_resumed(step):

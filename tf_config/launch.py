@@ -29,7 +29,8 @@ import psutil
 
 from tf_config import events, netns, recovery, watchdog
 from tf_config.events import (ATTEMPT_ENV, BAD_INPUT_EXIT_CODE, EVENTS_ENV,  # noqa: F401
-                              FAULT_MARK, FAULT_SIGNALS, LAUNCH_T0_ENV, PHASE_MARK, PIN_CPUS_ENV,
+                              DONE_MARK, FAULT_MARK, FAULT_SIGNALS, FINISHED_MARK,
+                              LAUNCH_T0_ENV, PHASE_MARK, PIN_CPUS_ENV,
                               PREEMPTED_EXIT_CODE, RESUMED_MARK, RUN_TAG_ENV, STEP_MARK)
 from tf_config.spec import local_cluster, tf_config_json
 from tf_config.task_process import Task
@@ -107,6 +108,7 @@ class Cluster:
         self.tasks = []
         self.last_step = 0  # the chief's, from its step markers
         self.watchdog = watchdog.Watchdog(opts.watchdog_s, opts.watchdog_factor)
+        self.finished = set()  # tasks that said they did all their work (events.FINISHED_MARK)
         threads = opts.threads_per_task or default_threads(
             sum(len(v) for v in cluster.values()))
         self.threads = threads
@@ -137,8 +139,13 @@ class Cluster:
         """Marker lines (tf_config.events); read on the task's output thread."""
         if line.startswith(FAULT_MARK):
             self._inject(line[len(FAULT_MARK):].strip())
+        elif line.startswith(FINISHED_MARK):
+            self.finished.add(task.name)
         elif task is self.chief and line.startswith(STEP_MARK):
             self.last_step = int(line[len(STEP_MARK):])
+            if not self.pss:  # PSS schedules ahead: its calls' ends are the progress
+                self.watchdog.progress()
+        elif task is self.chief and line.startswith(DONE_MARK):
             self.watchdog.progress()
             message = self.journal.recovered(attempt=self.attempt)
             if message:
@@ -325,6 +332,14 @@ class Cluster:
             try:
                 task.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
+                if task.name in self.finished:
+                    # Its work is done (the chief's record too): what hangs is the process's
+                    # exit, TensorFlow's shutdown after the chief (the coordination service's
+                    # leader) has gone. Stopped with the cluster; the run stands.
+                    self.out(f"launch: {task.name} did all its work but had not exited "
+                             f"{self.opts.done_grace_s:g}s after the chief (TensorFlow's "
+                             f"shutdown); stopped")
+                    continue
                 return Outcome(1, f"task {task.name} did not finish within "
                                   f"{self.opts.done_grace_s:g}s of the chief")
             if task.proc.returncode != 0:
@@ -460,7 +475,7 @@ def main():
                                     "--watchdog_factor x their median interval); 0: off.",
                                     lower_bound=0.0)
     watchdog_factor = flags.DEFINE_float("watchdog_factor", 20.0, "See --watchdog_s.",
-                                         lower_bound=0.0)
+                                         lower_bound=1e-3)
     log_dir = flags.DEFINE_string("task_log_dir", "", "Each task's full output goes to "
                                   "TASK_LOG_DIR/<task>.log (default: a temporary directory, kept when "
                                   "the launch fails).")

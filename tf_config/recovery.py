@@ -115,7 +115,8 @@ class Journal:
                      "action": "task" if action == RESTART_TASK else "cluster",
                      # A PSS coordinator reschedules the lost worker's steps: none are lost.
                      "steps_lost": 0 if action == RESTART_TASK else None,
-                     "resumed_from_step": None, "recovery_s": None}
+                     "resumed_from_step": None, "recovery_s": None,
+                     "at_time": round(time.time(), 3)}  # wall clock: the run's trace places it
             self.restarts.append(entry)
             key = task if action == RESTART_TASK else self._CLUSTER
             self._pending[key] = (entry, time.monotonic(), attempt)

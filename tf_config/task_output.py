@@ -42,7 +42,8 @@ _ALIVE = re.compile(r"^(Epoch \d+/\d+|\d+/\d+ - )")
 _CONTINUATION = re.compile(r"^(Additional GRPC error information|:UNKNOWN:|This could happen if"
                            r"|\s*\{grpc_|\s*$|Instructions for updating:|/job:\w+/"
                            r"|The tasks have crashed)")
-_MARKS = (events.FAULT_MARK, events.STEP_MARK, events.RESUMED_MARK, events.PHASE_MARK)
+_MARKS = (events.FAULT_MARK, events.STEP_MARK, events.DONE_MARK, events.RESUMED_MARK,
+          events.PHASE_MARK, events.FINISHED_MARK)
 
 
 def is_startup_noise(line):

@@ -10,6 +10,7 @@ import subprocess
 import threading
 
 from tf_config.events import ATTEMPT_ENV
+from tf_config.watchdog import STACKS_ENV
 from tf_config.task_output import ConsoleFilter
 
 
@@ -37,6 +38,9 @@ class Task:
     def start(self):
         """Starts (or restarts) the task's process with its original command and TF_CONFIG."""
         self.tail.clear()  # the last process's lines must not explain the new one's end
+        stacks = self._env.get(STACKS_ENV)
+        if stacks and os.path.exists(stacks):  # the last process's: this one has not registered
+            os.remove(stacks)
         self.proc = subprocess.Popen(self._argv, env=self._env, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      start_new_session=True, preexec_fn=die_with_parent)

@@ -8,11 +8,13 @@ task and what the others wait for, instead of waiting silently for a collective'
 
 The clock: the chief's step markers (tf_config.events). The watchdog arms at the first one (the
 first step traces and may take minutes), and fires when the next one is later than
-max(--watchdog_s, --watchdog_factor x the median time between markers so far). Evaluation and
-checkpoints stop the clock (they may legitimately take long: a hang inside them is not caught)
-and the return to training steps restarts it. Each task registers faulthandler for SIGUSR1 at start (`enable_dumps`);
+max(--watchdog_s, --watchdog_factor x the median time between markers so far); under PSS the
+markers of its calls' ends (scheduling runs ahead). The end of an epoch's steps, evaluation,
+checkpoints and traces stop the clock (they may legitimately take long: a hang inside them is not
+caught) and the return to training steps restarts it. Each task registers faulthandler for SIGUSR1 at start (`enable_dumps`);
 the launcher signals only tasks that did, since SIGUSR1 kills a process that did not.
 """
+import collections
 import faulthandler
 import os
 import re
@@ -42,35 +44,43 @@ class Watchdog:
     """When a run counts as hung: `progress` at each step marker, `phase(False)` when the chief
     leaves the steps (evaluation, a checkpoint), `phase(True)` when it returns to them;
     `overdue(now)` -> (seconds since the clock last started, the limit, the median interval)
-    once past the limit."""
+    once past the limit. The launcher's reader threads call the first two while its supervising
+    loop calls `overdue`: each reads the shared state once."""
+
+    WINDOW = 1000  # the median is over the last WINDOW intervals between steps
 
     def __init__(self, timeout_s, factor):
         self.timeout_s, self.factor = timeout_s, factor
         self._last = None  # when the clock last started; None: not armed, or stopped
         self._stepped = False  # a step has completed (the first one traces: never timed)
-        self._intervals = []
+        self._intervals = collections.deque(maxlen=self.WINDOW)
+        self._median = 0.0  # of _intervals, updated with each step
 
     def progress(self, now=None):
         now = time.monotonic() if now is None else now
-        if self._last is not None:
-            self._intervals.append(now - self._last)
+        last = self._last
+        if last is not None:
+            self._intervals.append(now - last)
+            self._median = statistics.median(self._intervals)
         self._last, self._stepped = now, True
 
     def phase(self, training, now=None):
         now = time.monotonic() if now is None else now
-        # back to steps: the clock starts (once the first step is done); no interval counted
+        # back to steps: the clock starts again once the first step is done (the time away
+        # from the steps is no interval: the next step's counts from here)
         self._last = now if training and self._stepped else None
 
     def limit(self):
-        median = statistics.median(self._intervals) if self._intervals else 0.0
+        median = self._median
         return max(self.timeout_s, self.factor * median), median
 
     def overdue(self, now=None):
-        if not self.timeout_s or self._last is None:
+        last = self._last
+        if not self.timeout_s or last is None:
             return None
         now = time.monotonic() if now is None else now
         limit, median = self.limit()
-        waited = now - self._last
+        waited = now - last
         return (waited, limit, median) if waited > limit else None
 
 
@@ -138,8 +148,8 @@ def diagnose(tasks, root):
             stuck.append(f"{name} has exited")
             continue
         if not text:
-            stuck.append(f"{name} did not write its stacks within {DUMP_WAIT_S:g}s (stuck in C "
-                         "code, or it never registered for them)")
+            stuck.append(f"{name} did not write its stacks within {DUMP_WAIT_S:g}s (it had not "
+                         "registered for them yet, or it is not this toolkit's command)")
             continue
         said, in_tf = where(text, root)
         if said is None:

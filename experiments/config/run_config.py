@@ -126,6 +126,9 @@ class RunConfig:
                               "count, or by measured forward+backward seconds.", STAGE_COSTS)
     profile_steps: str = setting("", "FIRST,LAST: TF profiler trace of these global steps on the "
                                  "chief (TensorBoard Profile tab).")
+    compute_probe: bool = setting(True, "After training, on the chief: count the model's FLOPs "
+                                  "per example and time a matmul, for the achieved share of this "
+                                  "machine's compute (the record's `compute`).")
     comm_probe: bool = setting(True, "After training, time one step's gradient synchronization "
                                "in isolation (record: communication_fraction).")
     comm_sweep: bool = setting(False, "With the probe: also time the strategy's synchronization "

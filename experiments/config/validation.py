@@ -10,7 +10,7 @@ import re
 from experiments.config.run_config import ConfigError
 from experiments.workload import npz_data, user_code
 from experiments.workload.datasets import DATASETS, is_user_dataset
-from models import MODELS, TOKEN_MODELS
+from models import MODELS, NEXT_TOKEN_MODELS, TOKEN_MODELS
 from strategies import LOCAL_REPLICAS, MULTI_WORKER, PARAMETER_SERVERS, PIPELINED, kind
 
 
@@ -177,6 +177,14 @@ def validate(cfg):
         raise ConfigError(f"--model={cfg.model} reads token ids: use --dataset="
                           f"{' or '.join(token_sets)} (or your own integer features), not "
                           f"--dataset={cfg.dataset}")
+    if cfg.model in NEXT_TOKEN_MODELS and tokens and \
+            DATASETS[cfg.dataset].vocab_size != DATASETS[cfg.dataset].num_classes:
+        next_token = [n for n, i in DATASETS.items() if i.vocab_size and
+                      i.vocab_size == i.num_classes]
+        raise ConfigError(f"--model={cfg.model} predicts the next token (its classes are the "
+                          f"vocabulary): use --dataset={' or '.join(next_token)}, not --dataset="
+                          f"{cfg.dataset} ({DATASETS[cfg.dataset].num_classes} classes, "
+                          f"{DATASETS[cfg.dataset].vocab_size} tokens)")
     if tokens and cfg.model in MODELS and cfg.model not in TOKEN_MODELS:
         raise ConfigError(f"--dataset={cfg.dataset} is token ids: use --model="
                           f"{' or '.join(TOKEN_MODELS)} (or your own model), not --model="

@@ -17,10 +17,31 @@ import psutil
 
 from experiments.engine import gpipe
 from experiments.measure import cpu_usage, environment, memory
+from models import stages as model_stages
 from results import metrics, records
 from strategies import all_reduce_workers, kind
 from tf_config import events, netshape
 from tf_config.events import LAUNCH_T0_ENV
+
+
+def _boundary_bytes(trainer, pipe):
+    """Bytes per example that would cross a pipeline stage boundary of this model: a pipelined
+    run's largest boundary; else the cut of a two-stage split balanced by parameters (what the
+    planner's pipelines move, results/planner.py). None where the model cannot be cut (one
+    segment, subclassed, a size known only at run time)."""
+    if pipe is not None:
+        sizes = [st.output_bytes_per_example for st in trainer.stages[:-1]]
+        return max(sizes) if sizes and None not in sizes else None
+    model = getattr(trainer, "model", None)
+    try:
+        return model_stages.split(model, 2, "params")[0].output_bytes_per_example \
+            if model is not None else None
+    except model_stages.StageError:
+        return None
+    except Exception as e:  # noqa: BLE001 - a figure for the planner, never worth the record
+        print(f"boundary bytes: the model could not be split ({type(e).__name__}: {e}); "
+              f"recorded as null", flush=True)
+        return None
 
 
 def _peak_memory(trainer):
@@ -132,6 +153,7 @@ def build_record(cfg, role, trainer, strategy, run_id, epochs, checksum, extra_c
         "timeline": ({"stamps": trainer.trace_stamps, "epoch": epochs[-1]["epoch"]}
                      if getattr(trainer, "trace_stamps", None) else None),
         "pipeline": pipe,
+        "boundary_activation_bytes": _boundary_bytes(trainer, pipe),
         "resumed_epochs": [e["epoch"] for e in epochs if e.get("resumed")],
         # The epochs this process timed itself (a resumed run's others came from its checkpoint).
         "epochs_timed_here": [e["epoch"] for e in epochs if not e.get("resumed")],

@@ -15,14 +15,14 @@ from experiments.engine.checkpoints import Checkpoints
 from experiments.engine.record import build_record, new_run_id, write
 from experiments.engine.build import build, input_context
 from experiments.engine.training import Trainer
-from experiments.measure import comm_probe, cpu_usage
+from experiments.measure import comm_probe, cpu_usage, flops
 from experiments.measure.profiling import StepProfiler
 from experiments.workload.inputs import dataset_info
 from experiments.workload.user_code import UserCodeError
 from results import metrics
 from strategies import all_reduce_workers, kind
 from strategies.factory import MissingGPUs, TPUUnavailable, check_gpus, get_strategy
-from tf_config import watchdog
+from tf_config import events, watchdog
 
 
 # A PSS server runs functions whose ops block (iterator reads, variable reads from a ps); with
@@ -72,6 +72,33 @@ def _serve(role, threads):
     print(f"{role.name} serving at {role.cluster[role.task_type][role.task_index]}", flush=True)
     server.join()
     return 0
+
+
+def _compute(cfg, trainer):
+    """(forward FLOPs per example, one process's matmul FLOP/s or None, processes training at
+    once), or None without a FLOP count. The peak is left out where one matmul here is not what
+    the run's devices do at once: pipelines (each stage's device has a pool of its own) and
+    TPUs. GPUs: a matmul per local replica's GPU. A local cluster's workers share this machine's
+    cores (at most the launcher's usable cores / threads of them run at once, pinned or not); a
+    platform's each have their own host."""
+    forward = flops.forward_flops_per_example(trainer.model)
+    if forward is None:
+        return None
+    strategy_kind = kind(cfg.strategy)
+    if strategy_kind.accelerator or strategy_kind.pipelined:
+        return forward, None, 0
+    processes = 1
+    if strategy_kind.local_replicas and tf.config.list_physical_devices("GPU"):
+        processes = cfg.num_replicas
+    if strategy_kind.multi_worker:
+        processes = cfg.num_workers
+        if events.under_launcher():
+            import psutil
+
+            cores = len(psutil.Process(os.getppid()).cpu_affinity())  # the launcher's: unpinned
+            threads = cfg.threads or cores
+            processes = min(processes, max(1, cores // threads))
+    return forward, flops.matmul_peak(), processes
 
 
 def run_task(cfg, role, extra_config=None):
@@ -162,9 +189,19 @@ def run_task(cfg, role, extra_config=None):
                 for key in ("time_s", "examples_per_sec", "train_loss", "train_accuracy",
                             "eval_loss", "eval_accuracy", "learning_rate"):
                     tf.summary.scalar(key, epochs[-1][key])
+                # where each worker's step went (--step_timeline): medians over the epoch, in ms
+                for name, part in ((epochs[-1].get("timeline") or {}).get("per_worker")
+                                   or {}).items():
+                    for key in ("compute_s", "wait_s", "sync_s"):
+                        if part.get(key) is not None:
+                            tf.summary.scalar(f"step_ms/{key[:-2]}/{name.replace(':', '_')}",
+                                              part[key] * 1e3)
             writer.flush()
     if profiler is not None:
         profiler.close()
+    # The chief's matmul first: the other workers wait idle in the communication probe's first
+    # collective meanwhile, rather than exit beside it.
+    compute = _compute(cfg, trainer) if is_chief and cfg.compute_probe else None
     # After training, on every task that trains (the all-reduce probe is collective under MWMS).
     # What training synchronizes: the 16-bit sync dtype, else the model's own (float64 too).
     sync_dtype = cfg.float_dtype if cfg.gradient_sync_dtype == "float32" else \
@@ -191,6 +228,7 @@ def run_task(cfg, role, extra_config=None):
     checksum = trainer.weights_checksum()
     print(f"{role.name if role else 'single'} weights checksum {checksum:.9e}", flush=True)
     if not is_chief:
+        events.report_finished(role.name if role else "single")
         return 0
     record = build_record(cfg, role, trainer, strategy, run_id, epochs, checksum,
                           extra_config or {})
@@ -201,6 +239,10 @@ def run_task(cfg, role, extra_config=None):
         share = comm_probe.fraction(probe, step)
         record["communication"] = {**probe, "step_time_s": step, "fraction": share}
         record["communication_fraction"] = share
+    if cfg.compute_probe:
+        record["compute"] = flops.summary(
+            compute[0], (record["steady_state"].get("examples_per_sec") or {}).get("median"),
+            compute[1], compute[2]) if compute is not None else None
     write(cfg, record)
     if checkpoints is not None:
         checkpoints.mark_record_written(run_id)

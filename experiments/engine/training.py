@@ -25,6 +25,7 @@ import tensorflow as tf
 
 from experiments.engine import build, gpipe, step_clock
 from experiments.measure import comm_probe, cpu_usage, memory
+from strategies import kind
 from tf_config import events
 
 
@@ -54,6 +55,11 @@ class EpochStats:
     # and synchronization (from timestamps inside the step, --step_timeline), and who was last
     # (results/timeline.py).
     timeline: dict | None = None
+    # Wall clock (seconds since the epoch) of the epoch's start, of its evaluation's start and of
+    # its end: the run's trace (results/timeline.py) places epochs and evaluations with them.
+    started_at: float | None = None
+    eval_started_at: float | None = None
+    ended_at: float | None = None
 
 
 TRACE_STEPS = 200  # steps of the last epoch the record keeps every stamp of (its trace)
@@ -142,8 +148,10 @@ class Trainer:
         self.first_step_done_at = None  # wall clock (epoch s) when this process's first step ended
         self.gradients = None  # comm_probe.describe of the step's gradients, once traced
         self.gpu_peaks = {}  # {gpu:i: allocator peak} over the training steps (no GPU: {})
-        self.step_timeline = cfg.step_timeline
+        # tf.timestamp is a host op: a TPU's compiled step has none (XLA)
+        self.step_timeline = cfg.step_timeline and kind(cfg.strategy).accelerator != "tpu"
         self.trace_stamps = None  # {replica: [[t0, t1, t2], ...]} of the last epoch's first steps
+        self._pending = []  # PSS: (RemoteValue, global step at its end) not waited for yet
         self._train_steps = tf.function(self._steps)
         self._evaluate = make_evaluate(self.model)
         self._eval_data = workload.eval_data
@@ -202,7 +210,7 @@ class Trainer:
             self.gradients = comm_probe.describe(grads)
             t1 = None
             if self.step_timeline:
-                t1, grads = step_clock.gradients_ready(grads)
+                t1, grads = step_clock.gradients_ready(grads, gate=self.coordinator is None)
             self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables))
             stamps = None
             if self.step_timeline:
@@ -238,23 +246,35 @@ class Trainer:
     def _steps(self, iterator, n):
         """`n` (a tensor: one trace for every chunk size) training steps in one call. Under PSS
         returns the chunk's (loss sum, correct, seen, worker index, steps) for the coordinator."""
-        stamps = tf.TensorArray(tf.float64, size=n) if self.step_timeline else None
+        if not self.step_timeline:  # (autograph: a loop variable may not start as None)
+            return self._steps_plain(iterator, n)
+        stamps = tf.TensorArray(tf.float64, size=n)
         if self.coordinator is None:
             for i in tf.range(n):
-                out = self._step(iterator)
-                if stamps is not None:
-                    stamps = stamps.write(i, out)
-            return stamps.stack() if stamps is not None else None  # [n, local replicas, 4]
+                stamps = stamps.write(i, self._step(iterator))
+            return stamps.stack()  # [n, local replicas, 4]
         totals = [tf.constant(0.0)] * 3
         worker = tf.constant(0.0)
         for i in tf.range(n):
             out = self._step(iterator)
             totals = [t + v for t, v in zip(totals, out[:3])]
-            if stamps is not None:
-                stamps = stamps.write(i, out[3])
+            stamps = stamps.write(i, out[3])
             worker = out[-1]
-        return totals + [worker, tf.cast(n, tf.float32)] + (
-            [stamps.stack()] if stamps is not None else [])  # PSS: [n, 4]
+        return totals + [worker, tf.cast(n, tf.float32), stamps.stack()]  # PSS: stamps [n, 4]
+
+    def _steps_plain(self, iterator, n):
+        """`_steps` without the timeline's stamps."""
+        if self.coordinator is None:
+            for _ in tf.range(n):
+                self._step(iterator)
+            return None
+        totals = [tf.constant(0.0)] * 3
+        worker = tf.constant(0.0)
+        for _ in tf.range(n):
+            out = self._step(iterator)
+            totals = [t + v for t, v in zip(totals, out[:3])]
+            worker = out[-1]
+        return totals + [worker, tf.cast(n, tf.float32)]
 
     def _timeline(self, chunks):
         """The epoch's stamps by replica (MWMS: every worker's, all-gathered: each worker calls
@@ -320,6 +340,7 @@ class Trainer:
         the CPU meter is read then only, so a step without a due hook pays nothing for it."""
         if acts and self.coordinator is not None:
             # PSS: the hook first waits for the scheduled steps; that CPU is training's.
+            self._drain()
             self.coordinator.join()
         before = self.cpu.reading() if acts and self.cpu is not None else None
         if acts and self.is_chief:  # a save or a trace is not a step: the hang watchdog waits
@@ -332,6 +353,16 @@ class Trainer:
                 hooks_cpu[task] = hooks_cpu.get(task, 0.0) + seconds
         return spent
 
+    def _drain(self):
+        """PSS: waits for the scheduled calls in order, the chief saying each one's end to a
+        local launcher (its hang watchdog: scheduling runs ahead, so the step markers say
+        nothing about progress)."""
+        for value, global_step in self._pending:
+            value.fetch()
+            if self.is_chief:
+                events.report_done(global_step)
+        self._pending = []
+
     def train_epoch(self, epoch, first_step=0, checkpoints=None, profiler=None):
         """Trains steps first_step..steps_per_epoch-1 of `epoch` (first_step > 0: resuming inside
         the epoch). checkpoints: runs each step (MWMS preemption) and saves when due; profiler:
@@ -342,7 +373,7 @@ class Trainer:
         if self.pipeline is not None:
             self.stage_busy.assign(tf.zeros_like(self.stage_busy))
             self.pipeline_span.assign(0.0)
-        remote = []
+        remote, self._pending = [], []
         progbar = self._progbar()
         if progbar is not None:
             print(f"Epoch {epoch}/{self.cfg.epochs}", flush=True)
@@ -352,6 +383,7 @@ class Trainer:
         cpu_start = self.cpu.reading() if self.cpu is not None else None
         if self.is_chief:  # the hang watchdog's clock runs again (from the second epoch on)
             events.report_phase(events.TRAIN_PHASE)
+        started_at = time.time()
         start = time.perf_counter()
         step, hooks_s, hooks_cpu = first_step, 0.0, {}
         chunks = []  # the training calls' stamps (all-reduce and single-process strategies)
@@ -372,13 +404,14 @@ class Trainer:
             if self.coordinator is not None:
                 remote.append(self.coordinator.schedule(self._train_steps,
                                                         args=(self._iterator, steps)))
+                self._pending.append((remote[-1], self.global_step))
             elif checkpoints is not None:
                 chunks.append(checkpoints.run_step(self._train_steps, self._iterator, steps))
             else:
                 chunks.append(self._train_steps(self._iterator, steps))
             if self.first_step_done_at is None:
                 if remote:  # PSS: scheduling is asynchronous; wait for this one call once
-                    remote[0].fetch()
+                    self._drain()
                 self.first_step_done_at = time.time()
             if self.is_chief:  # a local launcher's measure of progress (lost steps, recovery)
                 events.report_step(self.global_step)
@@ -396,6 +429,7 @@ class Trainer:
             if progbar is not None and progbar.verbose == 1:
                 progbar.update(step)
         if self.coordinator is not None:
+            self._drain()
             self.coordinator.join()
             fetched = [r.fetch() for r in remote]
             totals = [sum(float(v) for v in values) for values in zip(*(f[:3] for f in fetched))]
@@ -423,7 +457,7 @@ class Trainer:
         train_loss = loss_sum / max(seen, 1.0)
         train_accuracy = correct / max(seen, 1.0)
         eval_loss = eval_accuracy = float("nan")
-        eval_start = time.perf_counter()
+        eval_start, eval_started_at = time.perf_counter(), time.time()
         if self.is_chief:
             eval_loss, eval_accuracy = self.evaluate()
         eval_time = time.perf_counter() - eval_start
@@ -441,7 +475,9 @@ class Trainer:
                            eval_time_s=eval_time, learning_rate=lr,
                            steps=self.steps_per_epoch - first_step, hooks_time_s=hooks_s,
                            cpu_s=cpu_s, cpu_by_task_s=by_task, pipeline_idle_share=idle,
-                           stage_busy_share=busy_share, timeline=timeline)
+                           stage_busy_share=busy_share, timeline=timeline,
+                           started_at=started_at, eval_started_at=eval_started_at,
+                           ended_at=time.time())
         if progbar is not None:
             progbar.update(self.steps_per_epoch, values=[
                 ("loss", train_loss), ("accuracy", train_accuracy), ("eval_loss", eval_loss),

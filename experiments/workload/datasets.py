@@ -6,6 +6,9 @@ No TensorFlow here, so names can be checked before TF starts; pipelines are in
     synthetic, synthetic_cifar   images from TF ops, deterministic from --seed (28x28x1, 32x32x3)
     synthetic_tokens             token-id sequences (64 ids from a 100,000-word vocabulary, 4
                                  classes), deterministic from --seed: the embedding model's data
+    synthetic_sequences          32 token ids from a 64-token vocabulary following a fixed
+                                 successor table (with 10% noise); the label is the token after
+                                 them: the GPT's next-token task
     mnist, fashion_mnist, cifar10   through tfds.load (--data_dir)
     PATH.npz                     your arrays (experiments/workload/npz_data.py)
     MODULE:FUNCTION              your tf.data pipeline (experiments/workload/user_data.py)
@@ -15,6 +18,7 @@ import dataclasses
 # What a DatasetInfo's examples are made from (experiments/workload/inputs.py dispatches on it).
 IMAGES, TOKENS, TFDS, NPZ, FUNCTION = "synthetic_images", "synthetic_tokens", "tfds", "npz", \
     "function"
+SEQUENCES = "synthetic_sequences"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,6 +47,8 @@ DATASETS = {
     "synthetic_cifar": DatasetInfo("synthetic_cifar", (32, 32, 3), 10),
     "synthetic_tokens": DatasetInfo("synthetic_tokens", (64,), 4, kind=TOKENS,
                                     vocab_size=100_000),
+    "synthetic_sequences": DatasetInfo("synthetic_sequences", (32,), 64, kind=SEQUENCES,
+                                       vocab_size=64),
     "mnist": DatasetInfo("mnist", (28, 28, 1), 10, "mnist", train_size=60000, eval_size=10000,
                          kind=TFDS),
     "fashion_mnist": DatasetInfo("fashion_mnist", (28, 28, 1), 10, "fashion_mnist",

@@ -7,10 +7,12 @@ index), not by a NumPy array baked into the graph, so every task of a cluster, i
 parameter-server workers that receive the pipeline as a serialized graph, builds the same
 examples cheaply.
 """
+import numpy as np
 import tensorflow as tf
 
 from experiments.workload import npz_data, user_data
-from experiments.workload.datasets import FUNCTION, NPZ, TFDS, TOKENS, get_info, is_user_dataset
+from experiments.workload.datasets import (FUNCTION, NPZ, SEQUENCES, TFDS, TOKENS, get_info,
+                                           is_user_dataset)
 # TF's own dataset-testing transformation (public only as tf.raw_ops.SleepDataset): a sleep
 # inside the graph, so it also slows a parameter-server worker that runs the pipeline remotely.
 from tensorflow.python.data.experimental.ops.testing import sleep as _sleep_dataset
@@ -70,6 +72,31 @@ def _token_examples(info, seed, split_id, count):
                                             deterministic=True)
 
 
+_RULE_SEED = 7  # the successor table: one task for every --seed (the seed draws the sequences)
+_NOISE = 0.1  # share of tokens drawn at random instead of following the table
+
+
+def _sequence_examples(info, seed, split_id, count):
+    """Token sequences that follow a fixed successor table (a permutation of the vocabulary),
+    each token replaced by a random one with probability _NOISE (the chain then goes on from it);
+    the label is the last token's successor: the next token, learnable to 100%."""
+    (length,), vocab = info.feature_shape, info.vocab_size
+    successor = tf.constant(np.random.RandomState(_RULE_SEED).permutation(vocab), tf.int32)
+
+    def make(i):
+        key = tf.stack([tf.cast(seed, tf.int64), split_id * (1 << 40) + i])
+        start = tf.random.stateless_uniform([], key, 0, vocab, dtype=tf.int32)
+        noisy = tf.random.stateless_uniform([length - 1], key + 1) < _NOISE
+        drawn = tf.random.stateless_uniform([length - 1], key + 2, 0, vocab, dtype=tf.int32)
+        rest = tf.scan(lambda prev, t: tf.where(t[0], t[1], tf.gather(successor, prev)),
+                       (noisy, drawn), initializer=start)
+        tokens = tf.concat([[start], rest], 0)
+        return tokens, tf.gather(successor, tokens[-1])
+
+    return tf.data.Dataset.range(count).map(make, num_parallel_calls=tf.data.AUTOTUNE,
+                                            deterministic=True)
+
+
 def _npz_examples(info, split, count):
     arrays = npz_data.read(info.source)
     x, y = (arrays["x_train"], arrays["y_train"]) if split == "train" else \
@@ -106,6 +133,8 @@ def examples(info, split, count, seed, data_dir=None, input_context=None):
         return _tfds_examples(info, tfds_split, count, data_dir)
     if info.kind == TOKENS:
         return _token_examples(info, seed, split_id, count)
+    if info.kind == SEQUENCES:
+        return _sequence_examples(info, seed, split_id, count)
     if info.kind == NPZ:
         return _npz_examples(info, split, count)
     if info.kind == FUNCTION:

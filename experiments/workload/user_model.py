@@ -54,8 +54,11 @@ def build(name, input_shape, num_classes, batchnorm=False, sync_batchnorm=False,
     """A built-in model by name, or the user's (MODULE:FUNCTION, PATH.keras). Call inside
     strategy.scope(). UserCodeError when the user's builder fails or returns no model."""
     if name in MODELS:
-        return build_builtin(name, input_shape, num_classes, batchnorm=batchnorm,
-                             sync_batchnorm=sync_batchnorm)
+        try:
+            return build_builtin(name, input_shape, num_classes, batchnorm=batchnorm,
+                                 sync_batchnorm=sync_batchnorm)
+        except ValueError as e:  # a built-in model that cannot read these features
+            raise UserCodeError(f"--model={name}: {e}") from None
     if name.endswith(".keras"):
         model = _from_keras_file(name, weights)
     else:

@@ -38,6 +38,17 @@ def test_run_writes_a_complete_record(tmp_path, strategy, extra, replicas):
         assert 0 < record["communication_fraction"] < 1
         assert record["communication"]["probe_s"]["n"] == 20
     assert record["startup"]["launch_to_first_step_s"] > 0
+    # the model's FLOPs against this machine's matmul (experiments/measure/flops.py): training
+    # counts 3x the forward, and a run reaches a share of the matmul's rate, never all of it
+    compute = record["compute"]
+    assert compute["train_flops_per_example"] == 3 * compute["forward_flops_per_example"] > 0
+    assert 0.0 < compute["share_of_peak"] < 1.0 and compute["peak_processes"] == 1
+    # what a two-stage pipeline of the model would move per example (the planner's pipelines)
+    assert record["boundary_activation_bytes"] > 0
+    # the step's own timestamps: one row per replica, each in order
+    assert len(record["timeline"]["stamps"]) == replicas
+    assert all(t0 <= t1 <= t2 for rows in record["timeline"]["stamps"].values()
+               for t0, t1, t2 in rows)
 
 
 def test_steps_per_execution_changes_dispatch_not_training(tmp_path):

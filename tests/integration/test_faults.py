@@ -96,6 +96,8 @@ def test_mwms_fails_fast_when_a_worker_is_killed(tmp_path):
     (["--fail_task=worker:1", "--fail_at_step=3", "--fail_mode=hang", "--watchdog_s=0"],
      "needs the watchdog on (--watchdog_s > 0, got 0)"),
     (["--watchdog_s=-1"], "--watchdog_s=-1"),
+    (["--fail_task=worker:1", "--fail_at_step=2", "--fail_mode=hang", "--steps_per_execution=4"],
+     "inside the first training call (steps 1..4), before the watchdog arms"),
     (["--checkpoint_every_steps=5"], "needs --checkpoint_dir"),
     (["--checkpoint_every_steps=-1", "--checkpoint_dir=/tmp/x"], "--checkpoint_every_steps=-1"),
     (["--straggler_task=worker:1"], "go together"),

@@ -73,3 +73,48 @@ def test_row_embedding_reads_rows_not_the_table():
     assert "ResourceGather" in rows and "ReadVariableOp" not in rows
     table = op_types(keras.layers.Embedding(1000, 8))
     assert "ReadVariableOp" in table and "ResourceGather" not in table
+
+
+def test_gpt_predicts_a_token_from_token_ids():
+    info = DATASETS["synthetic_sequences"]
+    model = build("gpt", info.feature_shape, num_classes=info.num_classes)
+    ids = np.full((3, *info.feature_shape), info.vocab_size - 1, np.int32)
+    assert tuple(model(ids).shape) == (3, info.vocab_size)
+
+
+def test_gpt_attention_is_causal():
+    """No position sees a later token: changing the tokens from position 5 on leaves the blocks'
+    outputs at positions 0-4 as they were, and moves the later ones."""
+    import keras
+
+    info = DATASETS["synthetic_sequences"]
+    model = build("gpt", info.feature_shape, num_classes=info.num_classes)
+    blocks = keras.Model(model.inputs[0], model.get_layer("norm").output)
+    ids = np.arange(32, dtype=np.int32)[None] % info.vocab_size
+    later = ids.copy()
+    later[0, 5:] = (later[0, 5:] + 1) % info.vocab_size
+    a, b = blocks(ids).numpy(), blocks(later).numpy()
+    np.testing.assert_allclose(a[0, :5], b[0, :5], rtol=1e-5, atol=1e-6)  # blind to the future
+    assert np.abs(a[0, 5:] - b[0, 5:]).max() > 1e-3
+
+
+@pytest.mark.parametrize("name, params", [("vit", (0.1e6, 0.2e6)), ("vit_small", (0.7e6, 0.9e6)),
+                                          ("gpt", (0.1e6, 0.2e6))])
+def test_transformer_sizes(name, params):
+    info = DATASETS["synthetic_sequences" if name.startswith("gpt") else "synthetic"]
+    count = build(name, info.feature_shape, info.num_classes).count_params()
+    assert params[0] < count < params[1]
+
+
+@pytest.mark.parametrize("name", ["vit", "gpt"])
+def test_transformers_cut_between_blocks(name):
+    """A pipeline cuts a transformer only where one tensor crosses: after a residual sum (between
+    blocks, or between a block's attention and its MLP), never where the residual's other branch
+    crosses too."""
+    from models import stages
+
+    info = DATASETS["synthetic_sequences" if name == "gpt" else "synthetic"]
+    model = build(name, info.feature_shape, info.num_classes)
+    two = stages.split(model, 2)
+    assert two[0].layers[-1].startswith("block") and two[0].layers[-1][-5:] in ("_add1", "_add2")
+    assert two[1].layers[0][-6:] in ("_norm1", "_norm2")

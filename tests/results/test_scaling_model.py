@@ -368,3 +368,14 @@ def test_the_sweep_at_n_replaces_the_predicted_runs_own_probe(results_dir):
     rows = summarize(recs)
     assert not any(r.get("train_examples") == 4096 for r in rows)
     assert len(rows) == len(summarize(_load(results_dir)))
+
+
+def test_the_profile_takes_the_records_boundary_bytes_so_plans_include_pipelines(results_dir):
+    """Each run records what a two-stage cut of its model moves per example; the measured
+    profile carries it (the median over the setting's records), and without it none."""
+    assert _fits(_load(results_dir))["multi_worker_mirrored"].profile.boundary_activation_bytes \
+        == 0
+    recs = _load(results_dir)
+    for r, size in zip(recs, (12544, 12544, 12000)):
+        r["boundary_activation_bytes"] = size
+    assert _fits(recs)["parameter_server"].profile.boundary_activation_bytes == 12544

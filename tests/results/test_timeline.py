@@ -33,6 +33,9 @@ def test_breakdown_under_lockstep_names_who_waits_and_who_is_last():
     assert slow["last_share"] == pytest.approx(15 / 20) and slow["late_s"] == pytest.approx(0.012)
     assert timeline.straggler_line(parts, True) == "worker:1 last in 75% of steps, median 12.0 " \
                                                   "ms late"
+    assert timeline.clear_straggler(parts, True) == "worker:1"  # 75% >= 70%
+    even = timeline.breakdown(_lockstep(late=0.0), lockstep=True)  # ties: nobody is last
+    assert timeline.clear_straggler(even, True) is None
 
 
 def test_without_lockstep_the_straggler_is_the_slowest_step():
@@ -43,6 +46,9 @@ def test_without_lockstep_the_straggler_is_the_slowest_step():
     assert timeline.straggler_line(parts, False) == ("worker:1 slowest: median step 36.0 ms, "
                                                      "2.77x the others' median (13.0 ms)")
     assert timeline.straggler_line({"worker:0": parts["worker:0"]}, False) is None
+    assert timeline.clear_straggler(parts, False) == "worker:1"
+    close = {w: dict(p, step_s=0.0130 if w == "worker:1" else 0.0125) for w, p in parts.items()}
+    assert timeline.clear_straggler(close, False) is None  # 1.04x: noise
 
 
 def test_trace_has_a_track_per_worker_and_every_phase(tmp_path):
@@ -51,7 +57,7 @@ def test_trace_has_a_track_per_worker_and_every_phase(tmp_path):
         {"name": "evaluation", "worker": "worker:0", "start_s": 101.0, "end_s": 101.5}]))
     events = trace["traceEvents"]
     names = {e["args"]["name"] for e in events if e["ph"] == "M"}
-    assert names == {"worker:0", "worker:1"}
+    assert names == {"worker:0", "worker:1", "run (chief)"}
     phases = [e for e in events if e["ph"] == "X" and e["pid"] == 1]
     assert {e["name"] for e in phases} == {timeline.COMPUTE, timeline.WAIT, timeline.SYNC}
     first = [e for e in phases if e["args"].get("step") == 0]
@@ -69,6 +75,7 @@ def test_section_reads_records_and_skips_runs_without_stamps(tmp_path):
     stamps = _lockstep(steps=8)
     parts = timeline.breakdown(stamps, True)
     record = {"strategy": "multi_worker_mirrored", "model": "cnn", "num_workers": 2,
+              "train_examples": 512,
               "num_replicas_in_sync": 2, "run_name": "multi_worker_mirrored-n2/cnn/512/r0",
               "config": {"model": "cnn"}, "straggler": None,
               "epochs": [{"epoch": 1}, {"epoch": 2, "timeline": {
@@ -80,6 +87,22 @@ def test_section_reads_records_and_skips_runs_without_stamps(tmp_path):
     assert "worker:1 last in 75% of steps" in section.markdown
     assert section.markdown.count("| worker:1 |") == 1  # the first repeat only
     assert [p.rsplit("/", 1)[-1] for p in section.plots] == [
-        "timeline-cnn-multi_worker_mirrored-n2.png"]
+        "timeline-cnn-512-multi_worker_mirrored-n2.png"]
     assert json.load(open(section.files[0]))["traceEvents"]
     assert timeline.section([dict(record, epochs=[{"epoch": 1}])], path) is None
+
+
+def test_the_runs_trace_places_epochs_evaluations_and_restarts():
+    record = {"epochs": [{"epoch": 1, "started_at": 90.0, "eval_started_at": 95.0,
+                          "ended_at": 96.0}, {"epoch": 2}],  # an epoch without wall clocks
+              "restarts": [{"task": "worker:1", "action": "task", "at_time": 93.0,
+                            "recovery_s": 2.5}]}
+    extra = timeline.run_events(record)
+    assert [e["name"] for e in extra] == ["epoch 1: training", "epoch 1: evaluation and its end",
+                                          "restart of worker:1 (task)"]
+    events = json.loads(timeline.trace_json(_lockstep(steps=2), True, extra))["traceEvents"]
+    run = [e for e in events if e["pid"] == 2]  # the run's own track, after the two workers'
+    assert run[0]["args"]["name"] == "run (chief)"
+    assert min(e["ts"] for e in events if e["ph"] == "X") == 0.0  # the first epoch's start
+    restart = next(e for e in run if e["name"].startswith("restart"))
+    assert restart["ts"] == pytest.approx(3e6) and restart["dur"] == pytest.approx(2.5e6)

@@ -1,0 +1,51 @@
+"""The timestamps inside every worker's step on real local clusters (experiments/engine/
+step_clock.py, results/timeline.py): a worker slowed on purpose is the one named, under MWMS
+(last to have its gradients ready) and under PSS (its steps the slowest)."""
+import pytest
+
+from tests.helpers import TINY, processes_mentioning, records_in, run_module
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.mark.parametrize("strategy, extra, named", [
+    ("multi_worker_mirrored", [], r"worker:1 last in (\d+)% of steps, median ([\d.]+) ms late"),
+    ("parameter_server", ["--num_ps=1"], r"worker:1 slowest: median step ([\d.]+) ms, ([\d.]+)x")])
+def test_the_slowed_worker_is_named(tmp_path, strategy, extra, named):
+    import re
+
+    proc = run_module("experiments.run", f"--strategy={strategy}", "--num_workers=2", *extra,
+                      "--model=mlp", *TINY, "--train_examples=1024", "--straggler_task=worker:1",
+                      "--straggler_delay_ms=40", f"--results_dir={tmp_path}")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (record,) = records_in(tmp_path)
+    last = record["epochs"][-1]["timeline"]
+    assert set(last["per_worker"]) == {"worker:0", "worker:1"}
+    found = re.match(named, last["straggler"])
+    assert found, last["straggler"]
+    if strategy == "multi_worker_mirrored":
+        # the input pipeline sleeps 40 ms before each of worker:1's batches: it is last in most
+        # steps (prefetching hides the sleep now and then), late by tens of ms, and worker:0
+        # waits for it
+        assert int(found[1]) >= 70 and float(found[2]) > 20
+        assert last["per_worker"]["worker:0"]["wait_s"] > 0.02
+        assert last["per_worker"]["worker:1"]["wait_s"] < 0.01
+    else:
+        assert float(found[2]) > 1.5  # its step (input included) well over the other's
+    steps = len(record["timeline"]["stamps"]["worker:0"])
+    assert steps > 0 and all(len(s) == 3 and s[0] <= s[1] for s in
+                             record["timeline"]["stamps"]["worker:1"])
+    assert not processes_mentioning(str(tmp_path))
+
+
+def test_mwms_stamps_are_ordered_and_account_for_the_step(tmp_path):
+    """Without a straggler: every worker's stamps come in order (input, gradients, update), and
+    compute + waiting + synchronization is the stamped step."""
+    proc = run_module("experiments.run", "--strategy=multi_worker_mirrored", "--num_workers=2",
+                      "--model=cnn", *TINY, f"--results_dir={tmp_path}")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (record,) = records_in(tmp_path)
+    for rows in record["timeline"]["stamps"].values():
+        assert all(t0 <= t1 <= t2 for t0, t1, t2 in rows)
+    for p in record["epochs"][-1]["timeline"]["per_worker"].values():
+        assert p["compute_s"] > 0 and p["sync_s"] > 0 and p["wait_s"] >= 0

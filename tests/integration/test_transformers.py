@@ -1,0 +1,48 @@
+"""The zoo's attention models under every strategy (models/vit.py, models/gpt.py): each trains
+well above chance (vit: 10 image classes; gpt: 64 next tokens), data parallel, on parameter
+servers and cut into a pipeline between its blocks."""
+import pytest
+
+from tests.helpers import records_in, run_module
+
+pytestmark = pytest.mark.integration
+
+SIZE = ["--epochs=3", "--train_examples=2048", "--eval_examples=512",
+        "--batch_size_per_replica=32", "--cluster_timeout=120", "--optimizer=adam",
+        "--learning_rate=0.002"]
+STRATEGIES = {
+    "one_device": ["--strategy=one_device"],
+    "mirrored": ["--strategy=mirrored", "--num_replicas=2"],
+    "multi_worker_mirrored": ["--strategy=multi_worker_mirrored", "--num_workers=2"],
+    "parameter_server": ["--strategy=parameter_server", "--num_workers=2", "--num_ps=1"],
+    "model_parallel": ["--strategy=model_parallel", "--num_stages=2", "--microbatches=2"],
+}
+CHANCE = {"vit": 0.1, "gpt": 1 / 64}
+# How far above chance each gets in these 3 epochs of 2048 examples (2026-11-25, every strategy):
+# the ViT 0.26-0.29 of 512 eval examples (chance 0.1; a transformer without a convolution's prior
+# learns these images slowly: 0.45 after 3 epochs of 4096), the GPT its next token well above
+# 5 x chance. Chance over 512 examples has a standard deviation of 0.013: 2 x chance is 7 of them.
+ABOVE = {"vit": 2.0, "gpt": 5.0}
+
+
+@pytest.mark.parametrize("strategy", list(STRATEGIES))
+@pytest.mark.parametrize("model, dataset", [("vit", "synthetic"), ("gpt", "synthetic_sequences")])
+def test_transformer_trains_above_chance(tmp_path, model, dataset, strategy):
+    proc = run_module("experiments.run", *STRATEGIES[strategy], f"--model={model}",
+                      f"--dataset={dataset}", *SIZE, f"--results_dir={tmp_path}")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (record,) = records_in(tmp_path)
+    assert record["final_eval_accuracy"] > ABOVE[model] * CHANCE[model], \
+        record["final_eval_accuracy"]
+    if strategy == "model_parallel":  # cut after a residual sum, where one tensor crosses
+        stages = record["pipeline"]["stages"]
+        assert stages[0]["last_layer"][-5:] in ("_add1", "_add2")
+
+
+def test_gpt_refuses_a_dataset_whose_classes_are_not_its_tokens(tmp_path):
+    proc = run_module("experiments.run", "--model=gpt", "--dataset=synthetic_tokens",
+                      f"--results_dir={tmp_path / 'o'}", timeout=120)
+    assert proc.returncode == 2
+    assert "--model=gpt predicts the next token" in proc.stderr
+    assert "use --dataset=synthetic_sequences" in proc.stderr
+    assert not (tmp_path / "o").exists()
