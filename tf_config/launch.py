@@ -145,11 +145,11 @@ class Cluster:
             self.last_step = int(line[len(STEP_MARK):])
             if not self.pss:  # PSS schedules ahead: its calls' ends are the progress
                 self.watchdog.progress()
-        elif task is self.chief and line.startswith(DONE_MARK):
-            self.watchdog.progress()
             message = self.journal.recovered(attempt=self.attempt)
             if message:
                 self.out(f"launch: {message}")
+        elif task is self.chief and line.startswith(DONE_MARK):
+            self.watchdog.progress()
         elif task is self.chief and line.startswith(PHASE_MARK):
             self.watchdog.phase(line[len(PHASE_MARK):].strip() == events.TRAIN_PHASE)
         elif task is self.chief and line.startswith(RESUMED_MARK):

@@ -18,6 +18,7 @@ measurement. A step hands its stamps out of the training function (a TensorArray
 steps); MWMS workers all-gather them at the end of an epoch, outside its timed span, so the chief
 holds every worker's.
 """
+import numpy as np
 import tensorflow as tf
 
 from experiments.engine.gpipe import timestamp
@@ -55,3 +56,40 @@ def update_done(variables):
     reads = [tf.convert_to_tensor(getattr(v, "value", v)) for v in variables]
     with tf.control_dependencies(reads):
         return timestamp()
+
+
+def epoch_stamps(strategy, num_workers, parameter_servers, chunks):
+    """({replica name: [[t0, t1, t2], ...]}, lockstep) of one epoch's training calls. chunks:
+    each call's [steps, local replicas, 4] stamps (replica id, t0, t1, t2); under PSS (worker
+    name, [steps, 4]) per scheduled call. MWMS workers all-gather theirs (a collective: every
+    worker calls this at the same point), so the chief holds every worker's. PSS: a step ends
+    where the same worker's next one starts (its push, the next pull and the coordinator's
+    dispatch in between); each worker's last step is dropped."""
+    if parameter_servers:
+        rows = {}
+        for name, values in chunks:
+            rows.setdefault(name, []).extend(np.asarray(values).reshape(-1, 4)[:, 1:].tolist())
+        stamps = {}
+        for name, r in rows.items():
+            r.sort()
+            if len(r) > 1:
+                stamps[name] = [[a[0], a[1], b[0]] for a, b in zip(r, r[1:])]
+        return stamps, False
+    local = tf.concat(chunks, 0)  # [steps, local replicas, 4]
+    if num_workers > 1 and strategy.num_replicas_in_sync > local.shape[1]:
+        ids = [int(v) for v in local[0, :, 0].numpy()]  # this worker's replicas, in order
+        mine = strategy.experimental_distribute_values_from_function(
+            lambda ctx: local[:, ids.index(ctx.replica_id_in_sync_group), :])
+        rows = strategy.gather(mine, axis=0)
+    else:
+        rows = tf.reshape(local, [-1, 4])
+    per = max(1, strategy.num_replicas_in_sync // max(1, num_workers))
+    stamps = {}
+    for row in rows.numpy().tolist():
+        replica = int(row[0])
+        if num_workers > 1:
+            name = f"worker:{replica // per}" + (f"/replica:{replica % per}" if per > 1 else "")
+        else:
+            name = f"replica:{replica}"
+        stamps.setdefault(name, []).append(row[1:])
+    return stamps, len(stamps) > 1

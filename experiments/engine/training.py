@@ -20,7 +20,6 @@ import sys
 import time
 
 import keras
-import numpy as np
 import tensorflow as tf
 
 from experiments.engine import build, gpipe, step_clock
@@ -277,50 +276,17 @@ class Trainer:
         return totals + [worker, tf.cast(n, tf.float32)]
 
     def _timeline(self, chunks):
-        """The epoch's stamps by replica (MWMS: every worker's, all-gathered: each worker calls
-        this at the same point), summarized per replica (results/timeline.breakdown); keeps the
-        first TRACE_STEPS steps' stamps for the trace. Outside the epoch's timed span."""
+        """The epoch's stamps by replica (step_clock.epoch_stamps; MWMS workers all call this at
+        the same point), summarized per replica (results/timeline.breakdown); keeps the first
+        TRACE_STEPS steps' stamps for the trace. Outside the epoch's timed span."""
         from results import timeline
 
-        if self.coordinator is not None:
-            # PSS: a step ends where the same worker's next one starts (its push, the next
-            # pull and the coordinator's dispatch in between); each worker's last step is dropped
-            rows = {}
-            for name, values in chunks:
-                rows.setdefault(name, []).extend(np.asarray(values).reshape(-1, 4)[:, 1:].tolist())
-            stamps = {}
-            for name, r in rows.items():
-                r.sort()
-                if len(r) > 1:
-                    stamps[name] = [[a[0], a[1], b[0]] for a, b in zip(r, r[1:])]
-            lockstep = False
-        else:
-            local = tf.concat(chunks, 0)  # [steps, local replicas, 4]
-            if self.cfg.num_workers > 1 and self.strategy.num_replicas_in_sync > local.shape[1]:
-                mine = self.strategy.experimental_distribute_values_from_function(
-                    lambda ctx: local[:, self._local_index(local, ctx), :])
-                rows = self.strategy.gather(mine, axis=0)
-            else:
-                rows = tf.reshape(local, [-1, 4])
-            per = max(1, self.strategy.num_replicas_in_sync // max(1, self.cfg.num_workers))
-            stamps = {}
-            for row in rows.numpy().tolist():
-                replica = int(row[0])
-                name = (f"worker:{replica // per}" + (f"/replica:{replica % per}" if per > 1
-                                                      else "")) if self.cfg.num_workers > 1 \
-                    else f"replica:{replica}"
-                stamps.setdefault(name, []).append(row[1:])
-            lockstep = len(stamps) > 1
+        stamps, lockstep = step_clock.epoch_stamps(self.strategy, self.cfg.num_workers,
+                                                   self.coordinator is not None, chunks)
         self.trace_stamps = {k: v[:TRACE_STEPS] for k, v in stamps.items()}
         parts = timeline.breakdown(stamps, lockstep)
         return {"lockstep": lockstep, "per_worker": parts,
                 "straggler": timeline.straggler_line(parts, lockstep)}
-
-    @staticmethod
-    def _local_index(local, ctx):
-        """Which column of this worker's stamps is replica ctx.replica_id_in_sync_group's."""
-        ids = [int(v) for v in local[0, :, 0].numpy()]
-        return ids.index(ctx.replica_id_in_sync_group)
 
     def evaluate(self):
         return self._evaluate(self._eval_data)
