@@ -24,7 +24,9 @@ import re
 import statistics
 
 COMPUTE, WAIT, SYNC = "compute", "waiting for peers", "synchronization and update"
-COLORS = {COMPUTE: "tab:blue", WAIT: "lightgray", SYNC: "tab:orange"}
+FORWARD, BACKWARD = "stage forward", "stage backward"  # a pipeline stage's blocks
+COLORS = {COMPUTE: "tab:blue", WAIT: "lightgray", SYNC: "tab:orange", FORWARD: "tab:green",
+          BACKWARD: "tab:purple"}
 
 
 def _median(values):
@@ -104,21 +106,23 @@ def clear_straggler(parts, lockstep):
     return w if others and parts[w]["step_s"] >= CLEAR_STEP_RATIO * others else None
 
 
-def trace_events(stamps, lockstep, extra=()):
+def trace_events(stamps, lockstep, extra=(), blocks=None, microbatches=None):
     """Chrome-trace events (the JSON of chrome://tracing and ui.perfetto.dev): one track (pid)
-    per worker, a complete event per phase of each step; `extra`: events of the run's own
-    (checkpoints, restarts, evaluations) as {name, worker, start_s, end_s}."""
+    per worker, a complete event per phase of each step; a pipeline's `blocks` ({worker: per
+    step [start, end] of each stage's 2 x `microbatches` blocks, experiments/engine/gpipe.py})
+    add a thread per stage under its worker; `extra`: events of the run's own (checkpoints,
+    restarts, evaluations) as {name, worker, start_s, end_s}."""
     events = []
     workers = sorted(stamps)
     t_origin = min([rows[0][0] for rows in stamps.values() if rows] +
                    [e["start_s"] for e in extra])
     steps = min(len(stamps[w]) for w in workers) if lockstep else None
 
-    def event(name, worker, start, end, step=None):
+    def event(name, worker, start, end, step=None, tid=0, **args):
         events.append({"name": name, "ph": "X", "pid": workers.index(worker) if worker in
-                       workers else len(workers), "tid": 0, "ts": (start - t_origin) * 1e6,
+                       workers else len(workers), "tid": tid, "ts": (start - t_origin) * 1e6,
                        "dur": max(0.0, end - start) * 1e6,
-                       "args": {} if step is None else {"step": step}})
+                       "args": {**({} if step is None else {"step": step}), **args}})
 
     for pid, w in enumerate(workers):
         events.append({"name": "process_name", "ph": "M", "pid": pid,
@@ -131,6 +135,17 @@ def trace_events(stamps, lockstep, extra=()):
                 event(SYNC, w, latest, t2, i)
             else:
                 event(SYNC, w, t1, t2, i)
+        for i, flat in enumerate((blocks or {}).get(w) or []):
+            per_stage = 4 * microbatches  # 2M blocks of (start, end)
+            for stage in range(len(flat) // per_stage):
+                if i == 0:
+                    events.append({"name": "thread_name", "ph": "M", "pid": pid,
+                                   "tid": stage + 1, "args": {"name": f"stage {stage}"}})
+                for j in range(2 * microbatches):
+                    start, end = flat[stage * per_stage + 2 * j: stage * per_stage + 2 * j + 2]
+                    forward = j < microbatches
+                    event(FORWARD if forward else BACKWARD, w, start, end, i, tid=stage + 1,
+                          microbatch=j if forward else 2 * microbatches - 1 - j)
     if extra:
         events.append({"name": "process_name", "ph": "M", "pid": len(workers),
                        "args": {"name": "run (chief)"}})
@@ -141,7 +156,8 @@ def trace_events(stamps, lockstep, extra=()):
 
 def run_events(record):
     """The run's own spans for its trace: each epoch's training and evaluation (the chief's wall
-    clock) and each restart of a lost task (from the loss until training went on)."""
+    clock), each checkpoint the chief saved and each restart of a lost task (from the loss
+    until training went on)."""
     out = []
     for e in record.get("epochs") or []:
         if e.get("started_at") and e.get("eval_started_at") and e.get("ended_at"):
@@ -149,6 +165,9 @@ def run_events(record):
                         "end_s": e["eval_started_at"]})
             out.append({"name": f"epoch {e['epoch']}: evaluation and its end",
                         "start_s": e["eval_started_at"], "end_s": e["ended_at"]})
+    for c in record.get("checkpoint_saves") or []:
+        out.append({"name": f"checkpoint after step {c['step']}", "start_s": c["at_time"],
+                    "end_s": c["at_time"] + c["s"]})
     for r in record.get("restarts") or []:
         if r.get("at_time"):
             out.append({"name": f"restart of {r['task']} ({r['action']})",
@@ -157,30 +176,37 @@ def run_events(record):
     return out
 
 
-def trace_json(stamps, lockstep, extra=()):
-    return json.dumps({"traceEvents": trace_events(stamps, lockstep, extra),
+def trace_json(stamps, lockstep, extra=(), blocks=None, microbatches=None):
+    return json.dumps({"traceEvents": trace_events(stamps, lockstep, extra, blocks,
+                                                   microbatches),
                        "displayTimeUnit": "ms"}) + "\n"
 
 
-def plot(stamps, lockstep, path, title):
+def plot(stamps, lockstep, path, title, blocks=None, microbatches=None):
     """A PNG of the stamped steps: a row per worker, a bar per phase (compute, waiting for the
-    last peer, synchronization and update), time in ms from the first step's start."""
+    last peer, synchronization and update), a row per pipeline stage under its worker (forward
+    and backward blocks), time in ms from the first step's start."""
     from results.plots import plt, save  # matplotlib, only when drawing
 
     workers = sorted(stamps)
-    events = [e for e in trace_events(stamps, lockstep) if e["ph"] == "X"]
-    fig, ax = plt.subplots(figsize=(12, 0.6 * len(workers) + 1.6))
+    events = [e for e in trace_events(stamps, lockstep, (), blocks, microbatches)
+              if e["ph"] == "X"]
+    rows = sorted({(e["pid"], e["tid"]) for e in events})
+    labels = [workers[pid] + (f" stage {tid - 1}" if tid else "") for pid, tid in rows]
+    fig, ax = plt.subplots(figsize=(12, 0.6 * len(rows) + 1.6))
     for e in events:
-        ax.barh(e["pid"], e["dur"] / 1e3, left=e["ts"] / 1e3, height=0.6,
-                color=COLORS[e["name"]], edgecolor="white", linewidth=0.3)
-    ax.set_yticks(range(len(workers)), workers)
+        ax.barh(rows.index((e["pid"], e["tid"])), e["dur"] / 1e3, left=e["ts"] / 1e3,
+                height=0.6, color=COLORS[e["name"]], edgecolor="white", linewidth=0.3)
+    ax.set_yticks(range(len(rows)), labels)
     ax.invert_yaxis()
     ax.set_xlabel("time since the first stamped step's start (ms)")
     ax.set_title(title)
+    shown = {e["name"] for e in events}
     for name, color in COLORS.items():
-        if lockstep or name != WAIT:
+        if name in shown:
             ax.barh(0, 0, color=color, label=name)
-    ax.legend(fontsize=8, loc="upper right", ncol=3)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.2 / len(rows)),
+              ncol=len(shown))  # below the axis: the bars fill it
     return save(fig, path)
 
 
@@ -190,17 +216,30 @@ def _rows(record):
     return epochs[-1]["timeline"] if epochs else None
 
 
+def _blocks(record):
+    """A pipeline's stage blocks in the record's trace, or None."""
+    return ((record.get("timeline") or {}).get("stage_blocks")) or None
+
+
 def _chosen(records):
-    """Multi-worker records with timestamps, first repeat only (a comparison's r0, or a run
-    outside one)."""
+    """Multi-worker or pipelined records with timestamps, first repeat only (a comparison's r0,
+    or a run outside one)."""
     from results.cells import workers_of
 
     out = []
     for r in records:
         tail = (r.get("run_name") or "").rsplit("/", 1)[-1]
-        if workers_of(r) >= 2 and _rows(r) and not re.fullmatch(r"r[1-9]\d*", tail):
+        if (workers_of(r) >= 2 or _blocks(r)) and _rows(r) and \
+                not re.fullmatch(r"r[1-9]\d*", tail):
             out.append(r)
     return out
+
+
+def _probe_ms(record):
+    """The communication probe's median synchronization (timed apart from training, after it),
+    in ms: the in-step figures' cross-check."""
+    probe = (record.get("communication") or {}).get("probe_s") or {}
+    return f"{probe['median'] * 1e3:.2f}" if probe.get("n") else "–"
 
 
 def _cell(record):
@@ -238,28 +277,37 @@ def section(records, path):
         for w, p in sorted(t["per_worker"].items()):
             ms = lambda v: f"{v * 1e3:.2f}" if v is not None else "–"  # noqa: E731
             table.append([where, w, ms(p["compute_s"]), ms(p["wait_s"]), ms(p["sync_s"]),
-                          f"{p['last_share'] * 100:.0f}%" if p["last_share"] is not None
-                          else "–", ms(p["late_s"])])
+                          _probe_ms(r), f"{p['last_share'] * 100:.0f}%"
+                          if p["last_share"] is not None else "–", ms(p["late_s"])])
         if clear_straggler(t["per_worker"], t["lockstep"]):
             lines.append(f"- {where}: {t['straggler']}.")
         trace = (r.get("timeline") or {}).get("stamps")
-        if trace and (workers_of(r) == 2 or delay_of(r)):
-            lockstep = t["lockstep"]
-            first = {k: v[:12] for k, v in trace.items()}
+        if trace and (workers_of(r) == 2 or delay_of(r) or _blocks(r)):
+            lockstep, blocks = t["lockstep"], _blocks(r)
+            micro = r["timeline"].get("microbatches")
+            shown = 4 if blocks else 12  # a pipeline's steps have 4M blocks a stage
+            first = {k: v[:shown] for k, v in trace.items()}
             plots.append(plot(first, lockstep, path(_name(r) + ".png"),
-                              f"{where}: the first stamped steps of the last epoch"))
+                              f"{where}: the first stamped steps of the last epoch",
+                              {k: v[:shown] for k, v in (blocks or {}).items()}, micro))
             files.append(write_text_atomic(path(_name(r) + ".json"), trace_json(
-                trace, lockstep, run_events(r))))
+                trace, lockstep, run_events(r), blocks, micro)))
     text = ["## Where the time goes (timestamps inside every step)", "",
             "Each worker stamps its steps: input ready (t0), gradients ready (t1), update done "
             "(t2; under PSS the start of its next step). Compute = t1 - t0; under all-reduce a "
             "worker then waits for the last peer's gradients (max t1 - t1) and the "
             "synchronization and update take t2 - max t1; 'last' = the share of steps whose "
             "gradients this worker had ready last, 'late' = by how much, median (results/"
-            "timeline.py). Medians over the last epoch's steps, first repeat of each cell. The "
-            "trace files (timeline-*.json) open at https://ui.perfetto.dev.", "",
+            "timeline.py). Medians over the last epoch's steps, first repeat of each cell. "
+            "'probe ms': the communication probe's median synchronization of the same "
+            "gradients, timed apart after training (the cross-check: in the step the "
+            "synchronization also holds the optimizer's update and shares the cores with the "
+            "other workers' compute). A pipeline's trace and PNG have a row per stage (its "
+            "forward and backward blocks). The trace files (timeline-*.json) open at "
+            "https://ui.perfetto.dev.", "",
             markdown_table(["run", "worker", "compute ms", "waiting for peers ms",
-                            "synchronization and update ms", "last", "late ms"], table)]
+                            "synchronization and update ms", "probe ms", "last", "late ms"],
+                           table)]
     text += ["", "Who holds the others back (a worker last in at least "
              f"{CLEAR_LAST_SHARE:.0%} of the steps; under PSS, steps at least "
              f"{CLEAR_STEP_RATIO:g}x the others'):", ""]

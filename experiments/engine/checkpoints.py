@@ -49,6 +49,9 @@ class Checkpoints:
         self._shared_latest = tf.train.latest_checkpoint(directory)
         self._epochs = []  # finished epochs' stats, as last handed to save()
         self._saved_at = None  # global step of the last checkpoint this process wrote
+        # Each save this process made: global step, wall clock (epoch s) of its start, seconds
+        # (the record's checkpoint_saves: the run's trace shows them)
+        self.saves = []
         self.preemption = None
         if resolver is not None:
             # Restores the chief's latest checkpoint on every worker when created; saves through
@@ -129,9 +132,11 @@ class Checkpoints:
         which is training)."""
         if self.trainer.coordinator is not None:
             self.trainer.coordinator.join()  # PSS: the scheduled steps are in the variables
-        start = time.perf_counter()
+        start, at = time.perf_counter(), time.time()
         self.manager.save()
         self._saved_at = int(self.steps_done.numpy())
+        self.saves.append({"step": self._saved_at, "at_time": at,
+                           "s": time.perf_counter() - start})
         if self.is_chief:
             write_json_atomic(self.stats_path, self._epochs)
         else:

@@ -87,10 +87,13 @@ class Pipeline:
 
     def __call__(self, images, labels):
         """(gradients aligned with model_variables, per-example losses, logits, busy seconds per
-        stage, span seconds) of one step."""
+        stage, span seconds, blocks) of one step. blocks: [S, 2M, 2] float64 timestamps, each
+        stage's blocks in the order they ran (M forwards, then M backwards from the last
+        micro-batch), each as (start, end): the trace's per-stage tracks."""
         S, M = len(self.stages), self.microbatches
         xs, ys = tf.split(images, M), tf.split(labels, M)
         busy = [[] for _ in range(S)]
+        blocks = [[] for _ in range(S)]
         starts, ends = [], []
         tapes = [[None] * S for _ in range(M)]
         # The device's previous block: blocks run in order. A stage's first block also waits
@@ -119,6 +122,7 @@ class Pipeline:
                     return out
                 h, start, end = self._block(self.devices[s], last_end[s], [h], forward)
                 busy[s].append(end - start)
+                blocks[s].append(tf.stack([start, end]))
                 starts.append(start)
                 last_end[s] = [end]
         grads = [None] * len(self.model_variables)
@@ -135,6 +139,7 @@ class Pipeline:
                     self.devices[s], last_end[s], [] if upstream is None else [upstream],
                     backward)
                 busy[s].append(end - start)
+                blocks[s].append(tf.stack([start, end]))
                 ends.append(end)
                 last_end[s] = [end]
                 for i, g in zip(self.stage_variables[s], result[:len(variables)]):
@@ -144,7 +149,8 @@ class Pipeline:
         span = tf.cast(tf.reduce_max(tf.stack(ends)) - tf.reduce_min(tf.stack(starts)),
                        tf.float32)
         stage_busy = tf.cast(tf.stack([tf.add_n(b) for b in busy]), tf.float32)
-        return grads, tf.concat(losses, 0), tf.concat(logits, 0), stage_busy, span
+        return (grads, tf.concat(losses, 0), tf.concat(logits, 0), stage_busy, span,
+                tf.stack([tf.stack(b) for b in blocks]))
 
 
 def bubble_unequal(busy_shares, microbatches):

@@ -150,7 +150,9 @@ def build_record(cfg, role, trainer, strategy, run_id, epochs, checksum, extra_c
         "steps_by_worker": dict(sorted(trainer.steps_by_worker.items())) or None,
         # every stamp of the last epoch's first steps (the epochs carry the per-worker medians):
         # the report's timeline PNG and trace (results/timeline.py)
-        "timeline": ({"stamps": trainer.trace_stamps, "epoch": epochs[-1]["epoch"]}
+        "timeline": ({"stamps": trainer.trace_stamps, "epoch": epochs[-1]["epoch"],
+                      **({"stage_blocks": trainer.trace_blocks, "stages": cfg.num_stages,
+                          "microbatches": cfg.microbatches} if trainer.trace_blocks else {})}
                      if getattr(trainer, "trace_stamps", None) else None),
         "pipeline": pipe,
         "boundary_activation_bytes": _boundary_bytes(trainer, pipe),

@@ -59,9 +59,10 @@ def update_done(variables):
 
 
 def epoch_stamps(strategy, num_workers, parameter_servers, chunks):
-    """({replica name: [[t0, t1, t2], ...]}, lockstep) of one epoch's training calls. chunks:
-    each call's [steps, local replicas, 4] stamps (replica id, t0, t1, t2); under PSS (worker
-    name, [steps, 4]) per scheduled call. MWMS workers all-gather theirs (a collective: every
+    """({replica name: [[t0, t1, t2], ...]}, lockstep, blocks) of one epoch's training calls.
+    chunks: each call's [steps, local replicas, 4 + B] stamps (replica id, t0, t1, t2, then a
+    pipeline's B block stamps, which `blocks` gives as {replica name: [[B values], ...]}, else
+    {}); under PSS (worker name, [steps, 4]) per scheduled call. MWMS workers all-gather theirs (a collective: every
     worker calls this at the same point), so the chief holds every worker's. PSS: a step ends
     where the same worker's next one starts (its push, the next pull and the coordinator's
     dispatch in between); each worker's last step is dropped."""
@@ -74,7 +75,7 @@ def epoch_stamps(strategy, num_workers, parameter_servers, chunks):
             r.sort()
             if len(r) > 1:
                 stamps[name] = [[a[0], a[1], b[0]] for a, b in zip(r, r[1:])]
-        return stamps, False
+        return stamps, False, {}
     local = tf.concat(chunks, 0)  # [steps, local replicas, 4]
     if num_workers > 1 and strategy.num_replicas_in_sync > local.shape[1]:
         ids = [int(v) for v in local[0, :, 0].numpy()]  # this worker's replicas, in order
@@ -82,14 +83,16 @@ def epoch_stamps(strategy, num_workers, parameter_servers, chunks):
             lambda ctx: local[:, ids.index(ctx.replica_id_in_sync_group), :])
         rows = strategy.gather(mine, axis=0)
     else:
-        rows = tf.reshape(local, [-1, 4])
+        rows = tf.reshape(local, [-1, local.shape[-1]])
     per = max(1, strategy.num_replicas_in_sync // max(1, num_workers))
-    stamps = {}
+    stamps, blocks = {}, {}
     for row in rows.numpy().tolist():
         replica = int(row[0])
         if num_workers > 1:
             name = f"worker:{replica // per}" + (f"/replica:{replica % per}" if per > 1 else "")
         else:
             name = f"replica:{replica}"
-        stamps.setdefault(name, []).append(row[1:])
-    return stamps, len(stamps) > 1
+        stamps.setdefault(name, []).append(row[1:4])
+        if len(row) > 4:
+            blocks.setdefault(name, []).append(row[4:])
+    return stamps, len(stamps) > 1, blocks

@@ -232,6 +232,8 @@ def run_task(cfg, role, extra_config=None):
         return 0
     record = build_record(cfg, role, trainer, strategy, run_id, epochs, checksum,
                           extra_config or {})
+    if checkpoints is not None:
+        record["checkpoint_saves"] = checkpoints.saves
     if probe is not None:
         step = metrics.per_worker_step_time(record["steady_state"]["epoch_time_s"]["median"],
                                             trainer.steps_per_epoch, cfg.strategy,

@@ -150,6 +150,7 @@ class Trainer:
         # tf.timestamp is a host op: a TPU's compiled step has none (XLA)
         self.step_timeline = cfg.step_timeline and kind(cfg.strategy).accelerator != "tpu"
         self.trace_stamps = None  # {replica: [[t0, t1, t2], ...]} of the last epoch's first steps
+        self.trace_blocks = None  # pipelines: {replica: [[start, end] x S x 2M per step, ...]}
         self._pending = []  # PSS: (RemoteValue, global step at its end) not waited for yet
         self._train_steps = tf.function(self._steps)
         self._evaluate = make_evaluate(self.model)
@@ -191,8 +192,9 @@ class Trainer:
             t0 = None
             if self.step_timeline:
                 t0, (images, labels) = step_clock.input_ready((images, labels))
+            blocks = None
             if self.pipeline is not None:
-                grads, per_example, logits, busy, span = self.pipeline(images, labels)
+                grads, per_example, logits, busy, span, blocks = self.pipeline(images, labels)
                 self.stage_busy.assign_add(busy)
                 self.pipeline_span.assign_add(span)
             elif self.accumulation == 1:
@@ -219,6 +221,8 @@ class Trainer:
                 t2 = t1 if self.coordinator is not None else step_clock.update_done(
                     self.model.trainable_variables)
                 stamps = tf.stack([tf.cast(replica, tf.float64), t0, t1, t2])
+                if blocks is not None:  # each stage's blocks: the trace's stage tracks
+                    stamps = tf.concat([stamps, tf.reshape(blocks, [-1])], 0)
             predicted = tf.argmax(logits, axis=-1, output_type=tf.int32)
             sums = (tf.cast(tf.reduce_sum(per_example), tf.float32),  # float64 models too
                     tf.reduce_sum(tf.cast(predicted == labels, tf.float32)),
@@ -281,9 +285,10 @@ class Trainer:
         TRACE_STEPS steps' stamps for the trace. Outside the epoch's timed span."""
         from results import timeline
 
-        stamps, lockstep = step_clock.epoch_stamps(self.strategy, self.cfg.num_workers,
-                                                   self.coordinator is not None, chunks)
+        stamps, lockstep, blocks = step_clock.epoch_stamps(
+            self.strategy, self.cfg.num_workers, self.coordinator is not None, chunks)
         self.trace_stamps = {k: v[:TRACE_STEPS] for k, v in stamps.items()}
+        self.trace_blocks = {k: v[:TRACE_STEPS] for k, v in blocks.items()} or None
         parts = timeline.breakdown(stamps, lockstep)
         return {"lockstep": lockstep, "per_worker": parts,
                 "straggler": timeline.straggler_line(parts, lockstep)}

@@ -49,3 +49,32 @@ def test_mwms_stamps_are_ordered_and_account_for_the_step(tmp_path):
         assert all(t0 <= t1 <= t2 for t0, t1, t2 in rows)
     for p in record["epochs"][-1]["timeline"]["per_worker"].values():
         assert p["compute_s"] > 0 and p["sync_s"] > 0 and p["wait_s"] >= 0
+
+
+def test_a_pipelines_stages_and_checkpoints_are_in_its_trace(tmp_path):
+    """model_parallel: each stage's forward and backward blocks are stamped inside the step
+    (GPipe's order: the M forwards, then the backwards from the last micro-batch), and the
+    checkpoints the run saved are in the record, so the trace can place them."""
+    proc = run_module("experiments.run", "--strategy=model_parallel", "--num_stages=2",
+                      "--microbatches=2", "--model=mlp", *TINY, "--epochs=2",
+                      f"--checkpoint_dir={tmp_path / 'ckpt'}", "--checkpoint_every_steps=5",
+                      f"--results_dir={tmp_path / 'out'}")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (record,) = records_in(tmp_path / "out")
+    trace = record["timeline"]
+    assert (trace["stages"], trace["microbatches"]) == (2, 2)
+    (rows,) = trace["stage_blocks"].values()
+    steps = trace["stamps"]["replica:0"]
+    assert len(rows) == len(steps) > 0
+    for (t0, t1, _), flat in zip(steps, rows):
+        assert len(flat) == 2 * 2 * 2 * 2  # stages x 2M blocks x (start, end)
+        for s in range(2):
+            mine = [flat[s * 8 + 2 * j: s * 8 + 2 * j + 2] for j in range(4)]
+            assert all(a <= b for a, b in mine)  # each block ends after it starts...
+            assert all(a[1] <= b[0] for a, b in zip(mine, mine[1:]))  # ...before the next
+            assert t0 <= mine[0][0] and mine[-1][1] <= t1 + 1e-6  # inside compute
+        assert flat[0] < flat[8]  # stage 1's first forward waits for stage 0's
+    saves = record["checkpoint_saves"]
+    assert saves and all(s["s"] >= 0 and s["at_time"] > 0 for s in saves)
+    assert [s["step"] for s in saves] == sorted(s["step"] for s in saves)
+    assert not processes_mentioning(str(tmp_path))

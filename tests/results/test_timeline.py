@@ -106,3 +106,43 @@ def test_the_runs_trace_places_epochs_evaluations_and_restarts():
     assert min(e["ts"] for e in events if e["ph"] == "X") == 0.0  # the first epoch's start
     restart = next(e for e in run if e["name"].startswith("restart"))
     assert restart["ts"] == pytest.approx(3e6) and restart["dur"] == pytest.approx(2.5e6)
+
+
+def _pipelined(steps=3, stages=2, micro=2, block=0.004):
+    """One replica's pipeline: stage s runs micro-batch m's forward in slot m + s and the
+    backwards in reverse (GPipe), each block `block` seconds."""
+    stamps, blocks = {"replica:0": []}, {"replica:0": []}
+    t = 50.0
+    for _ in range(steps):
+        flat = []
+        for s in range(stages):
+            slots = [m + s for m in range(micro)] + [
+                micro + stages - 1 + (micro - 1 - m) + (stages - 1 - s) for m in
+                reversed(range(micro))]
+            for slot in slots:
+                flat += [t + slot * block, t + (slot + 1) * block]
+        span = 2 * (micro + stages - 1) * block
+        stamps["replica:0"].append([t, t + span, t + span + 0.001])
+        blocks["replica:0"].append(flat)
+        t += span + 0.001
+    return stamps, blocks
+
+
+def test_a_pipelines_trace_has_a_thread_per_stage_and_its_blocks(tmp_path):
+    stamps, blocks = _pipelined()
+    events = json.loads(timeline.trace_json(stamps, False, (), blocks, 2))["traceEvents"]
+    threads = {e["tid"]: e["args"]["name"] for e in events if e["name"] == "thread_name"}
+    assert threads == {1: "stage 0", 2: "stage 1"}
+    stage1 = [e for e in events if e["ph"] == "X" and e["tid"] == 2 and e["args"]["step"] == 0]
+    assert [e["name"] for e in stage1] == [timeline.FORWARD] * 2 + [timeline.BACKWARD] * 2
+    assert [e["args"]["microbatch"] for e in stage1] == [0, 1, 1, 0]
+    # stage 1 starts one block after stage 0 (GPipe's fill) and its blocks do not overlap
+    assert stage1[0]["ts"] == pytest.approx(4e3)
+    assert all(a["ts"] + a["dur"] <= b["ts"] + 1e-6 for a, b in zip(stage1, stage1[1:]))
+    path = timeline.plot(stamps, False, str(tmp_path / "p.png"), "pipeline", blocks, 2)
+    assert mpimg.imread(path).shape[0] > 150  # three rows: the replica and two stages
+
+
+def test_the_runs_trace_places_checkpoints():
+    extra = timeline.run_events({"checkpoint_saves": [{"step": 8, "at_time": 10.0, "s": 0.25}]})
+    assert extra == [{"name": "checkpoint after step 8", "start_s": 10.0, "end_s": 10.25}]
