@@ -107,6 +107,11 @@ class RunConfig:
     gradient_sync_dtype: str = setting("float32", "dtype gradients are synchronized in "
                                        "(all-reduce, ps push); 16-bit halves the bytes.",
                                        SYNC_DTYPES)
+    compression: str = setting("none", "Gradient compression with error feedback under "
+                               "all-reduce (mirrored, MWMS, hybrid): int8, topk:RATIO (the "
+                               "largest RATIO of each gradient's values), powersgd:RANK, or bf16 "
+                               "(the cast of --gradient_sync_dtype=bfloat16; PSS takes this one "
+                               "only). experiments/engine/compression.py.")
     float_dtype: str = setting("float32", "Keras floatx of the model. float64 (slower) makes "
                                "strategies comparable to ~1e-12: the equivalence tests use it.",
                                FLOAT_DTYPES)

@@ -11,7 +11,13 @@ from experiments.config.run_config import ConfigError
 from experiments.workload import npz_data, user_code
 from experiments.workload.datasets import DATASETS, is_user_dataset
 from models import MODELS, NEXT_TOKEN_MODELS, TOKEN_MODELS
-from strategies import LOCAL_REPLICAS, MULTI_WORKER, PARAMETER_SERVERS, PIPELINED, kind
+from strategies import (LOCAL_REPLICAS, MULTI_WORKER, PARAMETER_SERVERS, PIPELINED, REGISTRY,
+                        compression, kind)
+
+# Where --compression's exchanges run: replicas that all-reduce their gradients in a replica
+# context (central_storage's variables live apart from its replicas; PSS pushes to its servers)
+COMPRESSIBLE = tuple(n for n, k in REGISTRY.items()
+                     if k.all_reduce or (k.local_replicas and not k.central_variables))
 
 
 def check_fields(cfg):
@@ -93,6 +99,31 @@ def _check_pipeline(cfg):
                           f"batch of {per_replica}; choose a divisor of it")
 
 
+def _check_compression(cfg):
+    try:
+        spec = compression.parse(cfg.compression)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    if spec.method == "none":
+        return
+    if cfg.gradient_sync_dtype != "float32":
+        raise ConfigError(f"--compression={cfg.compression} and --gradient_sync_dtype="
+                          f"{cfg.gradient_sync_dtype} both compress the gradients; give one")
+    if kind(cfg.strategy).parameter_servers:
+        if spec.method == "bf16":  # the cast before each push
+            return
+        raise ConfigError(f"--compression={cfg.compression} needs replicas that all-reduce; "
+                          f"--strategy={cfg.strategy} pushes gradients to its parameter "
+                          f"servers and takes --compression=bf16 only")
+    if cfg.strategy not in COMPRESSIBLE:
+        raise ConfigError(f"--compression={cfg.compression} applies to --strategy="
+                          f"{' or '.join(COMPRESSIBLE)} (replicas that all-reduce), not "
+                          f"--strategy={cfg.strategy}")
+    if cfg.replicas_in_sync() < 2:
+        raise ConfigError(f"--compression={cfg.compression} needs 2 or more replicas in sync; "
+                          f"--strategy={cfg.strategy} has one here")
+
+
 def validate(cfg):
     """Raises ConfigError for the first bad value, naming it and what is allowed: first each
     field's own rule (its choices and bound, declared with it in run_config.py), then the rules
@@ -130,6 +161,7 @@ def validate(cfg):
         if not 0 < cfg.straggler_delay_ms <= 60_000:
             raise ConfigError(f"--straggler_delay_ms={cfg.straggler_delay_ms:g} must be in "
                               f"(0, 60000]")
+    _check_compression(cfg)
     if cfg.ps_shards > 1:
         # Checked on TF 2.21 + Keras 3.15: a Keras 3 variable wrapping a tf ShardedVariable has
         # no `.handle`, so tf.GradientTape fails inside the train step. Refuse it up front.

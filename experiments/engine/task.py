@@ -10,7 +10,7 @@ import sys
 
 import tensorflow as tf
 
-from experiments.engine import gpipe
+from experiments.engine import compressed_sync, gpipe
 from experiments.engine.checkpoints import Checkpoints
 from experiments.engine.record import build_record, new_run_id, write
 from experiments.engine.build import build, input_context
@@ -241,6 +241,7 @@ def run_task(cfg, role, extra_config=None):
         share = comm_probe.fraction(probe, step)
         record["communication"] = {**probe, "step_time_s": step, "fraction": share}
         record["communication_fraction"] = share
+    record["compression"] = compressed_sync.summary(trainer, strategy.num_replicas_in_sync)
     if cfg.compute_probe:
         record["compute"] = flops.summary(
             compute[0], (record["steady_state"].get("examples_per_sec") or {}).get("median"),

@@ -22,9 +22,9 @@ import time
 import keras
 import tensorflow as tf
 
-from experiments.engine import build, gpipe, step_clock
+from experiments.engine import build, compressed_sync, gpipe, step_clock
 from experiments.measure import comm_probe, cpu_usage, memory
-from strategies import kind
+from strategies import compression, kind
 from tf_config import events
 
 
@@ -133,9 +133,15 @@ class Trainer:
             self._loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True,
                                                                     reduction=None)
         # 16-bit sync is opt-in compression; "float32" (the default) means no cast, so a
-        # float64 model's gradients stay float64.
-        self._sync_dtype = (None if cfg.gradient_sync_dtype == "float32"
-                            else tf.as_dtype(cfg.gradient_sync_dtype))
+        # float64 model's gradients stay float64. --compression=bf16 is the same cast.
+        self.compression = compression.parse(cfg.compression)
+        sync = "bfloat16" if self.compression.method == "bf16" else cfg.gradient_sync_dtype
+        self._sync_dtype = None if sync == "float32" else tf.as_dtype(sync)
+        self.reducer = None
+        if self.compression.reduces:  # the exchange sums the gradients: Keras must not again
+            self.reducer = compressed_sync.Reducer(self.compression, strategy)
+            self.reducer.build(self.model.trainable_variables)
+            compressed_sync.without_reduction(self.optimizer)
         self.pipeline = None
         if self.stages is not None:
             self.pipeline = gpipe.Pipeline(self.stages, self.stage_devices, cfg.microbatches,
@@ -212,6 +218,8 @@ class Trainer:
             t1 = None
             if self.step_timeline:
                 t1, grads = step_clock.gradients_ready(grads, gate=self.coordinator is None)
+            if self.reducer is not None:
+                grads = self.reducer(grads)
             self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables))
             stamps = None
             if self.step_timeline:

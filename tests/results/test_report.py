@@ -226,8 +226,18 @@ def test_the_rows_are_hparams_trials_in_tensorboard(results_dir):
     assert mw[0]["n"] == 2 and mw[0]["model"] == "cnn"
     assert mw[1]["examples_per_sec"] == pytest.approx(float(row["examples_per_sec"]), rel=1e-6)
     assert mw[1]["scaling_percent"] == pytest.approx(float(row["scaling_percent"]), rel=1e-6)
-    # the experiment-wide config is there, and a rebuilt report keeps one copy of each trial
-    assert list((results_dir / "tensorboard" / "hparams").glob("events.*"))
+    # the experiment-wide config is there and names what tells the rows apart (TensorBoard
+    # ticks the first five by name), and a rebuilt report keeps one copy of each trial
+    (config,) = (results_dir / "tensorboard" / "hparams").glob("events.*")
+    names = set()
+    for event in tf.compat.v1.train.summary_iterator(str(config)):
+        for value in event.summary.value:
+            if value.metadata.plugin_data.plugin_name == "hparams":
+                data = plugin_data_pb2.HParamsPluginData.FromString(
+                    value.metadata.plugin_data.content)
+                names |= {h.name for h in data.experiment.hparam_infos}
+    assert {"role", "strategy", "n"} <= names
+    assert "model" not in names and "batch_size_per_replica" not in names  # the same in all
     build(str(results_dir), 0.5)
     assert trials() == first
     assert len(list((results_dir / "tensorboard" / "hparams").glob("*/events.*"))) == len(rows)

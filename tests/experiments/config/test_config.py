@@ -72,6 +72,19 @@ def test_the_defaults_are_valid(tmp_path):
     (dict(strategy="one_device", num_stages=2), "--num_stages=2 and --microbatches=1 apply to"),
     (dict(strategy="no_such"), "--strategy='no_such' is not valid; choose one of: one_device"),
     (dict(tpu="grpc://x:8470"), "--tpu"),
+    (dict(compression="topk:2"), r"--compression='topk:2' is not valid; choose one of: none, "
+                                 r"bf16, int8, topk:RATIO \(0 < RATIO <= 1\)"),
+    (dict(strategy="parameter_server", num_workers=2, compression="int8"),
+     "--compression=int8 needs replicas that all-reduce; --strategy=parameter_server pushes "
+     "gradients to its parameter servers and takes --compression=bf16 only"),
+    (dict(strategy="central_storage", num_replicas=2, compression="powersgd:2"),
+     "--compression=powersgd:2 applies to --strategy=mirrored or multi_worker_mirrored or "
+     "hybrid"),
+    (dict(strategy="one_device", compression="int8"), "--compression=int8 applies to"),
+    (dict(strategy="mirrored", num_replicas=1, compression="int8"),
+     "--compression=int8 needs 2 or more replicas in sync"),
+    (dict(strategy="mirrored", num_replicas=2, compression="bf16",
+          gradient_sync_dtype="float16"), "both compress the gradients; give one"),
 ])
 def test_cross_field_rules_name_the_bad_value(tmp_path, changes, message):
     with pytest.raises(ConfigError, match=message):
