@@ -46,7 +46,7 @@ from experiments.config.cli import bad_input, parse_flags  # noqa: E402
 from experiments.config import ConfigError  # noqa: E402
 from experiments.comparison import options, runner  # noqa: E402
 from experiments.comparison.plan import plan, same_run, size_started  # noqa: E402
-from experiments.comparison.presets import PRESETS  # noqa: E402
+from experiments.comparison.presets import PRESETS, REDUCERS  # noqa: E402
 
 from models import MODELS  # noqa: E402
 from results.records import load_records  # noqa: E402
@@ -76,10 +76,15 @@ _EXPERIMENTS = flags.DEFINE_list("experiments", "scaling",
                                  "scaling: baseline, reference and every strategy per N; "
                                  "straggler: MWMS and PSS with one worker slowed by each delay; "
                                  "network: MWMS and PSS at N=2 under each --bandwidths; "
-                                 "parallelism: one device, data, model and hybrid parallelism.")
-_BANDWIDTHS = flags.DEFINE_list("bandwidths", "0.02,0.1,0.5,0", "Network experiment: emulated "
-                                "bandwidths (Gbit/s, shared by the cluster's links; 0: the real "
-                                "loopback, which the model is fitted to).")
+                                 "parallelism: one device, data, model and hybrid parallelism; "
+                                 "reducers: MWMS N=2 plain and under each --reducers at each "
+                                 "--bandwidths.")
+_BANDWIDTHS = flags.DEFINE_list("bandwidths", "0.02,0.1,0.5,0", "Network and reducers "
+                                "experiments: emulated bandwidths (Gbit/s, shared by the "
+                                "cluster's links; 0: the real loopback, which the model is fitted "
+                                "to; --preset=reducers: 0.1,1,0).")
+_REDUCERS = flags.DEFINE_list("reducers", list(REDUCERS), "Reducers experiment: the "
+                              "--compression forms run against plain MWMS.")
 _DELAYS = flags.DEFINE_list("straggler_delays", "0,25,50,100",
                             "Straggler experiment: per-step delays (ms) of the last worker.")
 _STRAGGLER_WORKERS = flags.DEFINE_integer("straggler_workers", 2,
@@ -115,7 +120,9 @@ def main(argv):
         opts = options.resolve(
             _PRESET.value, models=_MODELS.value, dataset=_DATASET.value if _DATASET.present
             else None, strategies=_STRATEGIES.value, experiments=_EXPERIMENTS.value if
-            _EXPERIMENTS.present else None, bandwidth_list=_BANDWIDTHS.value,
+            _EXPERIMENTS.present else None,
+            bandwidth_list=_BANDWIDTHS.value if _BANDWIDTHS.present else None,
+            reducers=_REDUCERS.value, default_bandwidths=",".join(_BANDWIDTHS.default),
             delays=_DELAYS.value, workers=_WORKERS.value, accumulation=_ACCUMULATION.value,
             sizes=_SIZES.value, repeats=_REPEATS.value, epochs=_EPOCHS.value,
             results_dir=_RESULTS_DIR.value, results_dir_given=_RESULTS_DIR.present,
@@ -140,13 +147,14 @@ def main(argv):
         else:
             count = len(plan(models, workers, sizes, strategies, _NUM_PS.value, repeats,
                              experiments, delays, _STRAGGLER_WORKERS.value,
-                             bandwidths=bandwidths, accumulation=accumulation))
+                             bandwidths=bandwidths, accumulation=accumulation,
+                             reducers=opts.reducers))
             sizes = [runner.calibrate(models[0], epochs, count, _BUDGET.value * 60, max(sizes),
                                 _THREADS.value)]
     runs = plan(models, workers, sizes, strategies, _NUM_PS.value, repeats, experiments,
                 delays, _STRAGGLER_WORKERS.value, _THREADS.value, _PIN.value,
                 bandwidths=bandwidths, floors=preset.get("floors", True), datasets=opts.datasets,
-                accumulation=accumulation, batch=_BATCH.value)
+                accumulation=accumulation, batch=_BATCH.value, reducers=opts.reducers)
     common = [f"--epochs={epochs}", f"--batch_size_per_replica={_BATCH.value}",
               f"--steps_per_execution={_STEPS_PER_EXECUTION.value}"]
     runs = [(name, [*argv, *common]) for name, argv in runs]

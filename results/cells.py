@@ -21,6 +21,7 @@ ENGINE_FLOOR = "engine_floor"  # a plain TF loop without the toolkit: engine_flo
 # engine_floor_all/ (every core), engine_floor_shared/ (K loops at once: experiments.comparison.sharing)
 ENGINE_FLOOR_RUNS = ("engine_floor", "engine_floor_all", "engine_floor_shared")
 STRAGGLER_PREFIX = "straggler-"
+REDUCERS_PREFIX = "reducers-"
 
 # Records whose config lacks a flag (old records, hand-made ones) fall back to the top level only
 # where it holds the requested value or the same thing: train_examples is rounded but is the
@@ -124,6 +125,19 @@ def is_network_run(record):
     """A run on an emulated network (or one that asked for it): network.py's, not the
     summary's nor the scaling fit's (their network is the machine's own)."""
     return bool(record.get("network"))
+
+
+def compression_of(record):
+    """The run's --compression ("none" for plain synchronization and records from before it)."""
+    return (record.get("config") or {}).get("compression") or "none"
+
+
+def is_reducer_run(record):
+    """A cell of the reducers experiment, plain ones too, or any run whose gradients went
+    through a compressed exchange (--compression other than none): reducers.py's table, not
+    the summary's nor any fit's (their synchronization is not the plain one)."""
+    return (record.get("run_name") or "").startswith(REDUCERS_PREFIX) or \
+        compression_of(record) != "none"
 
 
 def is_collectives_run(record):

@@ -42,7 +42,7 @@ worker is equally fast, the per-replica batch is the profile's.
 import dataclasses
 import json
 
-from strategies import REGISTRY, data_parallel_workers, kind
+from strategies import REGISTRY, compression, data_parallel_workers, kind
 
 # The strategies it models: data-parallel workers (strategies.data_parallel_workers), and the
 # pipelines (one GPipe pipeline over S devices of a host; hybrid: one per MWMS worker).
@@ -189,9 +189,19 @@ def _ring(nbytes, n, gbps, latency_us):
 
 
 def _sent_per_worker(gradient, n, kind):
-    """What one worker sends per step: ring all-reduce 2(N-1)/N G; all-gather of sparse rows,
-    its rows to each of the N-1 others in a ring, (N-1) G."""
-    return (n - 1) * gradient if kind == "sparse" else 2 * (n - 1) / n * gradient
+    """What one worker sends per step: ring all-reduce 2(N-1)/N G; all-gather of sparse rows
+    (and of int8 / top-k payloads), its rows to each of the N-1 others in a ring, (N-1) G."""
+    return compression.sent_per_replica(gradient, n, "gather" if kind == "sparse" else "reduce")
+
+
+def reducer_s(reducer, cluster):
+    """Seconds of one step's synchronization through a reducer (--compression; a profile's
+    `reducers` entry): its payload all-gathered (int8, topk: exchange "gather") or all-reduced
+    (powersgd) like a gradient, plus the compression's own compute, measured on the profile's
+    device and scaled with it."""
+    kind_ = "sparse" if reducer["exchange"] == "gather" else "dense"
+    return allreduce_s(reducer["payload_bytes"], cluster, kind_) + \
+        (reducer.get("compress_s") or 0.0) / cluster.device_speedup
 
 
 def bytes_moved(profile, strategy, n, dtype="float32", shared_medium=False):

@@ -19,8 +19,8 @@ import collections
 import math
 
 from results import cost_model, metrics, plots
-from results.cells import (SETTING_KEYS, bandwidth_of, is_straggler_run, setting_of, sort_key,
-                           workers_of)
+from results.cells import (SETTING_KEYS, bandwidth_of, is_reducer_run, is_straggler_run,
+                           setting_of, sort_key, workers_of)
 from results.records import write_text_atomic
 from results.scaling_model import cpu_cap
 from results.workload_profile import probe_of, profile_of, step_time_of, sync_dtype_of
@@ -87,8 +87,8 @@ def models(records, shaped_only=True):
     setting with at least one shaped run (shaped_only=False: every setting that has both)."""
     by = collections.defaultdict(list)
     for r in records:
-        if r["strategy"] in _STRATEGIES and not is_straggler_run(r) and r.get("communication") \
-                and not _delayed(r):
+        if r["strategy"] in _STRATEGIES and not is_straggler_run(r) and not is_reducer_run(r) \
+                and r.get("communication") and not _delayed(r):
             by[(setting_of(r), r["strategy"], workers_of(r), bandwidth_of(r))].append(r)
     wanted = {(s, strategy) for (s, strategy, _, b) in by if b or not shaped_only}
     out = {}
@@ -122,8 +122,8 @@ def rows(records):
     cells = collections.defaultdict(list)
     for r in records:
         key = (setting_of(r), r["strategy"])
-        if key in fitted and not is_straggler_run(r) and r.get("communication") and \
-                workers_of(r) >= 2 and not _delayed(r):
+        if key in fitted and not is_straggler_run(r) and not is_reducer_run(r) and \
+                r.get("communication") and workers_of(r) >= 2 and not _delayed(r):
             cells[(*key, workers_of(r), bandwidth_of(r))].append(r)
     out = []
     for (setting, strategy, n, gbps), runs in cells.items():

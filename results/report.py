@@ -6,8 +6,8 @@ with two or more models, zoo.csv and zoo.png: which strategy wins per model, res
 import os
 
 from results import network as network_experiment
-from results import (hparams, parallelism, plots, projections, scaling_model, straggler, timeline,
-                     zoo)
+from results import (hparams, parallelism, plots, projections, reducers, scaling_model, straggler,
+                     timeline, zoo)
 from results.cells import is_collectives_run, label, setting_details, setting_title
 from results.findings import findings, overhead_sentence
 from results.records import load_records, write_text_atomic
@@ -131,6 +131,7 @@ def build(results_dir, target_accuracy=None, network=scaling_model.Network()):
                             timeline.section(records, path),
                             projections.section(fits, network, path),
                             network_experiment.section(records, path),
+                            reducers.section(records, path),
                             parallelism.section(records, path))
                 if s is not None]
     for section in sections:

@@ -27,8 +27,8 @@ import dataclasses
 
 from results import cost_model, metrics
 from results.cells import (BASELINE_RUN, ENGINE_FLOOR, SETTING_KEYS, is_collectives_run,
-                           is_network_run, is_straggler_run, role_of, setting_of, sort_key,
-                           workers_of)
+                           is_network_run, is_reducer_run, is_straggler_run, role_of, setting_of,
+                           sort_key, workers_of)
 from results.workload_profile import measured_cell, profile_of, sync_dtype_of
 from strategies import kind
 
@@ -204,7 +204,8 @@ def fit(records):
             sharing[setting_of(r)].append(r["sharing"])
             continue
         setting = setting_of(r)
-        if is_straggler_run(r) or is_network_run(r) or not r.get("steps_per_epoch") or \
+        if is_straggler_run(r) or is_network_run(r) or is_reducer_run(r) or \
+                not r.get("steps_per_epoch") or \
                 setting[SETTING_KEYS.index("global_batch_size")]:
             continue
         if role_of(r) == BASELINE_RUN and r.get("threads_per_task") == 1:

@@ -19,8 +19,8 @@ import collections
 from results import metrics
 from strategies import floor_comparable
 from results.cells import (BASELINE_RUN, ENGINE_FLOOR, REFERENCE_RUN, SETTING_KEYS,  # noqa: F401
-                           is_collectives_run, is_machine_limit, is_network_run, is_parallelism_run,
-                           is_straggler_run, label, role_of, setting_of, setting_of_row,
+                           is_collectives_run, is_machine_limit, is_network_run,
+                           is_parallelism_run, is_reducer_run, is_straggler_run, label, role_of, setting_of, setting_of_row,
                            single_process, sort_key, workers_of)
 
 COLUMNS = (
@@ -155,7 +155,7 @@ def summarize(records, target_accuracy=None):
     cells = collections.defaultdict(list)
     for r in records:
         if not is_straggler_run(r) and not is_network_run(r) and not is_parallelism_run(r) \
-                and not is_collectives_run(r):
+                and not is_collectives_run(r) and not is_reducer_run(r):
             cells[(role_of(r), r["strategy"], workers_of(r), setting_of(r),
                    r.get("threads_per_task"))].append(r)
     rows = [_row(*key, runs, target_accuracy) for key, runs in cells.items()]

@@ -43,27 +43,44 @@ def as_matrix(shape):
     return int(shape[0]), int(math.prod(shape[1:]))
 
 
-def sent_bytes(spec, shapes, num_replicas, itemsize=4):
-    """Bytes one replica sends per step for dense gradients of `shapes` (ring algorithms): the
-    compressed exchange, and what a plain all-reduce in the gradients' dtype would send."""
-    n = num_replicas
+def exchange(spec):
+    """How the replicas exchange the compressed form: "gather" (each receives every other's:
+    int8, topk) or "reduce" (all-reduced like a plain gradient: powersgd's factors, a cast)."""
+    return "gather" if spec.method in ("int8", "topk") else "reduce"
+
+
+def payload_bytes(spec, shapes, itemsize=4):
+    """Bytes of one replica's compressed dense gradients of `shapes` (itemsize: the gradients'
+    bytes per value): what it hands its exchange per step."""
     sizes = [math.prod(s) for s in shapes]
-    plain = 2 * (n - 1) / n * itemsize * sum(sizes)
     if spec.method == "int8":  # values packed in int32 lanes (padded to 4) + float32 scales
-        sent = (n - 1) * (4 * math.ceil(sum(sizes) / 4) + 4 * len(sizes))
-    elif spec.method == "topk":  # (value, int32 index) pairs
-        sent = (n - 1) * sum((itemsize + 4) * top_k(spec.ratio, size) for size in sizes)
-    elif spec.method == "powersgd":
+        return 4 * math.ceil(sum(sizes) / 4) + 4 * len(sizes)
+    if spec.method == "topk":  # (value, int32 index) pairs
+        return sum((itemsize + 4) * top_k(spec.ratio, size) for size in sizes)
+    if spec.method == "powersgd":  # two rank-r factors per matrix, vectors as they are
         floats = 0
         for s, size in zip(shapes, sizes):
             m = as_matrix(s)
             floats += size if m is None else min(spec.rank, *m) * (m[0] + m[1])
-        sent = 2 * (n - 1) / n * itemsize * floats
-    elif spec.method == "bf16":
-        sent = plain / itemsize * 2
-    else:
-        sent = plain
-    return {"sent_bytes_per_step": float(sent), "plain_bytes_per_step": float(plain)}
+        return itemsize * floats
+    return (2 if spec.method == "bf16" else itemsize) * sum(sizes)
+
+
+def sent_per_replica(payload, n, how):
+    """Bytes one replica sends per step by ring algorithms: an all-gather passes on every other
+    replica's payload ((N-1) x), an all-reduce 2(N-1)/N of it."""
+    return (n - 1) * payload if how == "gather" else 2 * (n - 1) / n * payload
+
+
+def sent_bytes(spec, shapes, num_replicas, itemsize=4):
+    """Bytes one replica sends per step for dense gradients of `shapes`: the compressed exchange,
+    and what a plain all-reduce in the gradients' dtype would send."""
+    plain = sent_per_replica(itemsize * sum(math.prod(s) for s in shapes), num_replicas,
+                             "reduce")
+    sent = sent_per_replica(payload_bytes(spec, shapes, itemsize), num_replicas, exchange(spec))
+    return {"sent_bytes_per_step": float(sent), "plain_bytes_per_step": float(plain),
+            "payload_bytes": float(payload_bytes(spec, shapes, itemsize)),
+            "exchange": exchange(spec)}
 
 
 def top_k(ratio, size):

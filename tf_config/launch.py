@@ -476,6 +476,9 @@ def main():
                                     lower_bound=0.0)
     watchdog_factor = flags.DEFINE_float("watchdog_factor", 20.0, "See --watchdog_s.",
                                          lower_bound=1e-3)
+    grace = flags.DEFINE_float("done_grace_s", 30.0, "After the chief succeeds, seconds the "
+                               "other tasks get to finish and exit before they are stopped.",
+                               lower_bound=0.0)
     log_dir = flags.DEFINE_string("task_log_dir", "", "Each task's full output goes to "
                                   "TASK_LOG_DIR/<task>.log (default: a temporary directory, kept when "
                                   "the launch fails).")
@@ -497,6 +500,7 @@ def main():
                                    cluster_restarts=restart_cluster.value, log_dir=log_dir.value,
                                    watchdog_s=watchdog_s.value,
                                    watchdog_factor=watchdog_factor.value,
+                                   done_grace_s=grace.value,
                                    command=lambda kind, index, n: command)))
 
     app.run(launch)

@@ -6,10 +6,12 @@ valid choices, which `experiments.compare` turns into one line and exit 2).
 """
 import dataclasses
 
-from experiments.comparison.presets import EXPERIMENT_NAMES, MODEL_DATASETS, PRESETS, ZOO_SIZES
+from experiments.comparison.plan import ALL_REDUCE
+from experiments.comparison.presets import (EXPERIMENT_NAMES, MODEL_DATASETS, PRESETS, REDUCERS,
+                                            ZOO_SIZES)
 from experiments.config import check_dataset, check_model
 from models import MODELS
-from strategies import COMPARED, LOCAL_REPLICAS
+from strategies import COMPARED, LOCAL_REPLICAS, compression
 
 
 @dataclasses.dataclass(frozen=True)
@@ -19,6 +21,7 @@ class Options:
     strategies: list
     experiments: list
     bandwidths: list  # Gbit/s, 0 the real loopback
+    reducers: list  # the reducers experiment's --compression forms
     delays: list  # straggler ms
     workers: list
     accumulation: list
@@ -55,11 +58,11 @@ def bandwidths(values):
 
 
 def resolve(preset_name, *, models=None, dataset=None, strategies, experiments=None,
-            bandwidth_list=(), delays=(), workers=None, accumulation=("1",), sizes=None,
+            bandwidth_list=None, delays=(), workers=None, reducers=REDUCERS, accumulation=("1",), sizes=None,
             repeats=None, epochs=None, results_dir="runs/compare", results_dir_given=False,
-            default_experiments="scaling", default_dataset="synthetic"):
+            default_experiments="scaling", default_dataset="synthetic", default_bandwidths=""):
     """Options of preset `preset_name` with the given lists over it (None: the preset's);
-    dataset / experiments None: not given on the command line. The zoo and parallelism presets
+    dataset / experiments / bandwidth_list None: not given on the command line. The zoo and parallelism presets
     write to runs/<preset> unless results_dir was given."""
     preset = PRESETS[preset_name]
     models = models or preset["models"].split(",")
@@ -80,12 +83,22 @@ def resolve(preset_name, *, models=None, dataset=None, strategies, experiments=N
     if bad or not experiments:
         raise ValueError(f"--experiments={','.join(experiments)}: choose from "
                          f"{', '.join(EXPERIMENT_NAMES)}")
+    if "reducers" in experiments and ALL_REDUCE not in strategies:
+        raise ValueError(f"--experiments=reducers needs {ALL_REDUCE} in --strategies")
     for experiment in ("straggler", "network"):
         if experiment in experiments and set(strategies) <= set(LOCAL_REPLICAS):
             raise ValueError(f"--experiments={experiment} needs multi_worker_mirrored or "
                              "parameter_server in --strategies")
     # checked in the order compare always checked them: the first bad one is the one named
-    bandwidth_list = bandwidths(bandwidth_list)
+    bandwidth_list = bandwidths(bandwidth_list if bandwidth_list is not None else
+                                [b for b in preset.get("bandwidths", default_bandwidths).split(",")
+                                 if b])
+    for form in reducers:
+        compression.parse(form)  # ValueError: the form and the valid ones
+        if form in ("none", "bf16"):
+            raise ValueError(f"--reducers: {form!r} is not a reducer; the experiment runs plain "
+                             f"MWMS (none) itself and bf16 is --gradient_sync_dtype's cast; "
+                             f"choose int8, topk:RATIO or powersgd:RANK")
     delays = ints("straggler_delays", delays, minimum=0)
     workers = ints("workers", workers or preset["workers"].split(","))
     accumulation = ints("accumulation_steps", accumulation)
@@ -98,6 +111,7 @@ def resolve(preset_name, *, models=None, dataset=None, strategies, experiments=N
         datasets={m: dataset if dataset is not None else MODEL_DATASETS.get(m, default_dataset)
                   for m in models},
         strategies=list(strategies), experiments=experiments, bandwidths=bandwidth_list,
+        reducers=list(reducers),
         delays=delays, workers=workers, accumulation=accumulation, sizes=sizes,
         repeats=repeats or preset["repeats"], epochs=epochs or preset["epochs"],
         results_dir=results_dir if results_dir_given or preset_name in ("default", "full")

@@ -6,7 +6,10 @@ recorded runs already count as done (resuming).
 """
 import os
 
-from strategies import kind
+from strategies import REGISTRY, kind
+
+# The reducers experiment's strategy: workers that all-reduce (MWMS)
+ALL_REDUCE = next(n for n, k in REGISTRY.items() if k.all_reduce and not k.pipelined)
 
 
 # A collectives cell's training per worker and epoch, before its sweep: a few steps (32 at the
@@ -54,14 +57,15 @@ def _pinned(run_flags, cores, available):
 
 def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scaling",),
          delays=(), straggler_workers=2, threads=1, pin_cores=False, available_cores=None,
-         bandwidths=(), floors=True, datasets=None, accumulation=(1,), batch=64):
+         bandwidths=(), floors=True, datasets=None, accumulation=(1,), batch=64, reducers=()):
     """[(run_name, [module, flags...])] in execution order. `threads`: intra-op threads of every
     worker (and of the baseline); pin_cores: each cell pinned to the cores its workers get.
     accumulation: --accumulation_steps values, every cell run at each (K=1 keeps the names
     without a K, so older results directories resume; the plain-loop floors run at K=1 only).
     sizes: a list for every model, or {model: list}; floors: the engine-floor cells;
     datasets: {model: dataset} (each run gets --dataset=...; None: the runs' common flags say);
-    batch: the per-replica batch (the parallelism cells hold 2 x batch as the global batch)."""
+    batch: the per-replica batch (the parallelism cells hold 2 x batch as the global batch);
+    reducers: the reducers experiment's --compression forms."""
     available = available_cores or len(os.sched_getaffinity(0))
     run, floor, sharing = "experiments.run", "experiments.comparison.floor", \
         "experiments.comparison.sharing"
@@ -115,6 +119,15 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
                         cells.append((f"network-{s}-n2-b{b:g}", run,
                                       strategy_flags(s, 2, num_ps, threads) + shaped,
                                       2 * threads))
+            if "reducers" in experiments:
+                # MWMS N=2, plain and each reducer, on the real loopback (b=0: what the
+                # reducers table predicts from) and under each shaped bandwidth
+                for b in bandwidths:
+                    shaped = [f"--emulate_bandwidth_gbps={b:g}"] if b else []
+                    for form in ("none", *reducers):
+                        cells.append((f"reducers-{form.replace(':', '')}-n2-b{b:g}", run,
+                                      strategy_flags(ALL_REDUCE, 2, num_ps, threads) + shaped +
+                                      [f"--compression={form}"], 2 * threads))
             if "parallelism" in experiments:
                 cells += [(name, run, extra, 2 * threads)
                           for name, extra in _parallelism_cells(threads, batch)]

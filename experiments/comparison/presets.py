@@ -13,6 +13,11 @@ PRESETS = {
     # ~6-7 min on 2 vCPUs (docs/benchmarks.md): 10 runs (5 per model), 3 epochs (2 steady).
     "parallelism": dict(models="cnn,wide_mlp", workers="2", train_examples="", repeats=1,
                         epochs=3, floors=False, experiments="parallelism"),
+    # MWMS N=2 plain and under each --reducers at each --bandwidths (0 and 2 shaped ones): 12
+    # runs per model, 3 epochs (2 steady).
+    "reducers": dict(models="cnn,wide_mlp,embedding", workers="2", train_examples="",
+                     repeats=1, epochs=3, floors=False, experiments="reducers",
+                     bandwidths="0.1,1,0"),
 }
 # The zoo's examples per epoch: a few seconds per steady epoch of each model on 2 vCPUs.
 ZOO_SIZES = {"resnet": 1536, "wide_mlp": 3072, "embedding": 8192}
@@ -21,4 +26,7 @@ MODEL_DATASETS = {"resnet": "synthetic_cifar", "embedding": "synthetic_tokens",
                   "gpt": "synthetic_sequences", "gpt_small": "synthetic_sequences"}
 # The experiments a comparison can run (--experiments); each adds its cells to the plan
 # (plan.py) and its section to the report (results/report.py).
-EXPERIMENT_NAMES = ("scaling", "straggler", "network", "parallelism")
+EXPERIMENT_NAMES = ("scaling", "straggler", "network", "parallelism", "reducers")
+# The reducers experiment's forms unless --reducers says otherwise (experiments.run's
+# --compression; strategies/compression.py).
+REDUCERS = ("int8", "topk:0.01", "powersgd:4")
