@@ -31,6 +31,10 @@ Per-replica step time:  t = compute / device_speedup + overhead + communication
       (M + S - 1) / M, plus each boundary's activation forward and gradient back for one
       micro-batch on the critical path, 2 (S-1) (batch / M x A / B_intra + a_intra), A the
       profile's boundary_activation_bytes per example; a device holds 1/S of the memory
+    reducers (--compression, under all-reduce; strategies/compression.py): the profile's
+      measured payload C of one replica's compressed gradient all-gathered ((N-1) C / B, int8
+      and top-k) or all-reduced like a gradient (PowerSGD's factors), plus the compression's own
+      compute, scaled with the device; its per-replica state (error feedback) adds to memory
     shared medium (the emulated network, tc tbf on one loopback): every byte of every link
       goes through one bucket of B: all-reduce 2 (N-1) G / B per step; a PSS worker (G + P)/B
       per step, and the cluster at most B / (G + P) steps per second
@@ -77,6 +81,11 @@ class WorkloadProfile:
     # 1-worker step took less than compute + its probe (PSS: the ps and the chief work on other
     # cores while the worker computes); 0 where unmeasured
     overlap: dict = dataclasses.field(default_factory=dict)
+    # {--compression form: {payload_bytes, exchange, compress_s, state_bytes}} measured for
+    # this workload (the reducers experiment's real-loopback runs): a replica's compressed
+    # gradient, how it is exchanged ("gather" or "reduce"), the compression's own compute per
+    # step on the profile's device, and the per-replica state it keeps (error feedback)
+    reducers: dict = dataclasses.field(default_factory=dict)
     device: str = ""  # what compute_s was measured on ("2-vCPU AMD EPYC, 1 thread", "V100")
     source: str = ""  # the records it came from, or a citation
 
@@ -349,9 +358,10 @@ def pipeline_s(profile, stages, microbatches, cluster):
 
 
 def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None, stages=1,
-            microbatches=1):
+            microbatches=1, compression="none"):
     """The step, throughput and efficiency of `strategy` for `profile` on `cluster`; overlap:
-    the share of synchronization hidden behind compute (None: the profile's measured one).
+    the share of synchronization hidden behind compute (None: the profile's measured one);
+    compression: an all-reduce's --compression form, from the profile's `reducers`.
     Pipelines: `stages` devices of one host per pipeline, `microbatches` per step; model_parallel
     is one pipeline, hybrid one per host (an MWMS worker per host all-reducing the gradients)."""
     if overlap is None:
@@ -362,17 +372,29 @@ def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None, stag
     compute = profile.compute_s / cluster.device_speedup
     overhead = profile.overhead_s.get(strategy, 0.0)
     gradient = profile.gradient(sync_dtype)
+    reducer = None
+    if compression != "none":
+        reducer = profile.reducers.get(compression)
+        if reducer is None or kind(strategy).parameter_servers:
+            raise SpecError(f"compression {compression!r} under {strategy}: the profile "
+                            f"measured {', '.join(profile.reducers) or 'no reducer'} (all-reduce "
+                            f"strategies only)")
+
+    def sync(part):  # one step's all-reduce (or the reducer's exchange) on `part`
+        return reducer_s(reducer, part) if reducer else \
+            allreduce_s(gradient, part, profile.gradient_kind)
+
     replicas, devices = cluster.workers, cluster.workers
     if kind(strategy).pipelined:
         compute, transfers = pipeline_s(profile, stages, microbatches, cluster)
         replicas = cluster.hosts if kind(strategy).all_reduce else 1
         devices = replicas * stages
-        comm = transfers + (allreduce_s(gradient, dataclasses.replace(
-            cluster, devices_per_host=1), profile.gradient_kind) if replicas > 1 else 0.0)
+        comm = transfers + (sync(dataclasses.replace(cluster, devices_per_host=1))
+                            if replicas > 1 else 0.0)
     elif kind(strategy).parameter_servers:
         comm = parameter_server_s(gradient, profile.pull_bytes, cluster)
     else:
-        comm = allreduce_s(gradient, cluster, profile.gradient_kind)
+        comm = sync(cluster)
     comm_exposed = comm * (1.0 - overlap)
     step = compute + overhead + comm_exposed
     rate = replicas * profile.batch / step
@@ -383,7 +405,9 @@ def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None, stag
             rate, bound = cap, "the shared link"
     alone = profile.batch / (profile.compute_s / cluster.device_speedup + overhead)
     speedup = rate / alone
-    memory = memory_per_device(profile, strategy, stages if kind(strategy).pipelined else 1)
+    split = stages if kind(strategy).pipelined else 1
+    memory = memory_per_device(profile, strategy, split) + \
+        ((reducer or {}).get("state_bytes") or 0) // split
     return Prediction(strategy, devices, step, compute, overhead, comm_exposed, rate,
                       speedup, speedup / devices, comm_exposed / step, memory,
                       fits_memory(memory, cluster), bound)

@@ -8,7 +8,9 @@ per device and ranked (experiments/plan.py prints it; results/plan_report.py wri
 Configurations: one device; MWMS on N devices; PSS on N workers with K parameter servers; each
 with gradient accumulation A (A micro-batches per update: compute x A, one synchronization) and
 the gradient sync dtype (float32, or bfloat16: half the bytes). N runs over powers of two up to
-the cluster's devices (and all of them), laid out host by host (a host's devices first).
+the cluster's devices (and all of them), laid out host by host (a host's devices first). MWMS
+also under each gradient compression the profile measured (its `reducers`: int8, topk,
+powersgd), marked as a change (lossy: check the accuracy).
 Pipelines, where the profile says what crosses a stage boundary (boundary_activation_bytes):
 model_parallel over S = 2, 4, ... devices of a host with M micro-batches, and hybrid, one such
 pipeline per host on 2, 4, ... hosts (equal stages: the profile has no per-layer times).
@@ -35,6 +37,7 @@ class Config:
     sync_dtype: str = "float32"
     stages: int = 1  # pipelines: devices per pipeline (one host's)
     microbatches: int = 1
+    compression: str = "none"  # --compression (all-reduce only; the profile's reducers)
 
     @property
     def name(self):
@@ -52,6 +55,8 @@ class Config:
             parts.append(f"accum={self.accumulation}")
         if self.sync_dtype != "float32":
             parts.append(self.sync_dtype)
+        if self.compression != "none":
+            parts.append(self.compression)
         return " ".join(parts)
 
 
@@ -118,6 +123,9 @@ def configurations(profile, cluster):
             for a in ACCUMULATION:
                 for dtype in dtypes:
                     out += [Config(strategy, n, hosts, per_host, k, a, dtype) for k in ps_counts]
+                if not kind(strategy).parameter_servers:  # measured at the profile's dtype
+                    out += [Config(strategy, n, hosts, per_host, 0, a, dtypes[0], compression=f)
+                            for f in profile.reducers]
     return out
 
 
@@ -162,7 +170,8 @@ def predict(profile, cluster, config):
             cost_model.fits_memory(memory, cluster))
     else:
         prediction = cost_model.predict(p, part, config.strategy, config.sync_dtype,
-                                        stages=config.stages, microbatches=config.microbatches)
+                                        stages=config.stages, microbatches=config.microbatches,
+                                        compression=config.compression)
     dropped = "" if prediction.fits_memory else (
         f"needs {prediction.memory_per_device_bytes / 1e6:.0f} MB per device, over the "
         f"{cluster.memory_per_device_mb:g} MB cap")
@@ -224,7 +233,7 @@ class CommandTarget:
 # (RunConfig's defaults): what --strategy=auto replaces, whatever the command line said.
 TOPOLOGY = {"strategy": None, "num_replicas": 1, "num_workers": 1, "num_ps": 0}
 TRAINING = {"num_stages": 1, "microbatches": 1, "accumulation_steps": 1,
-            "gradient_sync_dtype": "float32"}
+            "gradient_sync_dtype": "float32", "compression": "none"}
 
 
 def settings(config):
@@ -240,7 +249,8 @@ def settings(config):
         out["num_ps"] = config.num_ps
     if k.pipelined:
         out.update(num_stages=config.stages, microbatches=config.microbatches)
-    out.update(accumulation_steps=config.accumulation, gradient_sync_dtype=config.sync_dtype)
+    out.update(accumulation_steps=config.accumulation, gradient_sync_dtype=config.sync_dtype,
+               compression=config.compression)
     return out
 
 
@@ -278,6 +288,8 @@ def _changes(config, profile_dtype):
         out.append(f"{config.accumulation}x the examples per update")
     if config.sync_dtype != profile_dtype:
         out.append(f"gradients rounded to {config.sync_dtype}")
+    if config.compression != "none":
+        out.append(f"gradients compressed ({config.compression}, error feedback)")
     return "; ".join(out)
 
 

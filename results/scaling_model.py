@@ -29,7 +29,8 @@ from results import cost_model, metrics
 from results.cells import (BASELINE_RUN, ENGINE_FLOOR, SETTING_KEYS, is_collectives_run,
                            is_network_run, is_reducer_run, is_straggler_run, role_of, setting_of,
                            sort_key, workers_of)
-from results.workload_profile import measured_cell, profile_of, sync_dtype_of
+from results.workload_profile import (measured_cell, profile_of, reducer_key, reducers_of,
+                                     sync_dtype_of)
 from strategies import kind
 
 
@@ -216,12 +217,14 @@ def fit(records):
                 workers_of(r) >= 2:
             runs[setting][r["strategy"]].append(r)
     fits = []
+    compressed = reducers_of(records)
     for setting in sorted(runs, key=sort_key):
         probed = [r for rs in runs[setting].values() for r in rs]
         profile, profile_notes = profile_of(setting, baselines.get(setting, []),
                                             own_n1.get(setting, {}), probed)
         if profile is None:
             continue
+        profile.reducers = compressed.get(reducer_key(setting), {})
         for strategy, rs in sorted(runs[setting].items()):
             by_n = collections.defaultdict(list)
             for r in rs:

@@ -16,9 +16,13 @@ profile-<model>-<examples>-b<batch>-k<K>-<dtype>.json):
                --accumulation_steps) over its replicas in sync
   bytes        gradient bytes per sync dtype and kind, the PSS pull (variables in their own
                dtype), parameters, optimizer state and activations, from the records
+  reducers     per --compression form measured on the same model, batch and dtype (any
+               setting's compressed runs: reducers_of): payload, exchange, compute, state
 """
+import collections
+
 from results import cost_model, metrics
-from results.cells import SETTING_KEYS
+from results.cells import SETTING_KEYS, compression_of, setting_of
 
 
 def step_time_of(record):
@@ -116,6 +120,34 @@ def profile_of(setting, baseline, own_n1, runs):
               f"1 thread", source=", ".join(sorted({r["run_id"] for r in [
                   *baseline, *runs]}))[:200])
     return profile, notes
+
+
+def reducers_of(records):
+    """{(model, batch per replica, sync dtype): {form: the profile's reducer entry}} from every
+    compressed run (--compression: int8, topk, powersgd) of any setting: a reducer's payload,
+    exchange, compute and state depend on the model's gradients and batch, not on how many
+    examples or epochs a comparison ran. compress_s: the median over the runs."""
+    found = collections.defaultdict(lambda: collections.defaultdict(list))
+    for r in records:
+        c = r.get("compression") or {}
+        if c.get("payload_bytes") is None or c.get("exchange") is None:
+            continue  # bf16 (a sync dtype), or a record from before the payload was recorded
+        setting = setting_of(r)
+        key = (setting[SETTING_KEYS.index("model")],
+               setting[SETTING_KEYS.index("batch_size_per_replica")], sync_dtype_of(setting))
+        found[key][compression_of(r)].append(c)
+    return {key: {form: {"payload_bytes": cs[0]["payload_bytes"],
+                         "exchange": cs[0]["exchange"],
+                         "compress_s": metrics.median([c.get("compress_s") for c in cs]),
+                         "state_bytes": cs[0].get("state_bytes_per_replica") or 0}
+                  for form, cs in forms.items()}
+            for key, forms in found.items()}
+
+
+def reducer_key(setting):
+    """reducers_of's key of a setting."""
+    return (setting[SETTING_KEYS.index("model")],
+            setting[SETTING_KEYS.index("batch_size_per_replica")], sync_dtype_of(setting))
 
 
 def _activations(runs, parameters, optimizer):

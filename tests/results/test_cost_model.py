@@ -143,3 +143,29 @@ def test_the_published_cases_are_consistent_and_predictable():
         # the reference is the published single GPU: compute at its batch and throughput
         assert case["profile"]["batch"] / p.compute_s == pytest.approx(
             pub["one_gpu_images_per_sec"])
+
+
+def test_a_reducer_exchanges_its_payload_and_adds_its_compute_and_state():
+    """int8 on 4 hosts: its payload all-gathered ((N-1) C over the link), the compression's
+    compute scaled with the device; powersgd's factors all-reduced like a gradient."""
+    reducers = {"int8": {"payload_bytes": G / 4, "exchange": "gather", "compress_s": 0.004,
+                         "state_bytes": G},
+                "powersgd:4": {"payload_bytes": G / 10, "exchange": "reduce",
+                               "compress_s": 0.002, "state_bytes": G}}
+    profile = _profile(parameter_bytes=G, reducers=reducers)
+    cluster = ClusterSpec(hosts=4, inter_host_gbps=GBPS8, inter_host_latency_us=0.0,
+                          device_speedup=2.0)
+    plain = cost_model.predict(profile, cluster, "multi_worker_mirrored")
+    int8 = cost_model.predict(profile, cluster, "multi_worker_mirrored", compression="int8")
+    assert plain.communication_s == pytest.approx(2 * 3 / 4 * G / 1e9)
+    assert int8.communication_s == pytest.approx(3 * G / 4 / 1e9 + 0.004 / 2)
+    assert int8.memory_per_device_bytes == plain.memory_per_device_bytes + G
+    low_rank = cost_model.predict(profile, cluster, "multi_worker_mirrored",
+                                  compression="powersgd:4")
+    assert low_rank.communication_s == pytest.approx(2 * 3 / 4 * G / 10 / 1e9 + 0.001)
+    with pytest.raises(cost_model.SpecError, match="compression 'topk:0.01' under "
+                                                   "multi_worker_mirrored: the profile measured "
+                                                   "int8, powersgd:4"):
+        cost_model.predict(profile, cluster, "multi_worker_mirrored", compression="topk:0.01")
+    with pytest.raises(cost_model.SpecError, match="all-reduce strategies only"):
+        cost_model.predict(profile, cluster, "parameter_server", compression="int8")

@@ -127,3 +127,23 @@ def test_pipelines_are_planned_only_when_the_profile_says_what_crosses_a_boundar
     ring = cost_model.allreduce_s(40_000_000, dataclasses.replace(CLUSTER, devices_per_host=1))
     assert hybrid.prediction.communication_s == pytest.approx(transfer + ring)
     assert hybrid.global_batch == 4 * 64
+
+
+def test_measured_reducers_are_planned_under_all_reduce_as_changes():
+    """A slow network: top-k's tenth of the bytes (all-gathered: 7 x 4 MB through a host's link
+    at N=8, against the ring's 1.5 x 40 MB) wins, is listed with what it changes, and is never
+    the best (which trains what the profile trained); its flags are a valid run."""
+    profile = dataclasses.replace(PROFILE, reducers={"topk:0.05": {
+        "payload_bytes": 4_000_000, "exchange": "gather", "compress_s": 0.002,
+        "state_bytes": 40_000_000}})
+    slow = dataclasses.replace(CLUSTER, inter_host_gbps=1.0)
+    planned = planner.plan(profile, slow)
+    names = _by_name(planned)
+    topk = names["MWMS N=8 (4x2) topk:0.05"]
+    assert topk.changes == "gradients compressed (topk:0.05, error feedback)"
+    assert topk.prediction.examples_per_sec > names["MWMS N=8 (4x2)"].prediction.examples_per_sec
+    assert not any(p.config.compression != "none" for p in planned
+                   if kind(p.config.strategy).parameter_servers)
+    assert planner.best(planned).config.compression == "none"
+    flags = planner.run_flags(topk.config, planner.CommandTarget("cnn", 64))
+    assert "--compression=topk:0.05" in flags

@@ -59,3 +59,16 @@ def test_the_table_checks_the_shaped_runs_and_stays_out_of_the_summary(tmp_path)
     assert "int8: 2.4 Gbit/s — at 1: faster; at 5: slower" in section.markdown
     assert mpimg.imread(section.plots[0]).shape[1] > 400
     assert summary.summarize(records) == []  # compressed runs are no rows of the summary
+
+
+def test_profiles_take_the_reducers_measured_on_the_same_model_and_batch():
+    from results.workload_profile import reducer_key, reducers_of
+
+    runs = [_run("int8", 0, 0.96, payload=MB), _run("int8", 1, 1.0, payload=MB),
+            _run("none", 0, 0.8)]
+    runs[1]["compression"]["compress_s"] = 0.004
+    found = reducers_of(runs)
+    key = reducer_key(reducers.setting_of(runs[0]))
+    assert key == ("cnn", 64, "float32")
+    assert found == {key: {"int8": {"payload_bytes": MB, "exchange": "gather",
+                                    "compress_s": pytest.approx(0.003), "state_bytes": 4 * MB}}}
