@@ -208,10 +208,8 @@ def plot(rows, fitted, path):
                                    squeeze=False)
     for ax, setting in zip(axes[0], settings):
         group = [r for r in rows if tuple(r[k] for k in SETTING_KEYS) == setting]
-        shaped = [r["bandwidth_gbps"] for r in group if r["bandwidth_gbps"]]
-        low, high = min(shaped) / 2, max(shaped) * 4
-        real_x = high  # the real loopback is drawn at the right edge, labelled
-        grid = [low * (high / low) ** (i / 100) for i in range(101)]
+        grid, real_x = plots.bandwidth_axis([r["bandwidth_gbps"] for r in group
+                                             if r["bandwidth_gbps"]])
         for strategy in sorted({r["strategy"] for r in group}):
             color = REGISTRY[strategy].color
             model = fitted.get((setting, strategy))
@@ -223,16 +221,12 @@ def plot(rows, fitted, path):
                    if r["strategy"] == strategy]
             ax.plot(*zip(*pts), "o", color=color,
                     label=f"{plots.short(strategy)} N={n} measured")
-        b = crossover(fitted, setting, low=low, high=high)
+        b = crossover(fitted, setting, low=grid[0], high=grid[-1])
         if b:
             ax.axvline(b, color="k", ls="--", lw=1, label=f"crossover {b:.3g} Gbit/s")
-        ax.axvline(real_x, color="0.6", ls=":", lw=1)
-        ax.annotate("real\nloopback", (real_x, 0), xytext=(-4, 4), textcoords="offset points",
-                    ha="right", fontsize=8, color="0.4")
-        ax.set_xscale("log")
+        plots.real_loopback(ax, real_x)
         ax.set(title=plots.title(setting),
                xlabel="emulated bandwidth, all links together (Gbit/s)", ylabel="examples/s")
-        ax.set_ylim(bottom=0)
         ax.legend(fontsize=8)
     fig.suptitle("Throughput vs network bandwidth (tc tbf on the cluster's loopback)")
     return plots.save(fig, path)

@@ -39,6 +39,24 @@ def save(fig, path):
     return path
 
 
+def bandwidth_axis(shaped):
+    """(grid of bandwidths for a model's line, x of the real loopback) of an axis over the
+    emulated bandwidths `shaped` (Gbit/s): a log range around them, the real loopback drawn at
+    its right edge (finish it with real_loopback)."""
+    shaped = shaped or [1.0]
+    low, high = min(shaped) / 2, max(shaped) * 4
+    return [low * (high / low) ** (i / 100) for i in range(101)], high
+
+
+def real_loopback(ax, x):
+    """Marks the real loopback at x on a bandwidth axis; log scale, throughput from 0."""
+    ax.axvline(x, color="0.6", ls=":", lw=1)
+    ax.annotate("real\nloopback", (x, 0), xytext=(-4, 4), textcoords="offset points",
+                ha="right", fontsize=8, color="0.4")
+    ax.set_xscale("log")
+    ax.set_ylim(bottom=0)
+
+
 def epoch_time(rows, path):
     groups = _groups(rows)
     width = max(6.0, 0.9 * max(len(g) for g in groups.values()))

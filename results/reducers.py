@@ -208,9 +208,8 @@ def plot(records, table, path):
                       ("black", "tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple")))
     for ax, setting in zip(axes[0], settings):
         group = [r for r in table if tuple(r[k] for k in SETTING_KEYS) == setting]
-        shaped = [r["bandwidth_gbps"] for r in group if r["bandwidth_gbps"]] or [1.0]
-        low, high = min(shaped) / 2, max(shaped) * 4
-        grid = [low * (high / low) ** (i / 100) for i in range(101)]
+        grid, high = plots.bandwidth_axis([r["bandwidth_gbps"] for r in group
+                                           if r["bandwidth_gbps"]])
         for form in colors:
             pts = [(r["bandwidth_gbps"] or high, r["examples_per_sec"]) for r in group
                    if r["compression"] == form]
@@ -220,11 +219,7 @@ def plot(records, table, path):
             if fit is not None:
                 ax.plot(grid, [fit.rate(b) for b in grid], "-", color=colors[form], lw=1)
             ax.plot(*zip(*pts), "o", color=colors[form], label=form)
-        ax.axvline(high, color="0.6", ls=":", lw=1)
-        ax.annotate("real\nloopback", (high, 0), xytext=(-4, 4), textcoords="offset points",
-                    ha="right", fontsize=8)
-        ax.set_xscale("log")
-        ax.set_ylim(bottom=0)
+        plots.real_loopback(ax, high)
         ax.set_xlabel("emulated bandwidth (Gbit/s, shared by every link)")
         ax.set_ylabel("examples/s (N=2)")
         ax.set_title(f"{setting_title(setting)}\ndots measured, lines predicted", fontsize=9)
