@@ -127,17 +127,22 @@ def is_network_run(record):
     return bool(record.get("network"))
 
 
-def compression_of(record):
-    """The run's --compression ("none" for plain synchronization and records from before it)."""
-    return (record.get("config") or {}).get("compression") or "none"
+def reducer_of(record):
+    """How the run synchronized its gradients besides plain: its --compression form, or
+    "packs:BYTES" for a packed all-reduce (--bytes_per_pack), else "none" (records from before
+    either too)."""
+    config = record.get("config") or {}
+    if (config.get("compression") or "none") != "none":
+        return config["compression"]
+    return f"packs:{config['bytes_per_pack']}" if config.get("bytes_per_pack") else "none"
 
 
 def is_reducer_run(record):
     """A cell of the reducers experiment, plain ones too, or any run whose gradients went
-    through a compressed exchange (--compression other than none): reducers.py's table, not
-    the summary's nor any fit's (their synchronization is not the plain one)."""
+    through a compressed exchange or in packs (reducer_of): reducers.py's table, not the
+    summary's nor any fit's (their synchronization is not the plain one)."""
     return (record.get("run_name") or "").startswith(REDUCERS_PREFIX) or \
-        compression_of(record) != "none"
+        reducer_of(record) != "none"
 
 
 def is_collectives_run(record):

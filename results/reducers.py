@@ -20,7 +20,7 @@ import collections
 import math
 
 from results import cost_model, metrics, plots
-from results.cells import (REDUCERS_PREFIX, SETTING_KEYS, bandwidth_of, compression_of,
+from results.cells import (REDUCERS_PREFIX, SETTING_KEYS, bandwidth_of, reducer_of,
                            setting_of, setting_title, sort_key, workers_of)
 from results.records import write_text_atomic
 from results.tables import Section, csv_text, markdown_table
@@ -75,7 +75,7 @@ def _cells(records):
     out = collections.defaultdict(list)
     for r in records:
         if (r.get("run_name") or "").startswith(REDUCERS_PREFIX):
-            out[(setting_of(r), compression_of(r), workers_of(r), bandwidth_of(r))].append(r)
+            out[(setting_of(r), reducer_of(r), workers_of(r), bandwidth_of(r))].append(r)
     return out
 
 

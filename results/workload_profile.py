@@ -22,7 +22,7 @@ profile-<model>-<examples>-b<batch>-k<K>-<dtype>.json):
 import collections
 
 from results import cost_model, metrics
-from results.cells import SETTING_KEYS, compression_of, setting_of
+from results.cells import SETTING_KEYS, reducer_of, setting_of
 
 
 def step_time_of(record):
@@ -135,7 +135,7 @@ def reducers_of(records):
         setting = setting_of(r)
         key = (setting[SETTING_KEYS.index("model")],
                setting[SETTING_KEYS.index("batch_size_per_replica")], sync_dtype_of(setting))
-        found[key][compression_of(r)].append(c)
+        found[key][reducer_of(r)].append(c)
     return {key: {form: {"payload_bytes": cs[0]["payload_bytes"],
                          "exchange": cs[0]["exchange"],
                          "compress_s": metrics.median([c.get("compress_s") for c in cs]),

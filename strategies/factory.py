@@ -115,13 +115,16 @@ def _partitioner(ps_shards):
 
 
 def get_strategy(name, num_replicas=1, cluster_resolver=None, collective="auto", ps_shards=0,
-                 tpu="", tpu_timeout_s=180.0, num_stages=1):
+                 tpu="", tpu_timeout_s=180.0, num_stages=1, bytes_per_pack=0):
     """Returns the tf.distribute.Strategy called `name`.
 
     num_replicas: local replicas for `mirrored` and `central_storage` (GPUs, or logical CPU
     devices on a CPU host).
     cluster_resolver: for the multi-worker strategies; defaults to reading TF_CONFIG.
     collective: `auto` or `ring` all-reduce for multi_worker_mirrored.
+    bytes_per_pack: multi_worker_mirrored's all-reduce in packs of about this many bytes, each
+    started when its gradients are ready (TF reverses the list: the last layers' gradients,
+    ready first, go first); 0: one pack.
     ps_shards: split each large variable across this many parameter servers (>1 to enable).
     tpu, tpu_timeout_s: for `tpu`, the TPU's name or address and how long connecting may take;
     raises TPUUnavailable when no TPU answers.
@@ -162,7 +165,7 @@ def get_strategy(name, num_replicas=1, cluster_resolver=None, collective="auto",
         return tf.distribute.MultiWorkerMirroredStrategy(
             cluster_resolver=cluster_resolver,
             communication_options=tf.distribute.experimental.CommunicationOptions(
-                implementation=implementation))
+                implementation=implementation, bytes_per_pack=bytes_per_pack))
     if name == "parameter_server":
         resolver = cluster_resolver or tf.distribute.cluster_resolver.TFConfigClusterResolver()
         return tf.distribute.ParameterServerStrategy(

@@ -6,7 +6,7 @@ valid choices, which `experiments.compare` turns into one line and exit 2).
 """
 import dataclasses
 
-from experiments.comparison.plan import ALL_REDUCE
+from experiments.comparison.plan import ALL_REDUCE, PACKS
 from experiments.comparison.presets import (EXPERIMENT_NAMES, MODEL_DATASETS, PRESETS, REDUCERS,
                                             ZOO_SIZES)
 from experiments.config import check_dataset, check_model
@@ -94,7 +94,15 @@ def resolve(preset_name, *, models=None, dataset=None, strategies, experiments=N
                                 [b for b in preset.get("bandwidths", default_bandwidths).split(",")
                                  if b])
     for form in reducers:
-        compression.parse(form)  # ValueError: the form and the valid ones
+        if form.startswith(PACKS):  # a packed plain all-reduce: --bytes_per_pack
+            if not form[len(PACKS):].isdigit() or int(form[len(PACKS):]) < 1:
+                raise ValueError(f"--reducers: {form!r} is not valid; packs:BYTES takes a "
+                                 f"positive number of bytes (e.g. packs:262144)")
+            continue
+        try:
+            compression.parse(form)
+        except ValueError as e:
+            raise ValueError(f"--reducers: {e} (or packs:BYTES)") from None
         if form in ("none", "bf16"):
             raise ValueError(f"--reducers: {form!r} is not a reducer; the experiment runs plain "
                              f"MWMS (none) itself and bf16 is --gradient_sync_dtype's cast; "

@@ -10,6 +10,7 @@ from strategies import REGISTRY, kind
 
 # The reducers experiment's strategy: workers that all-reduce (MWMS)
 ALL_REDUCE = next(n for n, k in REGISTRY.items() if k.all_reduce and not k.pipelined)
+PACKS = "packs:"  # a reducers form: the plain all-reduce in packs of BYTES (--bytes_per_pack)
 
 
 # A collectives cell's training per worker and epoch, before its sweep: a few steps (32 at the
@@ -125,9 +126,11 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
                 for b in bandwidths:
                     shaped = [f"--emulate_bandwidth_gbps={b:g}"] if b else []
                     for form in ("none", *reducers):
+                        how = f"--bytes_per_pack={form[len(PACKS):]}" if form.startswith(
+                            PACKS) else f"--compression={form}"
                         cells.append((f"reducers-{form.replace(':', '')}-n2-b{b:g}", run,
                                       strategy_flags(ALL_REDUCE, 2, num_ps, threads) + shaped +
-                                      [f"--compression={form}"], 2 * threads))
+                                      [how], 2 * threads))
             if "parallelism" in experiments:
                 cells += [(name, run, extra, 2 * threads)
                           for name, extra in _parallelism_cells(threads, batch)]

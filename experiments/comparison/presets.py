@@ -13,7 +13,7 @@ PRESETS = {
     # ~6-7 min on 2 vCPUs (docs/benchmarks.md): 10 runs (5 per model), 3 epochs (2 steady).
     "parallelism": dict(models="cnn,wide_mlp", workers="2", train_examples="", repeats=1,
                         epochs=3, floors=False, experiments="parallelism"),
-    # MWMS N=2 plain and under each --reducers at each --bandwidths (0 and 2 shaped ones): 12
+    # MWMS N=2 plain and under each --reducers at each --bandwidths (0 and 2 shaped ones): 15
     # runs per model, 3 epochs (2 steady).
     "reducers": dict(models="cnn,wide_mlp,embedding", workers="2", train_examples="",
                      repeats=1, epochs=3, floors=False, experiments="reducers",
@@ -29,4 +29,4 @@ MODEL_DATASETS = {"resnet": "synthetic_cifar", "embedding": "synthetic_tokens",
 EXPERIMENT_NAMES = ("scaling", "straggler", "network", "parallelism", "reducers")
 # The reducers experiment's forms unless --reducers says otherwise (experiments.run's
 # --compression; strategies/compression.py).
-REDUCERS = ("int8", "topk:0.01", "powersgd:4")
+REDUCERS = ("int8", "topk:0.01", "powersgd:4", "packs:262144")

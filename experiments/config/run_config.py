@@ -112,6 +112,10 @@ class RunConfig:
                                "largest RATIO of each gradient's values), powersgd:RANK, or bf16 "
                                "(the cast of --gradient_sync_dtype=bfloat16; PSS takes this one "
                                "only). experiments/engine/compression.py.")
+    bytes_per_pack: int = setting(0, "MWMS / hybrid: all-reduce the gradients in packs of about "
+                                  "this many bytes, each as soon as its gradients are ready "
+                                  "(overlapping the rest of the backward); 0: one pack after "
+                                  "the whole backward.", bound=">= 0")
     float_dtype: str = setting("float32", "Keras floatx of the model. float64 (slower) makes "
                                "strategies comparable to ~1e-12: the equivalence tests use it.",
                                FLOAT_DTYPES)

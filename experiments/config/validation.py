@@ -18,6 +18,7 @@ from strategies import (LOCAL_REPLICAS, MULTI_WORKER, PARAMETER_SERVERS, PIPELIN
 # context (central_storage's variables live apart from its replicas; PSS pushes to its servers)
 COMPRESSIBLE = tuple(n for n, k in REGISTRY.items()
                      if k.all_reduce or (k.local_replicas and not k.central_variables))
+ALL_REDUCE = tuple(n for n, k in REGISTRY.items() if k.all_reduce)
 
 
 def check_fields(cfg):
@@ -162,6 +163,13 @@ def validate(cfg):
             raise ConfigError(f"--straggler_delay_ms={cfg.straggler_delay_ms:g} must be in "
                               f"(0, 60000]")
     _check_compression(cfg)
+    if cfg.bytes_per_pack and not kind(cfg.strategy).all_reduce:
+        raise ConfigError(f"--bytes_per_pack={cfg.bytes_per_pack} applies to the all-reduce "
+                          f"workers of --strategy={' or '.join(ALL_REDUCE)}, not --strategy="
+                          f"{cfg.strategy}")
+    if cfg.bytes_per_pack and compression.parse(cfg.compression).reduces:
+        raise ConfigError(f"--bytes_per_pack={cfg.bytes_per_pack} packs the plain all-reduce; "
+                          f"--compression={cfg.compression} exchanges its own forms: give one")
     if cfg.ps_shards > 1:
         # Checked on TF 2.21 + Keras 3.15: a Keras 3 variable wrapping a tf ShardedVariable has
         # no `.handle`, so tf.GradientTape fails inside the train step. Refuse it up front.

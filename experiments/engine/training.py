@@ -137,6 +137,9 @@ class Trainer:
         self.compression = compression.parse(cfg.compression)
         sync = "bfloat16" if self.compression.method == "bf16" else cfg.gradient_sync_dtype
         self._sync_dtype = None if sync == "float32" else tf.as_dtype(sync)
+        # The sync waits for t1 (all gradients) except where it may start earlier: PSS pushes
+        # per variable, and packs (--bytes_per_pack) start as their gradients are ready.
+        self._gate_sync = coordinator is None and not cfg.bytes_per_pack
         self.reducer = None
         if self.compression.reduces:  # the exchange sums the gradients: Keras must not again
             self.reducer = compressed_sync.Reducer(self.compression, strategy)
@@ -217,7 +220,7 @@ class Trainer:
             self.gradients = comm_probe.describe(grads)
             t1 = None
             if self.step_timeline:
-                t1, grads = step_clock.gradients_ready(grads, gate=self.coordinator is None)
+                t1, grads = step_clock.gradients_ready(grads, gate=self._gate_sync)
             if self.reducer is not None:
                 grads = self.reducer(grads)
             self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables))

@@ -18,22 +18,26 @@ def _checksums(output):
 
 def test_topk_of_every_value_trains_as_plain_mwms(tmp_path):
     """topk:1 sends every value through the compressed path (gathered pairs, scattered sums,
-    residuals of zero): Adam ends with plain MWMS's weights to float64 rounding (the tolerance
-    holds on any CPU: tests/helpers.py). The control: int8 on the same run does not (and it
-    learns, and sends a quarter of the bytes)."""
+    residuals of zero), and packs of 4 KiB all-reduce the same sums in other groups: Adam ends
+    with plain MWMS's weights to float64 rounding (the tolerance holds on any CPU:
+    tests/helpers.py). The control: int8 on the same run does not (and it learns, and sends an
+    eighth of float64's bytes)."""
     common = [*MWMS, "--model=mlp", "--optimizer=adam", "--learning_rate=0.001", *TINY,
               "--float_dtype=float64"]
     sums = {}
-    for name in ("none", "topk:1", "int8"):
-        proc = run_module("experiments.run", *common, f"--compression={name}",
+    for name in ("none", "topk:1", "int8", "packs"):
+        how = "--bytes_per_pack=4096" if name == "packs" else f"--compression={name}"
+        proc = run_module("experiments.run", *common, how,
                           f"--results_dir={tmp_path / name.replace(':', '')}")
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
         sums[name] = _checksums(proc.stdout)
         assert len(set(sums[name].values())) == 1, sums  # the workers agree bit for bit
-    plain, topk, int8 = (sums[k]["worker:0"] for k in ("none", "topk:1", "int8"))
+    plain, topk, int8, packs = (sums[k]["worker:0"] for k in ("none", "topk:1", "int8",
+                                                              "packs"))
     assert abs(topk - plain) <= TOLERANCE_FLOAT64 * abs(plain)
+    assert abs(packs - plain) <= TOLERANCE_FLOAT64 * abs(plain)
     assert abs(int8 - plain) > 1e3 * TOLERANCE_FLOAT64 * abs(plain)
-    _learns_and_sends_less(tmp_path / "int8", "int8", 4)
+    _learns_and_sends_less(tmp_path / "int8", "int8", 8)
     assert not processes_mentioning(str(tmp_path))
 
 

@@ -263,3 +263,25 @@ def test_a_flag_given_twice_resumes_by_its_last_value_and_sweeps_do_not_set_the_
     earlier = {"run_name": "baseline/cnn/8192/r0", "model": "cnn",
                "config": {"train_examples": 8192}}
     assert size_started([earlier, record], "cnn") == 8192
+
+
+def test_reducers_plan_runs_plain_mwms_and_each_reducer_at_each_bandwidth():
+    from experiments.comparison import options
+
+    resolve = lambda **kw: options.resolve(  # noqa: E731 - what compare passes besides
+        "reducers", strategies=["multi_worker_mirrored"], delays=["0"], **kw)
+    opts = resolve(reducers=["int8", "packs:4096"])
+    assert opts.bandwidths == [0.1, 1.0, 0.0] and opts.experiments == ["reducers"]
+    runs = dict(plan(["cnn"], [2], [4096], opts.strategies, 1, 1, opts.experiments,
+                     bandwidths=opts.bandwidths, floors=False, reducers=opts.reducers))
+    assert len(runs) == 9  # (plain, int8, packs) x 3 bandwidths
+    int8 = _flags(runs["reducers-int8-n2-b0.1/cnn/4096/r0"])
+    assert (int8["strategy"], int8["num_workers"], int8["compression"],
+            int8["emulate_bandwidth_gbps"]) == ("multi_worker_mirrored", "2", "int8", "0.1")
+    assert _flags(runs["reducers-packs4096-n2-b0/cnn/4096/r0"])["bytes_per_pack"] == "4096"
+    assert "emulate_bandwidth_gbps" not in _flags(runs["reducers-none-n2-b0/cnn/4096/r0"])
+    for bad, said in (("packs:x", "packs:BYTES takes a positive number of bytes"),
+                      ("topk:9", "--reducers: --compression='topk:9' is not valid"),
+                      ("none", "'none' is not a reducer")):
+        with pytest.raises(ValueError, match=said):
+            resolve(reducers=[bad])

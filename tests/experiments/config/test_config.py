@@ -85,6 +85,11 @@ def test_the_defaults_are_valid(tmp_path):
      "--compression=int8 needs 2 or more replicas in sync"),
     (dict(strategy="mirrored", num_replicas=2, compression="bf16",
           gradient_sync_dtype="float16"), "both compress the gradients; give one"),
+    (dict(strategy="parameter_server", num_workers=2, bytes_per_pack=4096),
+     "--bytes_per_pack=4096 applies to the all-reduce workers of --strategy="
+     "multi_worker_mirrored or hybrid, not --strategy=parameter_server"),
+    (dict(strategy="multi_worker_mirrored", num_workers=2, bytes_per_pack=4096,
+          compression="int8"), "--compression=int8 exchanges its own forms: give one"),
 ])
 def test_cross_field_rules_name_the_bad_value(tmp_path, changes, message):
     with pytest.raises(ConfigError, match=message):
