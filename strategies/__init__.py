@@ -66,7 +66,13 @@ LOCAL_REPLICAS = tuple(n for n, k in REGISTRY.items() if k.local_replicas)
 MULTI_WORKER = tuple(n for n, k in REGISTRY.items() if k.multi_worker)
 PIPELINED = tuple(n for n, k in REGISTRY.items() if k.pipelined)
 PARAMETER_SERVERS = tuple(n for n, k in REGISTRY.items() if k.parameter_servers)
-COLLECTIVES = ("auto", "ring")
+# How the replicas' gradients are summed: MWMS's collective implementation, and mirrored's
+# cross-device ops. NCCL and the hierarchical copy run between GPUs only (refused on a CPU host
+# in one line, strategies/factory.py); on a CPU, auto is ring for MWMS and reduce_to_one for
+# mirrored.
+COLLECTIVES = ("auto", "ring", "nccl")
+CROSS_DEVICE_OPS = ("auto", "reduce_to_one", "hierarchical_copy", "nccl")
+GPU_ONLY = ("nccl", "hierarchical_copy")
 
 
 def replicas_in_sync(name, num_replicas, num_workers):

@@ -19,7 +19,7 @@ import threading
 
 import tensorflow as tf
 
-from strategies import COLLECTIVES, STRATEGIES
+from strategies import COLLECTIVES, CROSS_DEVICE_OPS, GPU_ONLY, STRATEGIES
 
 
 class MissingGPUs(RuntimeError):
@@ -36,6 +36,24 @@ def check_gpus(required):
             f"--require_gpus={required}: the job asked for {required} GPU(s) but TensorFlow sees "
             f"{seen or 'none'}; refusing to train on the CPU (GPU image: docker build --build-arg "
             f"VARIANT=gpu; the machine needs GPUs and their driver)")
+
+
+def _needs_gpus(flag, value, instead):
+    """MissingGPUs when `value` runs between GPUs only and TensorFlow sees none."""
+    if value in GPU_ONLY and not tf.config.list_physical_devices("GPU"):
+        raise MissingGPUs(f"--{flag}={value} sums the gradients between GPUs and TensorFlow "
+                          f"sees none here; use --{flag}={instead} (or auto) on a CPU")
+
+
+def _cross_device_ops(name):
+    """mirrored's cross-device ops for --cross_device_ops (None: TF's choice)."""
+    if name not in CROSS_DEVICE_OPS:
+        raise ValueError(f"unknown cross_device_ops {name!r}; valid: "
+                         f"{', '.join(CROSS_DEVICE_OPS)}")
+    _needs_gpus("cross_device_ops", name, "reduce_to_one")
+    return {"auto": None, "reduce_to_one": tf.distribute.ReductionToOneDevice(),
+            "hierarchical_copy": tf.distribute.HierarchicalCopyAllReduce(),
+            "nccl": tf.distribute.NcclAllReduce()}[name]
 
 
 class TPUUnavailable(RuntimeError):
@@ -115,13 +133,16 @@ def _partitioner(ps_shards):
 
 
 def get_strategy(name, num_replicas=1, cluster_resolver=None, collective="auto", ps_shards=0,
-                 tpu="", tpu_timeout_s=180.0, num_stages=1, bytes_per_pack=0):
+                 tpu="", tpu_timeout_s=180.0, num_stages=1, bytes_per_pack=0,
+                 cross_device_ops="auto"):
     """Returns the tf.distribute.Strategy called `name`.
 
     num_replicas: local replicas for `mirrored` and `central_storage` (GPUs, or logical CPU
     devices on a CPU host).
     cluster_resolver: for the multi-worker strategies; defaults to reading TF_CONFIG.
-    collective: `auto` or `ring` all-reduce for multi_worker_mirrored.
+    collective: `auto`, `ring` or `nccl` (GPUs only) all-reduce for multi_worker_mirrored.
+    cross_device_ops: mirrored's reduction: `auto` (TF's choice), `reduce_to_one`, or between
+    GPUs `hierarchical_copy` or `nccl`. GPU-only choices raise MissingGPUs without GPUs.
     bytes_per_pack: multi_worker_mirrored's all-reduce in packs of about this many bytes, each
     started when its gradients are ready (TF reverses the list: the last layers' gradients,
     ready first, go first); 0: one pack.
@@ -133,7 +154,9 @@ def get_strategy(name, num_replicas=1, cluster_resolver=None, collective="auto",
         device = "/gpu:0" if tf.config.list_physical_devices("GPU") else "/cpu:0"
         return tf.distribute.OneDeviceStrategy(device)
     if name == "mirrored":
-        return tf.distribute.MirroredStrategy(devices=_local_devices(num_replicas))
+        return tf.distribute.MirroredStrategy(devices=_local_devices(num_replicas),
+                                              cross_device_ops=_cross_device_ops(
+                                                  cross_device_ops))
     if name == "central_storage":
         # Variables on one device (TF's default: the CPU when there are several compute
         # devices), each step's compute on every local replica; gradients are reduced onto the
@@ -159,9 +182,11 @@ def get_strategy(name, num_replicas=1, cluster_resolver=None, collective="auto",
                     num_accelerators={"GPU": 1})
         if collective not in COLLECTIVES:
             raise ValueError(f"unknown collective {collective!r}; valid: {', '.join(COLLECTIVES)}")
-        implementation = (tf.distribute.experimental.CommunicationImplementation.RING
-                          if collective == "ring"
-                          else tf.distribute.experimental.CommunicationImplementation.AUTO)
+        _needs_gpus("collective", collective, "ring")
+        implementation = {
+            "ring": tf.distribute.experimental.CommunicationImplementation.RING,
+            "nccl": tf.distribute.experimental.CommunicationImplementation.NCCL,
+            "auto": tf.distribute.experimental.CommunicationImplementation.AUTO}[collective]
         return tf.distribute.MultiWorkerMirroredStrategy(
             cluster_resolver=cluster_resolver,
             communication_options=tf.distribute.experimental.CommunicationOptions(

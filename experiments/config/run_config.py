@@ -10,7 +10,7 @@ import dataclasses
 
 from experiments.workload.datasets import DATASETS
 from models import MODELS, STAGE_COSTS
-from strategies import COLLECTIVES, PIPELINED, STRATEGIES, replicas_in_sync
+from strategies import COLLECTIVES, CROSS_DEVICE_OPS, PIPELINED, STRATEGIES, replicas_in_sync
 
 OPTIMIZERS = ("sgd", "momentum", "adam")
 FAIL_MODES = ("kill", "preempt", "hang")
@@ -70,7 +70,11 @@ class RunConfig:
     ps_shards: int = setting(0, "0 or 1: variables placed round-robin on the parameter servers. "
                              "Sharding a variable across them (>1) is refused: Keras 3 variables "
                              "cannot wrap a ShardedVariable (TF 2.21).", bound=">= 0")
-    collective: str = setting("auto", "MWMS all-reduce.", COLLECTIVES)
+    collective: str = setting("auto", "MWMS / hybrid all-reduce implementation (nccl: between "
+                              "GPUs only; refused on a CPU host).", COLLECTIVES)
+    cross_device_ops: str = setting("auto", "mirrored's reduction between its replicas "
+                                    "(hierarchical_copy, nccl: between GPUs only; refused on a "
+                                    "CPU host).", CROSS_DEVICE_OPS)
     learning_rate: float = setting(0.02, "Base learning rate.", bound="> 0")
     lr_scaling: str = setting("none", "Scale the LR with the global batch.", LR_SCALING)
     warmup_epochs: float = setting(0.0, "Linear LR warm-up epochs.", bound=">= 0")

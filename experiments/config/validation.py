@@ -19,6 +19,7 @@ from strategies import (LOCAL_REPLICAS, MULTI_WORKER, PARAMETER_SERVERS, PIPELIN
 COMPRESSIBLE = tuple(n for n, k in REGISTRY.items()
                      if k.all_reduce or (k.local_replicas and not k.central_variables))
 ALL_REDUCE = tuple(n for n, k in REGISTRY.items() if k.all_reduce)
+MIRRORED = tuple(n for n, k in REGISTRY.items() if k.local_replicas and not k.central_variables)
 
 
 def check_fields(cfg):
@@ -163,6 +164,12 @@ def validate(cfg):
             raise ConfigError(f"--straggler_delay_ms={cfg.straggler_delay_ms:g} must be in "
                               f"(0, 60000]")
     _check_compression(cfg)
+    if cfg.collective != "auto" and not kind(cfg.strategy).all_reduce:
+        raise ConfigError(f"--collective={cfg.collective} applies to --strategy="
+                          f"{' or '.join(ALL_REDUCE)}, not --strategy={cfg.strategy}")
+    if cfg.cross_device_ops != "auto" and cfg.strategy not in MIRRORED:
+        raise ConfigError(f"--cross_device_ops={cfg.cross_device_ops} applies to --strategy="
+                          f"{' or '.join(MIRRORED)}, not --strategy={cfg.strategy}")
     if cfg.bytes_per_pack and not kind(cfg.strategy).all_reduce:
         raise ConfigError(f"--bytes_per_pack={cfg.bytes_per_pack} applies to the all-reduce "
                           f"workers of --strategy={' or '.join(ALL_REDUCE)}, not --strategy="

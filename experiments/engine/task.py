@@ -126,8 +126,9 @@ def run_task(cfg, role, extra_config=None):
                                 cluster_resolver=_resolver(role), collective=cfg.collective,
                                 ps_shards=cfg.ps_shards, tpu=cfg.tpu,
                                 tpu_timeout_s=cfg.tpu_timeout_s, num_stages=cfg.num_stages,
-                                bytes_per_pack=cfg.bytes_per_pack)
-    except TPUUnavailable as e:  # before any file: exit 2 (a blocked connect thread is a daemon)
+                                bytes_per_pack=cfg.bytes_per_pack,
+                                cross_device_ops=cfg.cross_device_ops)
+    except (TPUUnavailable, MissingGPUs) as e:  # before any file: exit 2 (a blocked connect thread is a daemon)
         sys.stderr.write(f"error: {e}\n")
         sys.stderr.flush()
         return 2

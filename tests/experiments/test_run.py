@@ -109,7 +109,11 @@ def test_16_bit_gradient_sync_halves_the_bytes_and_still_trains(tmp_path):
     (["--model=mlp", "--sync_batchnorm"], "--sync_batchnorm"),
     (["--model=embedding"], "--dataset=synthetic_tokens"),
     (["--dataset=synthetic_tokens", "--model=cnn"], "--model=embedding"),
-    (["--collective=nccl"], "auto, ring"),
+    (["--collective=mpi"], "auto, ring, nccl"),
+    (["--collective=ring"], "--collective=ring applies to --strategy=multi_worker_mirrored or "
+                            "hybrid, not --strategy=one_device"),
+    (["--strategy=multi_worker_mirrored", "--cross_device_ops=nccl"],
+     "--cross_device_ops=nccl applies to --strategy=mirrored, not"),
     (["positional"], "unexpected arguments"),
     (["--pin_cores=999"], "--pin_cores=999 exceeds"),
     (["--num_stages=2"], "apply to --strategy=model_parallel or hybrid only"),
@@ -126,6 +130,39 @@ def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path, args, frag
     lines = [l for l in proc.stderr.splitlines() if l.strip()]
     assert len(lines) == 1 and fragment in lines[0], proc.stderr
     assert not out.exists()
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--strategy=mirrored", "--num_replicas=2", "--cross_device_ops=nccl"],
+     "--cross_device_ops=nccl sums the gradients between GPUs and TensorFlow sees none here; "
+     "use --cross_device_ops=reduce_to_one (or auto) on a CPU"),
+    (["--strategy=mirrored", "--num_replicas=2", "--cross_device_ops=hierarchical_copy"],
+     "--cross_device_ops=hierarchical_copy sums the gradients between GPUs and TensorFlow sees "
+     "none here; use --cross_device_ops=reduce_to_one (or auto) on a CPU"),
+    (["--strategy=multi_worker_mirrored", "--num_workers=1", "--collective=nccl"],
+     "--collective=nccl sums the gradients between GPUs and TensorFlow sees none here; use "
+     "--collective=ring (or auto) on a CPU")])
+def test_gpu_only_reductions_are_refused_on_a_cpu_in_one_line(tmp_path, args, said):
+    import tensorflow as tf
+
+    if tf.config.list_physical_devices("GPU"):
+        pytest.skip("this machine has GPUs: the refusal needs a machine without")
+    out = tmp_path / "out"
+    proc = run_module("experiments.run", "--model=mlp", *args, f"--results_dir={out}",
+                      timeout=120)
+    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert [line for line in proc.stderr.splitlines() if line.strip()] == [f"error: {said}"]
+    assert not out.exists()
+
+
+def test_reduce_to_one_is_mirroreds_reduction_on_a_cpu(tmp_path):
+    proc = run_module("experiments.run", "--strategy=mirrored", "--num_replicas=2",
+                      "--cross_device_ops=reduce_to_one", "--model=mlp", *TINY,
+                      f"--results_dir={tmp_path}")
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    (record,) = records_in(tmp_path)
+    assert record["config"]["cross_device_ops"] == "reduce_to_one"
+    assert record["final_eval_accuracy"] > 0.3
 
 
 def test_malformed_tf_config_exits_2(tmp_path):
