@@ -33,6 +33,7 @@ against the GPipe formula.
 Every run is an ordinary `python -m experiments.run` record tagged with its cell (`--run_name`), so
 an interrupted comparison continues with `--resume` (cells already recorded are skipped).
 """
+import signal
 import sys
 
 from experiments.engine import tf_settings
@@ -114,6 +115,9 @@ _PIN = flags.DEFINE_bool("pin_cores", False, "Pin each configuration to the core
 
 
 def main(argv):
+    # A SIGTERM (kill, a pod's stop) exits through the runner, which stops the running cell
+    # and its cluster first; a Ctrl-C does the same through KeyboardInterrupt.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     if len(argv) > 1:
         bad_input(f"unexpected arguments {argv[1:]}; all options are --flags")
     tf_settings.show_startup_messages(_VERBOSE.value)

@@ -375,10 +375,13 @@ def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None, stag
     reducer = None
     if compression != "none":
         reducer = profile.reducers.get(compression)
-        if reducer is None or kind(strategy).parameter_servers:
+        if reducer is None or kind(strategy).parameter_servers or \
+                profile.gradient_kind == "sparse":
             raise SpecError(f"compression {compression!r} under {strategy}: the profile "
                             f"measured {', '.join(profile.reducers) or 'no reducer'} (all-reduce "
-                            f"strategies only)")
+                            f"strategies and dense gradients only)")
+    # the compression's own compute: on the step's path, hidden by no overlap
+    compress = ((reducer or {}).get("compress_s") or 0.0) / cluster.device_speedup
 
     def sync(part):  # one step's all-reduce (or the reducer's exchange) on `part`
         return reducer_s(reducer, part) if reducer else \
@@ -395,7 +398,7 @@ def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None, stag
         comm = parameter_server_s(gradient, profile.pull_bytes, cluster)
     else:
         comm = sync(cluster)
-    comm_exposed = comm * (1.0 - overlap)
+    comm_exposed = (comm - compress) * (1.0 - overlap) + compress
     step = compute + overhead + comm_exposed
     rate = replicas * profile.batch / step
     bound = ""

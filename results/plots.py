@@ -11,7 +11,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from results.records import write_atomic  # noqa: E402
 from results.cells import (ENGINE_FLOOR, REFERENCE_RUN, SETTING_KEYS,  # noqa: E402
-                           is_machine_limit, role_of, setting_of, sort_key, workers_of)
+                           is_machine_limit, reducer_of, role_of, setting_of, sort_key,
+                           workers_of)
 from results.summary import groups as _groups, reference_of  # noqa: E402
 from strategies import COMPARED, REGISTRY  # noqa: E402
 
@@ -125,12 +126,13 @@ def curves(records, path):
     seen = set()
     for r in records:
         key = (r["strategy"], workers_of(r), role_of(r), r.get("threads_per_task"),
-               setting_of(r))
+               setting_of(r), reducer_of(r))
         if key in seen or r.get("sharing"):  # the sharing calibration's "epochs" are rounds
             continue
         seen.add(key)
         label = f"{r['model']} {r['strategy']} N={key[1]}" + (
-            " (all cores)" if key[2] == REFERENCE_RUN else "")
+            " (all cores)" if key[2] == REFERENCE_RUN else "") + (
+            f" {key[5]}" if key[5] != "none" else "")
         epochs = [e["epoch"] for e in r["epochs"]]
         # eval / train figures may be null in a valid record: plotted as gaps
         acc.plot(epochs, [e["eval_accuracy"] * 100 if e["eval_accuracy"] is not None

@@ -20,8 +20,8 @@ import collections
 import math
 
 from results import cost_model, metrics, plots
-from results.cells import (REDUCERS_PREFIX, SETTING_KEYS, bandwidth_of, reducer_of,
-                           setting_of, setting_title, sort_key, workers_of)
+from results.cells import (SETTING_KEYS, bandwidth_of, is_reducer_run, reducer_of, setting_of,
+                           setting_title, sort_key, workers_of)
 from results.records import write_text_atomic
 from results.tables import Section, csv_text, markdown_table
 from strategies.compression import sent_per_replica
@@ -55,14 +55,15 @@ class Fit:
 
 def _bytes(record, plain=False):
     """(payload bytes, exchange, sparse bytes) of one replica's step in this record (plain: what
-    it would be without compression: its dense gradients all-reduced)."""
+    it would be without compression: its dense gradients all-reduced). The IndexedSlices'
+    rows (sparse_gradient_bytes) go as they are either way."""
     comm = record.get("communication") or {}
-    total = comm.get("gradient_bytes") or 0
-    dense = comm.get("dense_gradient_bytes", total)
+    sparse = comm.get("sparse_gradient_bytes") or 0
+    dense = (comm.get("gradient_bytes") or 0) - sparse
     c = record.get("compression")
     if c and c.get("payload_bytes") is not None and not plain:
-        return c["payload_bytes"], c["exchange"], total - dense
-    return dense, "reduce", total - dense
+        return c["payload_bytes"], c["exchange"], sparse
+    return dense, "reduce", sparse
 
 
 def _sent(record, n, plain=False):
@@ -74,7 +75,7 @@ def _sent(record, n, plain=False):
 def _cells(records):
     out = collections.defaultdict(list)
     for r in records:
-        if (r.get("run_name") or "").startswith(REDUCERS_PREFIX):
+        if is_reducer_run(r):
             out[(setting_of(r), reducer_of(r), workers_of(r), bandwidth_of(r))].append(r)
     return out
 
@@ -93,13 +94,22 @@ def fits(records):
 
 
 def crossover(plain, reducer):
-    """The bandwidth (Gbit/s) below which `reducer` is predicted faster than `plain`: math.inf
-    when it is at every bandwidth, None when at none."""
-    w_plain, w_reducer = plain.wire_s(1.0), reducer.wire_s(1.0)  # seconds at 1 Gbit/s
-    slower = reducer.step_s - plain.step_s
-    if slower <= 0:
-        return math.inf if w_reducer <= w_plain else None
-    return (w_plain - w_reducer) / slower if w_plain > w_reducer else None
+    """(bandwidth in Gbit/s, side): `reducer` is predicted faster than `plain` "below" or
+    "above" that bandwidth, or (None, "always") / (None, "never"). Its step is s0 + w/B (w: its
+    bytes' seconds at 1 Gbit/s): faster where s0_r - s0_p < (w_p - w_r) / B."""
+    slower = reducer.step_s - plain.step_s  # on the real loopback
+    saved = plain.wire_s(1.0) - reducer.wire_s(1.0)  # seconds at 1 Gbit/s
+    if slower <= 0 and saved >= 0:
+        return None, "always"
+    if slower >= 0 and saved <= 0:
+        return None, "never"
+    return saved / slower, "below" if slower > 0 else "above"
+
+
+def pays_off(crossing, gbps):
+    """Whether the reducer is predicted faster at `gbps` (crossover's answer)."""
+    b, side = crossing
+    return side == "always" or (side == "below" and gbps < b) or (side == "above" and gbps > b)
 
 
 def rows(records):
@@ -139,20 +149,22 @@ def _crossovers(records, table):
         plain = fitted.get((setting, PLAIN, n))
         if form == PLAIN or plain is None:
             continue
-        b = crossover(plain, fit)
+        crossing = crossover(plain, fit)
         checks = []
         for r in table:
             if (tuple(r[k] for k in SETTING_KEYS), r["compression"], r["n"]) == (setting, form, n) \
                     and r["bandwidth_gbps"] and r["vs_plain"] is not None:
-                said = b is not None and r["bandwidth_gbps"] < b
                 ran = r["vs_plain"] > 1
-                checks.append((r["bandwidth_gbps"], ran, said == ran))
-        out.append((setting, form, b, checks))
+                checks.append((r["bandwidth_gbps"], ran, pays_off(crossing, r["bandwidth_gbps"])
+                               == ran))
+        out.append((setting, form, crossing, checks))
     return out
 
 
-def _gbps(b):
-    return "every bandwidth" if b == math.inf else "none" if b is None else f"{b:.3g} Gbit/s"
+def _said(crossing):
+    b, side = crossing
+    return {"always": "pays off at every bandwidth", "never": "pays off at none"}.get(
+        side, f"pays off {side} {b:.3g} Gbit/s" if b is not None else "")
 
 
 def markdown(table, crossings):
@@ -185,15 +197,15 @@ def markdown(table, crossings):
     if checked:
         lines += [f"Largest error over the shaped points: {max(checked) * 100:.1f}% "
                   f"({sum(e <= 0.15 for e in checked)}/{len(checked)} within ±15%).", ""]
-    lines.append("Below which bandwidth each reducer pays off (predicted from the real-loopback "
-                 "runs; the shaped runs: faster or slower than plain, and whether that is the "
-                 "side of the crossover they fall on):")
+    lines.append("Where each reducer pays off against plain (predicted from the real-loopback "
+                 "runs; the shaped runs: faster or slower than plain at the same bandwidth, and "
+                 "whether that is what the prediction said):")
     lines.append("")
-    for setting, form, b, checks in crossings:
+    for setting, form, crossing, checks in crossings:
         said = "; ".join(f"at {g:g}: {'faster' if ran else 'slower'}"
                          f"{'' if ok else ' (against the prediction)'}" for g, ran, ok in checks)
-        lines.append(f"- {setting_title(setting)}, {form}: {_gbps(b)}" +
-                     (f" — {said}" if said else ""))
+        lines.append(f"- {setting_title(setting)}, {form}: {_said(crossing)}" +
+                     (f" — measured {said}" if said else ""))
     return "\n".join(lines)
 
 

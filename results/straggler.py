@@ -10,7 +10,8 @@ straggler simply runs fewer of them (`steps_by_worker` in the record).
 import collections
 
 from results import metrics, plots
-from results.cells import (SETTING_KEYS, delay_of, is_network_run, setting_of, sort_key,
+from results.cells import (SETTING_KEYS, delay_of, is_network_run, is_reducer_run, setting_of,
+                           sort_key,
                            workers_of)
 from results.records import write_text_atomic
 from results.tables import Section, csv_text, fmt, markdown_table
@@ -40,7 +41,7 @@ def rows(records):
     cells = collections.defaultdict(list)
     for r in records:
         if kind(r["strategy"]).multi_worker and not kind(r["strategy"]).pipelined and \
-                not is_network_run(r):
+                not is_network_run(r) and not is_reducer_run(r):
             setting = (*setting_of(r), r["strategy"], workers_of(r))
             cells[setting, delay_of(r)].append(r)
     slowed = {setting for setting, delay in cells if delay > 0}

@@ -130,8 +130,12 @@ def reducers_of(records):
     found = collections.defaultdict(lambda: collections.defaultdict(list))
     for r in records:
         c = r.get("compression") or {}
-        if c.get("payload_bytes") is None or c.get("exchange") is None:
-            continue  # bf16 (a sync dtype), or a record from before the payload was recorded
+        if c.get("method") not in ("int8", "topk", "powersgd") or c.get("payload_bytes") is None \
+                or (r.get("communication") or {}).get("sparse_gradient_bytes"):
+            # bf16 is a sync dtype (the planner's own); records from before the payload was
+            # recorded have none; with IndexedSlices the payload is the dense part only, and a
+            # profile keeps no dense/sparse split to add the rows to
+            continue
         setting = setting_of(r)
         key = (setting[SETTING_KEYS.index("model")],
                setting[SETTING_KEYS.index("batch_size_per_replica")], sync_dtype_of(setting))

@@ -37,10 +37,12 @@ def parse(text):
 
 
 def as_matrix(shape):
-    """(rows, cols) a tensor of `shape` is compressed as by PowerSGD, or None for a vector."""
+    """(rows, cols) a tensor of `shape` is compressed as by PowerSGD, or None for a vector: the
+    last axis (a Dense kernel's or a conv kernel's outputs; TF kernels are HWIO) against all
+    the others, so a 3x3 conv is (9 x inputs, outputs), not 3 rows that no rank reduces."""
     if len(shape) < 2:
         return None
-    return int(shape[0]), int(math.prod(shape[1:]))
+    return int(math.prod(shape[:-1])), int(shape[-1])
 
 
 def exchange(spec):

@@ -7,8 +7,8 @@ valid choices, which `experiments.compare` turns into one line and exit 2).
 import dataclasses
 
 from experiments.comparison.plan import ALL_REDUCE, PACKS
-from experiments.comparison.presets import (EXPERIMENT_NAMES, MODEL_DATASETS, PRESETS, REDUCERS,
-                                            ZOO_SIZES)
+from experiments.comparison.presets import (EXPERIMENT_NAMES, MODEL_DATASETS, PRESETS,
+                                            REDUCER_BANDWIDTHS, REDUCERS, ZOO_SIZES)
 from experiments.config import check_dataset, check_model
 from models import MODELS
 from strategies import COMPARED, LOCAL_REPLICAS, compression
@@ -20,7 +20,7 @@ class Options:
     datasets: dict  # model -> dataset
     strategies: list
     experiments: list
-    bandwidths: list  # Gbit/s, 0 the real loopback
+    bandwidths: object  # Gbit/s, 0 the real loopback: a list, or {model: list} (--preset=reducers)
     reducers: list  # the reducers experiment's --compression forms
     delays: list  # straggler ms
     workers: list
@@ -90,9 +90,12 @@ def resolve(preset_name, *, models=None, dataset=None, strategies, experiments=N
             raise ValueError(f"--experiments={experiment} needs multi_worker_mirrored or "
                              "parameter_server in --strategies")
     # checked in the order compare always checked them: the first bad one is the one named
-    bandwidth_list = bandwidths(bandwidth_list if bandwidth_list is not None else
-                                [b for b in preset.get("bandwidths", default_bandwidths).split(",")
-                                 if b])
+    if bandwidth_list is not None or "bandwidths" not in preset:
+        bandwidth_list = bandwidths(bandwidth_list if bandwidth_list is not None else
+                                    [b for b in default_bandwidths.split(",") if b])
+    else:  # the preset's, per model
+        bandwidth_list = {m: bandwidths(REDUCER_BANDWIDTHS.get(m, preset["bandwidths"]).split(","))
+                          for m in models}
     for form in reducers:
         if form.startswith(PACKS):  # a packed plain all-reduce: --bytes_per_pack
             if not form[len(PACKS):].isdigit() or int(form[len(PACKS):]) < 1:

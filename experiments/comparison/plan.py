@@ -66,13 +66,15 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
     sizes: a list for every model, or {model: list}; floors: the engine-floor cells;
     datasets: {model: dataset} (each run gets --dataset=...; None: the runs' common flags say);
     batch: the per-replica batch (the parallelism cells hold 2 x batch as the global batch);
-    reducers: the reducers experiment's --compression forms."""
+    reducers: the reducers experiment's --compression forms; bandwidths: a list, or per model.
+    """
     available = available_cores or len(os.sched_getaffinity(0))
     run, floor, sharing = "experiments.run", "experiments.comparison.floor", \
         "experiments.comparison.sharing"
     runs = []
     for model in models:
         data = [f"--dataset={datasets[model]}"] if datasets else []
+        shaped_at = bandwidths.get(model, ()) if isinstance(bandwidths, dict) else bandwidths
         for size in (sizes[model] if isinstance(sizes, dict) else sizes):
             cells = []  # (name, module, flags, cores the cell should use: 0 = all)
             if "scaling" in experiments:
@@ -115,7 +117,7 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
                 for s in (s for s in strategies if not kind(s).local_replicas):
                     cells.append((f"network-{s}-n1", run, strategy_flags(s, 1, num_ps, threads),
                                   threads))
-                    for b in bandwidths:
+                    for b in shaped_at:
                         shaped = [f"--emulate_bandwidth_gbps={b:g}"] if b else []
                         cells.append((f"network-{s}-n2-b{b:g}", run,
                                       strategy_flags(s, 2, num_ps, threads) + shaped,
@@ -123,7 +125,7 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
             if "reducers" in experiments:
                 # MWMS N=2, plain and each reducer, on the real loopback (b=0: what the
                 # reducers table predicts from) and under each shaped bandwidth
-                for b in bandwidths:
+                for b in shaped_at:
                     shaped = [f"--emulate_bandwidth_gbps={b:g}"] if b else []
                     for form in ("none", *reducers):
                         how = f"--bytes_per_pack={form[len(PACKS):]}" if form.startswith(

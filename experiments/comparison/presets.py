@@ -13,8 +13,8 @@ PRESETS = {
     # ~6-7 min on 2 vCPUs (docs/benchmarks.md): 10 runs (5 per model), 3 epochs (2 steady).
     "parallelism": dict(models="cnn,wide_mlp", workers="2", train_examples="", repeats=1,
                         epochs=3, floors=False, experiments="parallelism"),
-    # MWMS N=2 plain and under each --reducers at each --bandwidths (0 and 2 shaped ones): 15
-    # runs per model, 3 epochs (2 steady).
+    # MWMS N=2 plain and under each --reducers at each of the model's bandwidths (the real
+    # loopback and 2 shaped ones: REDUCER_BANDWIDTHS): 15 runs per model, 3 epochs (2 steady).
     "reducers": dict(models="cnn,wide_mlp,embedding", workers="2", train_examples="",
                      repeats=1, epochs=3, floors=False, experiments="reducers",
                      bandwidths="0.1,1,0"),
@@ -27,6 +27,9 @@ MODEL_DATASETS = {"resnet": "synthetic_cifar", "embedding": "synthetic_tokens",
 # The experiments a comparison can run (--experiments); each adds its cells to the plan
 # (plan.py) and its section to the report (results/report.py).
 EXPERIMENT_NAMES = ("scaling", "straggler", "network", "parallelism", "reducers")
+# The reducers preset's bandwidths (Gbit/s) per model where the preset's own do not suit it:
+# wide_mlp's plain step moves ~40 MB through the shaper, 7 s a step at 0.1 Gbit/s.
+REDUCER_BANDWIDTHS = {"wide_mlp": "1,5,0"}
 # The reducers experiment's forms unless --reducers says otherwise (experiments.run's
 # --compression; strategies/compression.py).
 REDUCERS = ("int8", "topk:0.01", "powersgd:4", "packs:262144")

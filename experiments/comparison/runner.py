@@ -59,8 +59,21 @@ def run_cell(command, timeout, verbose):
         proc.kill()
         proc.wait()
         code = "timeout"
+    except BaseException:  # Ctrl-C, or SIGTERM (compare exits on it): the cell stops too
+        stop(proc)
+        raise
     reader.join(timeout=5)
     return code
+
+
+def stop(proc, grace_s=30.0):
+    """SIGTERM (a local cluster's launcher then stops every task), SIGKILL after grace_s."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def run_cells(cells, results_dir, timeout, verbose):

@@ -115,7 +115,7 @@ class RunConfig:
                                "all-reduce (mirrored, MWMS, hybrid): int8, topk:RATIO (the "
                                "largest RATIO of each gradient's values), powersgd:RANK, or bf16 "
                                "(the cast of --gradient_sync_dtype=bfloat16; PSS takes this one "
-                               "only). experiments/engine/compression.py.")
+                               "only). experiments/engine/compressed_sync.py.")
     bytes_per_pack: int = setting(0, "MWMS / hybrid: all-reduce the gradients in packs of about "
                                   "this many bytes, each as soon as its gradients are ready "
                                   "(overlapping the rest of the backward); 0: one pack after "

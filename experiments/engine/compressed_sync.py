@@ -21,7 +21,10 @@ replica rebuilds the same sum, in the same order, so the replicas' weights stay 
   warm start of Vogels et al., NeurIPS 2019). Vectors (biases) are all-reduced as they are.
 - Error feedback (all three): what a replica's compressed gradient left out is added to its
   next step's gradient (a per-replica residual, float32 or the model's float dtype), so nothing
-  is lost, only delayed.
+  is lost, only delayed. The residuals (and PowerSGD's Q) are not checkpointed: a resumed run
+  starts them from zero and what they held is dropped.
+- On GPUs, topk's scattered sum (unsorted_segment_sum) uses atomic adds: mirrored replicas could
+  then differ in the last bits; on a CPU every replica sums in the same order.
 
 IndexedSlices (an embedding's rows) are all-reduced as they are: they are sparse already.
 The Keras optimizer all-reduces whatever it is handed inside a replica context
@@ -56,16 +59,20 @@ class Reducer:
         self._residual, self._q = None, None
         self.dense_shapes = None  # the dense gradients' shapes, noted while tracing
 
-    def build(self, variables):
+    def build(self, variables, sparse=()):
         """The per-replica state, from the trained variables' shapes (in the strategy's scope:
-        ON_READ, so each replica keeps and reads its own)."""
+        ON_READ, so each replica keeps and reads its own); none for the variables in `sparse`
+        (ids of those whose gradients are IndexedSlices: an embedding's table)."""
+        dense = [None if id(v) in sparse else v for v in variables]
         with self.strategy.scope():
-            self._residual = [_local(tf.zeros(v.shape, v.dtype)) for v in variables]
+            self._residual = [None if v is None else _local(tf.zeros(v.shape, v.dtype))
+                              for v in dense]
             if self.spec.method == "powersgd":
                 rng = np.random.default_rng(0)  # one seed: every replica's Q starts the same
-                self._q = [None if as_matrix(v.shape) is None else _local(tf.constant(
-                    rng.standard_normal((as_matrix(v.shape)[1], self._rank(v.shape))),
-                    v.dtype)) for v in variables]
+                self._q = [None if v is None or as_matrix(v.shape) is None else _local(
+                    tf.constant(rng.standard_normal((as_matrix(v.shape)[1],
+                                                     self._rank(v.shape))), v.dtype))
+                           for v in dense]
 
     def _rank(self, shape):
         rows, cols = as_matrix(shape)
@@ -84,6 +91,10 @@ class Reducer:
                 out[i] = g
         if not dense:
             return out
+        missing = [i for i in dense if self._residual[i] is None]
+        if missing:  # built as sparse, yet its gradient came dense: no residual to feed back
+            raise ValueError(f"--compression: gradient {missing[0]} is dense but its variable "
+                             f"was taken for an embedding table (IndexedSlices)")
         acc = [grads[i] + self._residual[i] for i in dense]
         method = {"int8": self._int8, "topk": self._topk, "powersgd": self._powersgd}
         summed, sent = method[self.spec.method](ctx, dense, acc)
@@ -165,7 +176,7 @@ def summary(trainer, num_replicas, probe=True):
     state = 0
     if reducer is not None:
         state = sum(int(np.prod(v.shape)) * tf.as_dtype(v.dtype).size
-                    for v in reducer._residual + [q for q in reducer._q or [] if q is not None])
+                    for v in reducer._residual + (reducer._q or []) if v is not None)
     if trainer.coordinator is not None:  # PSS (bf16 only): each push is cast, pulls are not
         values = sum(int(np.prod(s)) for s in shapes)
         sent = {"sent_bytes_per_step": 2.0 * values, "plain_bytes_per_step": 1.0 * itemsize *

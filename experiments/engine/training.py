@@ -99,6 +99,13 @@ def _sum_on_read(shape=()):
                        aggregation=tf.VariableAggregation.SUM)
 
 
+def _all_layers(model):
+    """Every layer of a model, nested models' too."""
+    for layer in getattr(model, "layers", []):
+        yield layer
+        yield from _all_layers(layer)
+
+
 class Trainer:
     """Trains a task's Workload (experiments/engine/build.py: model, stages, optimizer, input)
     under `strategy`, epoch by epoch.
@@ -143,7 +150,11 @@ class Trainer:
         self.reducer = None
         if self.compression.reduces:  # the exchange sums the gradients: Keras must not again
             self.reducer = compressed_sync.Reducer(self.compression, strategy)
-            self.reducer.build(self.model.trainable_variables)
+            # an embedding's table gets IndexedSlices, all-reduced as they are: no residual
+            tables = {id(v) for layer in _all_layers(self.model)
+                      if isinstance(layer, keras.layers.Embedding)
+                      for v in layer.trainable_variables}
+            self.reducer.build(self.model.trainable_variables, tables)
             compressed_sync.without_reduction(self.optimizer)
         self.pipeline = None
         if self.stages is not None:

@@ -67,20 +67,23 @@ def _sparse_bytes(variable, rows, dtype, index_size=4):
 
 
 def sizes(variables, gradients, dtype="float32"):
-    """{gradient_bytes, dense_gradient_bytes, pull_bytes, gradient_kinds} of one step (see the
-    module doc); pull_bytes: what a PSS step reads from the ps (in the variables' own dtype)."""
+    """{gradient_bytes, dense_gradient_bytes, sparse_gradient_bytes, pull_bytes, gradient_kinds}
+    of one step (see the module doc); dense_gradient_bytes: every variable as if its gradient
+    were dense; sparse_gradient_bytes: the IndexedSlices' part of gradient_bytes (rows and
+    indices); pull_bytes: what a PSS step reads from the ps (in the variables' own dtype)."""
     kinds = _kinds(variables, gradients)
-    sent = pull = 0
+    sent = pull = sparse = 0
     for v, (kind, rows) in zip(variables, kinds):
         if kind == "dense":
             sent += gradient_bytes([v], dtype)
             pull += gradient_bytes([v])
         else:
-            sent += _sparse_bytes(v, rows, dtype)
+            sparse += _sparse_bytes(v, rows, dtype)
             pull += _sparse_bytes(v, rows, v.dtype, index_size=0)
     count = {k: sum(1 for kind, _ in kinds if kind == k) for k in ("dense", "indexed_slices")}
-    return {"gradient_bytes": sent, "dense_gradient_bytes": gradient_bytes(variables, dtype),
-            "pull_bytes": pull, "gradient_kinds": count}
+    return {"gradient_bytes": sent + sparse,
+            "dense_gradient_bytes": gradient_bytes(variables, dtype),
+            "sparse_gradient_bytes": sparse, "pull_bytes": pull, "gradient_kinds": count}
 
 
 def _slices(variable, rows, dtype, value):

@@ -83,3 +83,36 @@ def test_report_bad_input_exits_2(tmp_path):
         lines = [l for l in proc.stderr.splitlines() if l.strip()]
         assert proc.returncode == 2 and len(lines) == 1 and fragment in lines[0], proc.stderr
     assert not list(tmp_path.iterdir())
+
+
+def test_a_terminated_comparison_stops_its_running_cell_and_cluster(tmp_path):
+    """SIGTERM to experiments.compare (kill, a pod's stop) while an MWMS cell trains: the cell's
+    launcher and both workers are stopped too, and nothing is recorded for the cell."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.helpers import ROOT
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "experiments.compare", "--models=mlp", "--workers=2",
+         "--strategies=multi_worker_mirrored", "--experiments=straggler",
+         "--straggler_delays=0", "--train_examples=65536", "--epochs=5",
+         f"--results_dir={tmp_path}"], cwd=ROOT, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and len(processes_mentioning(str(tmp_path))) < 4:
+            time.sleep(0.5)  # compare, the cell's launcher, its 2 workers
+        assert len(processes_mentioning(str(tmp_path))) >= 4
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 128 + signal.SIGTERM
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and processes_mentioning(str(tmp_path)):
+            time.sleep(0.5)
+        assert not processes_mentioning(str(tmp_path))
+        assert not records_in(tmp_path)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)

@@ -167,5 +167,5 @@ def test_a_reducer_exchanges_its_payload_and_adds_its_compute_and_state():
                                                    "multi_worker_mirrored: the profile measured "
                                                    "int8, powersgd:4"):
         cost_model.predict(profile, cluster, "multi_worker_mirrored", compression="topk:0.01")
-    with pytest.raises(cost_model.SpecError, match="all-reduce strategies only"):
+    with pytest.raises(cost_model.SpecError, match="all-reduce strategies and dense gradients"):
         cost_model.predict(profile, cluster, "parameter_server", compression="int8")

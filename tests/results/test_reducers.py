@@ -1,8 +1,6 @@
 """The reducers experiment's table, crossover and plot (results/reducers.py) from fake records:
 a reducer slower than plain on the real loopback pays off below the bandwidth where its smaller
 payload's time on the shaper makes up for that."""
-import math
-
 import matplotlib.image as mpimg
 import pytest
 
@@ -20,7 +18,7 @@ def _run(form, gbps, epoch_time, acc=0.9, payload=None, how="gather"):
                  network={"emulated_gbps": gbps} if gbps else None)
     rec["communication"].update(gradient_bytes=4 * MB, dense_gradient_bytes=4 * MB)
     rec["compression"] = None if form == "none" else {
-        "payload_bytes": payload, "exchange": how, "compress_s": 0.002,
+        "method": form.split(":")[0], "payload_bytes": payload, "exchange": how, "compress_s": 0.002,
         "state_bytes_per_replica": 4 * MB, "plain_bytes_per_step": 4 * MB}
     return rec
 
@@ -33,12 +31,15 @@ def test_a_reducer_pays_off_below_its_crossover():
     assert plain.step_s == pytest.approx(0.1) and int8.step_s == pytest.approx(0.12)
     # shared shaper: plain 2(N-1)G = 8 MB a step, int8 N(N-1)C = 2 MB: 48 ms vs 16 ms at 1 Gbit/s
     assert plain.wire_s(1.0) == pytest.approx(0.064) and int8.wire_s(1.0) == pytest.approx(0.016)
-    b = reducers.crossover(plain, int8)
-    assert b == pytest.approx(0.048 / 0.02)  # 2.4 Gbit/s: the 20 ms it costs, made up for
+    b, side = reducers.crossover(plain, int8)
+    assert (b, side) == (pytest.approx(0.048 / 0.02), "below")  # the 20 ms it costs, made up
     assert plain.rate(b) == pytest.approx(int8.rate(b))
-    assert reducers.crossover(int8, plain) is None  # the bigger payload never pays off
+    assert reducers.pays_off((b, side), 1.0) and not reducers.pays_off((b, side), 5.0)
+    # the other way round: faster on loopback, more bytes: pays off above the same bandwidth
+    assert reducers.crossover(int8, plain) == (pytest.approx(2.4), "above")
     faster = reducers.Fit("x", 2, 64, 0.09, MB, "gather", 0)
-    assert reducers.crossover(plain, faster) == math.inf
+    assert reducers.crossover(plain, faster) == (None, "always")
+    assert reducers.crossover(faster, plain) == (None, "never")
 
 
 def test_the_table_checks_the_shaped_runs_and_stays_out_of_the_summary(tmp_path):
@@ -56,7 +57,8 @@ def test_the_table_checks_the_shaped_runs_and_stays_out_of_the_summary(tmp_path)
     assert at1["sent_mb_per_step"] == pytest.approx(1.0) and at1["plain_mb_per_step"] == 4.0
     assert at1["accuracy_delta"] == pytest.approx(0.87 - 0.9)
     section = reducers.section(records, lambda name: str(tmp_path / name))
-    assert "int8: 2.4 Gbit/s — at 1: faster; at 5: slower" in section.markdown
+    assert "int8: pays off below 2.4 Gbit/s — measured at 1: faster; at 5: slower" \
+        in section.markdown
     assert mpimg.imread(section.plots[0]).shape[1] > 400
     assert summary.summarize(records) == []  # compressed runs are no rows of the summary
 

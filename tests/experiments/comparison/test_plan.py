@@ -271,10 +271,15 @@ def test_reducers_plan_runs_plain_mwms_and_each_reducer_at_each_bandwidth():
     resolve = lambda **kw: options.resolve(  # noqa: E731 - what compare passes besides
         "reducers", strategies=["multi_worker_mirrored"], delays=["0"], **kw)
     opts = resolve(reducers=["int8", "packs:4096"])
-    assert opts.bandwidths == [0.1, 1.0, 0.0] and opts.experiments == ["reducers"]
-    runs = dict(plan(["cnn"], [2], [4096], opts.strategies, 1, 1, opts.experiments,
+    # each model at its own bandwidths (wide_mlp's plain step would take 7 s at 0.1)
+    assert opts.bandwidths == {"cnn": [0.1, 1.0, 0.0], "wide_mlp": [1.0, 5.0, 0.0],
+                               "embedding": [0.1, 1.0, 0.0]}
+    assert opts.experiments == ["reducers"]
+    assert resolve(bandwidth_list=["0.5", "0"]).bandwidths == [0.5, 0.0]  # the command line's
+    runs = dict(plan(["cnn", "wide_mlp"], [2], [4096], opts.strategies, 1, 1, opts.experiments,
                      bandwidths=opts.bandwidths, floors=False, reducers=opts.reducers))
-    assert len(runs) == 9  # (plain, int8, packs) x 3 bandwidths
+    assert len(runs) == 18  # (plain, int8, packs) x 3 bandwidths x 2 models
+    assert "reducers-int8-n2-b5/wide_mlp/4096/r0" in runs
     int8 = _flags(runs["reducers-int8-n2-b0.1/cnn/4096/r0"])
     assert (int8["strategy"], int8["num_workers"], int8["compression"],
             int8["emulate_bandwidth_gbps"]) == ("multi_worker_mirrored", "2", "int8", "0.1")
