@@ -20,6 +20,9 @@ EMBEDDING_DIM = 64
 class RowEmbedding(keras.layers.Layer):
     """Embedding lookup that reads only the looked-up rows of its variable (see module doc)."""
 
+    SPARSE_GRADIENTS = True  # its table's gradient is IndexedSlices (gradient compression
+    # keeps no residual for it: experiments/engine/training.py)
+
     def __init__(self, input_dim, output_dim, **kwargs):
         super().__init__(**kwargs)
         self.input_dim, self.output_dim = input_dim, output_dim

@@ -79,22 +79,19 @@ class Reducer:
         return max(1, min(self.spec.rank, rows, cols))
 
     def __call__(self, grads):
-        """The replicas' summed gradients (IndexedSlices all-reduced as they are)."""
+        """The replicas' summed gradients (IndexedSlices all-reduced as they are, and a dense
+        gradient whose variable was built without a residual: taken for a table)."""
         ctx = tf.distribute.get_replica_context()
         out = list(grads)
-        dense = _dense(grads)
+        dense = [i for i in _dense(grads) if self._residual[i] is not None]
         self.dense_shapes = [tuple(grads[i].shape) for i in dense]
-        sparse = [i for i, g in enumerate(grads) if isinstance(g, tf.IndexedSlices)]
-        if sparse:
-            for i, g in zip(sparse, ctx.all_reduce(tf.distribute.ReduceOp.SUM,
-                                                   [grads[i] for i in sparse])):
+        plain = [i for i, g in enumerate(grads) if g is not None and i not in dense]
+        if plain:
+            for i, g in zip(plain, ctx.all_reduce(tf.distribute.ReduceOp.SUM,
+                                                  [grads[i] for i in plain])):
                 out[i] = g
         if not dense:
             return out
-        missing = [i for i in dense if self._residual[i] is None]
-        if missing:  # built as sparse, yet its gradient came dense: no residual to feed back
-            raise ValueError(f"--compression: gradient {missing[0]} is dense but its variable "
-                             f"was taken for an embedding table (IndexedSlices)")
         acc = [grads[i] + self._residual[i] for i in dense]
         method = {"int8": self._int8, "topk": self._topk, "powersgd": self._powersgd}
         summed, sent = method[self.spec.method](ctx, dense, acc)
@@ -105,21 +102,29 @@ class Reducer:
 
     def _int8(self, ctx, dense, acc):
         sizes = [int(np.prod(a.shape)) for a in acc]
-        flat = tf.concat([tf.reshape(a, [-1]) for a in acc], 0)
-        # float32 scales on the wire, and this replica's own dequantization uses the same ones
-        scales = tf.stack([tf.cast(tf.maximum(tf.reduce_max(tf.abs(a)), 1e-30) / 127.0,
-                                   tf.float32) for a in acc])
-        per_value = tf.cast(tf.repeat(scales, sizes), flat.dtype)
-        q = tf.cast(tf.clip_by_value(tf.round(flat / per_value), -127, 127), tf.int8)
-        packed = tf.bitcast(tf.reshape(tf.pad(q, [[0, (-sum(sizes)) % 4]]), [-1, 4]),
+        offsets = np.cumsum([0] + sizes)
+        # float32 scales on the wire, and this replica's own dequantization uses the same ones;
+        # each tensor scaled by its own (broadcast, not repeated per value: 10 M values took
+        # 142 ms a step that way)
+        scales = [tf.cast(tf.maximum(tf.reduce_max(tf.abs(a)), 1e-30) / 127.0, tf.float32)
+                  for a in acc]
+        qs = [tf.cast(tf.clip_by_value(tf.round(a / tf.cast(s, a.dtype)), -127, 127), tf.int8)
+              for a, s in zip(acc, scales)]
+        flat = tf.concat([tf.reshape(q, [-1]) for q in qs], 0)
+        packed = tf.bitcast(tf.reshape(tf.pad(flat, [[0, (-sum(sizes)) % 4]]), [-1, 4]),
                             tf.int32)  # [m]
         all_q = ctx.all_gather(packed[None], axis=0)  # [N, m]
-        all_scales = ctx.all_gather(scales[None], axis=0)  # [N, T]
-        values = tf.reshape(tf.bitcast(all_q, tf.int8), [tf.shape(all_q)[0], -1])[:, :sum(sizes)]
-        scale_rows = tf.cast(tf.repeat(all_scales, sizes, axis=1), flat.dtype)
-        total = tf.reduce_sum(tf.cast(values, flat.dtype) * scale_rows, 0)
-        mine = tf.cast(q, flat.dtype) * per_value
-        return _split(total, acc), _split(mine, acc)
+        all_scales = ctx.all_gather(tf.stack(scales)[None], axis=0)  # [N, T]
+        values = tf.reshape(tf.bitcast(all_q, tf.int8), [tf.shape(all_q)[0], -1])
+        total, mine = [], []
+        for t, (a, q, s) in enumerate(zip(acc, qs, scales)):
+            # a multiply, then a sum over the replicas in replica order: the same rounding on
+            # every replica
+            part = tf.cast(values[:, offsets[t]:offsets[t + 1]], a.dtype) * \
+                tf.cast(all_scales[:, t:t + 1], a.dtype)
+            total.append(tf.reshape(tf.reduce_sum(part, 0), a.shape))
+            mine.append(tf.cast(q, a.dtype) * tf.cast(s, a.dtype))
+        return total, mine
 
     def _topk(self, ctx, dense, acc):
         sizes = [int(np.prod(a.shape)) for a in acc]

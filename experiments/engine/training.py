@@ -151,8 +151,10 @@ class Trainer:
         if self.compression.reduces:  # the exchange sums the gradients: Keras must not again
             self.reducer = compressed_sync.Reducer(self.compression, strategy)
             # an embedding's table gets IndexedSlices, all-reduced as they are: no residual
+            # (Keras's Embedding, and any layer that says so, like models/embedding.py's)
             tables = {id(v) for layer in _all_layers(self.model)
-                      if isinstance(layer, keras.layers.Embedding)
+                      if isinstance(layer, keras.layers.Embedding) or
+                      getattr(layer, "SPARSE_GRADIENTS", False)
                       for v in layer.trainable_variables}
             self.reducer.build(self.model.trainable_variables, tables)
             compressed_sync.without_reduction(self.optimizer)

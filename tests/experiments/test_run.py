@@ -136,9 +136,6 @@ def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path, args, frag
     (["--strategy=mirrored", "--num_replicas=2", "--cross_device_ops=nccl"],
      "--cross_device_ops=nccl sums the gradients between GPUs and TensorFlow sees none here; "
      "use --cross_device_ops=reduce_to_one (or auto) on a CPU"),
-    (["--strategy=mirrored", "--num_replicas=2", "--cross_device_ops=hierarchical_copy"],
-     "--cross_device_ops=hierarchical_copy sums the gradients between GPUs and TensorFlow sees "
-     "none here; use --cross_device_ops=reduce_to_one (or auto) on a CPU"),
     (["--strategy=multi_worker_mirrored", "--num_workers=1", "--collective=nccl"],
      "--collective=nccl sums the gradients between GPUs and TensorFlow sees none here; use "
      "--collective=ring (or auto) on a CPU")])

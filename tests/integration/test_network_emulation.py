@@ -31,19 +31,19 @@ def test_a_shaped_cluster_is_slower_and_leaves_the_host_untouched(tmp_path):
     before = _host_qdisc()
     real = run_module("experiments.run", *_MWMS, f"--results_dir={tmp_path / 'real'}")
     assert real.returncode == 0, real.stdout[-2000:] + real.stderr[-2000:]
-    # 20 Mbit/s for every link together: the MLP's ~0.4 MB all-reduce takes tens of ms.
-    slow = run_module("experiments.run", *_MWMS, "--emulate_bandwidth_gbps=0.02",
+    # 100 Mbit/s for every link together: the MLP's ~0.4 MB all-reduce takes tens of ms.
+    slow = run_module("experiments.run", *_MWMS, "--emulate_bandwidth_gbps=0.1",
                       f"--results_dir={tmp_path / 'slow'}")
     assert slow.returncode == 0, slow.stdout[-2000:] + slow.stderr[-2000:]
     (fast_record,) = records_in(tmp_path / "real")
     (slow_record,) = records_in(tmp_path / "slow")
     assert fast_record["network"] is None
     network = slow_record["network"]
-    assert network["emulated_gbps"] == 0.02 and network["method"] == netshape.METHOD_TBF
-    assert "tbf" in network["qdisc"] and "rate 20Mbit" in network["qdisc"]
+    assert network["emulated_gbps"] == 0.1 and network["method"] == netshape.METHOD_TBF
+    assert "tbf" in network["qdisc"] and "rate 100Mbit" in network["qdisc"]
     # Every worker sends ~(N-1)/N x 2 x gradient bytes per ring all-reduce, both at once through
     # the one shaped loopback: the probe's floor is 2 x bytes x 8 / rate.
-    floor_s = 2 * slow_record["communication"]["gradient_bytes"] * 8 / 0.02e9
+    floor_s = 2 * slow_record["communication"]["gradient_bytes"] * 8 / 0.1e9
     probe = slow_record["communication"]["probe_s"]["median"]
     assert probe >= 0.8 * floor_s
     assert probe > 3 * fast_record["communication"]["probe_s"]["median"]

@@ -58,3 +58,25 @@ def test_each_method_sends_what_it_says():
     (low,), _ = _run(parse("powersgd:1"), _grads(1), SHAPES)
     assert np.linalg.matrix_rank(low[0], tol=1e-9) == 1  # a rank-1 matrix
     np.testing.assert_array_equal(low[1], g[1])  # vectors go as they are
+
+
+def test_an_embedding_table_keeps_no_residual_and_goes_as_it_is():
+    """A table's IndexedSlices are all-reduced as they are; so is a dense gradient of a variable
+    built as a table; only the other dense gradients are compressed, and only they hold state."""
+    strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
+    with strategy.scope():
+        table, kernel, other = (tf.Variable(tf.zeros(s, tf.float64))
+                                for s in ((100, 4), (6, 5), (3,)))
+    reducer = compressed_sync.Reducer(parse("int8"), strategy)
+    reducer.build([table, kernel, other], sparse={id(table), id(other)})
+    assert reducer._residual[0] is None and reducer._residual[2] is None
+    rows = tf.IndexedSlices(tf.ones((2, 4), tf.float64), tf.constant([3, 7]),
+                            tf.constant([100, 4]))
+    dense = np.random.default_rng(1).standard_normal((6, 5))
+    out = strategy.run(reducer, args=([rows, tf.constant(dense), tf.constant([1.0, 2, 3],
+                                                                          tf.float64)],))
+    out = [strategy.experimental_local_results(o)[0] for o in out]
+    np.testing.assert_array_equal(tf.convert_to_tensor(out[0]).numpy()[[3, 7]], np.ones((2, 4)))
+    assert np.max(np.abs(out[1].numpy() - dense)) <= np.max(np.abs(dense)) / 254 * (1 + 1e-6)
+    np.testing.assert_array_equal(out[2].numpy(), [1.0, 2, 3])
+    assert reducer.dense_shapes == [(6, 5)]
