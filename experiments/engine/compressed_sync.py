@@ -39,6 +39,7 @@ import tensorflow as tf
 
 from strategies.compression import as_matrix, sent_bytes, top_k
 
+
 def without_reduction(optimizer):
     """The optimizer, its own all-reduce of the gradients turned off (they arrive summed)."""
     optimizer._all_reduce_sum_gradients = lambda grads_and_vars: list(grads_and_vars)
@@ -51,8 +52,8 @@ def _dense(grads):
 
 class Reducer:
     """Sums the replicas' gradients through a compressed exchange, inside a replica context
-    (strategy.run). Its per-replica state (residuals; PowerSGD's Q) is made in the strategy's
-    scope on the first call's shapes: create it before the first step with `build`."""
+    (strategy.run). Its per-replica state (residuals; PowerSGD's Q) is made by `build`, in the
+    strategy's scope from the trained variables, before the first step."""
 
     def __init__(self, spec, strategy):
         self.spec, self.strategy = spec, strategy
