@@ -18,7 +18,7 @@ pipeline per host on 2, 4, ... hosts (equal stages: the profile has no per-layer
 import dataclasses
 
 from results import cost_model
-from strategies import BASELINE, REGISTRY, kind
+from strategies import BASELINE, MIRRORED, REGISTRY, kind
 
 SYNC_DTYPES = ("float32", "bfloat16")
 ACCUMULATION = (1, 2, 4)
@@ -208,9 +208,7 @@ def tasks(config):
     if kind(config.strategy).parameter_servers or kind(config.strategy).single_device:
         return config.strategy, config.workers, 1, 1
     if config.hosts == 1:
-        mirrored = next(n for n, k in REGISTRY.items() if k.local_replicas and
-                        not k.central_variables)
-        return mirrored, 1, config.workers, config.workers
+        return MIRRORED[0], 1, config.workers, config.workers
     return config.strategy, config.hosts, config.devices_per_host, config.devices_per_host
 
 

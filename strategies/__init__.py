@@ -66,6 +66,12 @@ LOCAL_REPLICAS = tuple(n for n, k in REGISTRY.items() if k.local_replicas)
 MULTI_WORKER = tuple(n for n, k in REGISTRY.items() if k.multi_worker)
 PIPELINED = tuple(n for n, k in REGISTRY.items() if k.pipelined)
 PARAMETER_SERVERS = tuple(n for n, k in REGISTRY.items() if k.parameter_servers)
+# Workers that all-reduce in lockstep (MWMS, hybrid); one process's replicas mirrored across its
+# devices (not central_storage, whose variables live apart from the replicas); and where
+# --compression's exchanges run: replicas that all-reduce their gradients in a replica context.
+ALL_REDUCE = tuple(n for n, k in REGISTRY.items() if k.all_reduce)
+MIRRORED = tuple(n for n, k in REGISTRY.items() if k.local_replicas and not k.central_variables)
+COMPRESSIBLE = tuple(n for n in REGISTRY if n in ALL_REDUCE or n in MIRRORED)
 # How the replicas' gradients are summed: MWMS's collective implementation, and mirrored's
 # cross-device ops. NCCL and the hierarchical copy run between GPUs only (refused on a CPU host
 # in one line, strategies/factory.py); on a CPU, auto is ring for MWMS and reduce_to_one for

@@ -6,7 +6,7 @@ valid choices, which `experiments.compare` turns into one line and exit 2).
 """
 import dataclasses
 
-from experiments.comparison.plan import ALL_REDUCE, PACKS
+from experiments.comparison.plan import PACKS, REDUCERS_STRATEGY
 from experiments.comparison.presets import (EXPERIMENT_NAMES, MODEL_DATASETS, PRESETS,
                                             REDUCER_BANDWIDTHS, REDUCERS, ZOO_SIZES)
 from experiments.config import check_dataset, check_model
@@ -83,8 +83,8 @@ def resolve(preset_name, *, models=None, dataset=None, strategies, experiments=N
     if bad or not experiments:
         raise ValueError(f"--experiments={','.join(experiments)}: choose from "
                          f"{', '.join(EXPERIMENT_NAMES)}")
-    if "reducers" in experiments and ALL_REDUCE not in strategies:
-        raise ValueError(f"--experiments=reducers needs {ALL_REDUCE} in --strategies")
+    if "reducers" in experiments and REDUCERS_STRATEGY not in strategies:
+        raise ValueError(f"--experiments=reducers needs {REDUCERS_STRATEGY} in --strategies")
     for experiment in ("straggler", "network"):
         if experiment in experiments and set(strategies) <= set(LOCAL_REPLICAS):
             raise ValueError(f"--experiments={experiment} needs multi_worker_mirrored or "

@@ -6,10 +6,10 @@ recorded runs already count as done (resuming).
 """
 import os
 
-from strategies import REGISTRY, kind
+from strategies import ALL_REDUCE, kind
 
-# The reducers experiment's strategy: workers that all-reduce (MWMS)
-ALL_REDUCE = next(n for n, k in REGISTRY.items() if k.all_reduce and not k.pipelined)
+# The reducers experiment's strategy: whole replicas per worker that all-reduce (MWMS)
+REDUCERS_STRATEGY = next(n for n in ALL_REDUCE if not kind(n).pipelined)
 PACKS = "packs:"  # a reducers form: the plain all-reduce in packs of BYTES (--bytes_per_pack)
 
 
@@ -131,7 +131,7 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
                         how = f"--bytes_per_pack={form[len(PACKS):]}" if form.startswith(
                             PACKS) else f"--compression={form}"
                         cells.append((f"reducers-{form.replace(':', '')}-n2-b{b:g}", run,
-                                      strategy_flags(ALL_REDUCE, 2, num_ps, threads) + shaped +
+                                      strategy_flags(REDUCERS_STRATEGY, 2, num_ps, threads) + shaped +
                                       [how], 2 * threads))
             if "parallelism" in experiments:
                 cells += [(name, run, extra, 2 * threads)

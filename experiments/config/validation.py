@@ -11,15 +11,8 @@ from experiments.config.run_config import ConfigError
 from experiments.workload import npz_data, user_code
 from experiments.workload.datasets import DATASETS, is_user_dataset
 from models import MODELS, NEXT_TOKEN_MODELS, TOKEN_MODELS
-from strategies import (LOCAL_REPLICAS, MULTI_WORKER, PARAMETER_SERVERS, PIPELINED, REGISTRY,
-                        compression, kind)
-
-# Where --compression's exchanges run: replicas that all-reduce their gradients in a replica
-# context (central_storage's variables live apart from its replicas; PSS pushes to its servers)
-COMPRESSIBLE = tuple(n for n, k in REGISTRY.items()
-                     if k.all_reduce or (k.local_replicas and not k.central_variables))
-ALL_REDUCE = tuple(n for n, k in REGISTRY.items() if k.all_reduce)
-MIRRORED = tuple(n for n, k in REGISTRY.items() if k.local_replicas and not k.central_variables)
+from strategies import (ALL_REDUCE, COMPRESSIBLE, LOCAL_REPLICAS, MIRRORED, MULTI_WORKER,
+                        PARAMETER_SERVERS, PIPELINED, compression, kind)
 
 
 def check_fields(cfg):
