@@ -271,37 +271,27 @@ class Trainer:
         return tf.stack(self.strategy.experimental_local_results(out))  # [local replicas, 4]
 
     def _steps(self, iterator, n):
-        """`n` (a tensor: one trace for every chunk size) training steps in one call. Under PSS
-        returns the chunk's (loss sum, correct, seen, worker index, steps) for the coordinator."""
-        if not self.step_timeline:  # (autograph: a loop variable may not start as None)
-            return self._steps_plain(iterator, n)
-        stamps = tf.TensorArray(tf.float64, size=n)
-        if self.coordinator is None:
-            for i in tf.range(n):
-                stamps = stamps.write(i, self._step(iterator))
-            return stamps.stack()  # [n, local replicas, 4]
+        """`n` (a tensor: one trace for every chunk size) training steps in one call; with the
+        timeline, the steps' stamps ([n, local replicas, 4 + blocks]). Under PSS returns the
+        chunk's (loss sum, correct, seen, worker index, steps[, stamps [n, 4]]) for the
+        coordinator."""
+        # Without the timeline the array stays empty and unwritten (`if` on a Python bool is
+        # decided while tracing): autograph takes no loop variable that may start as None.
+        stamps = tf.TensorArray(tf.float64, size=n if self.step_timeline else 0)
         totals = [tf.constant(0.0)] * 3
         worker = tf.constant(0.0)
         for i in tf.range(n):
             out = self._step(iterator)
-            totals = [t + v for t, v in zip(totals, out[:3])]
-            stamps = stamps.write(i, out[3])
-            worker = out[-1]
-        return totals + [worker, tf.cast(n, tf.float32), stamps.stack()]  # PSS: stamps [n, 4]
-
-    def _steps_plain(self, iterator, n):
-        """`_steps` without the timeline's stamps."""
+            if self.coordinator is not None:
+                totals = [t + v for t, v in zip(totals, out[:3])]
+                worker = out[-1]
+                out = out[3] if self.step_timeline else None
+            if self.step_timeline:
+                stamps = stamps.write(i, out)
+        stacked = [stamps.stack()] if self.step_timeline else []
         if self.coordinator is None:
-            for _ in tf.range(n):
-                self._step(iterator)
-            return None
-        totals = [tf.constant(0.0)] * 3
-        worker = tf.constant(0.0)
-        for _ in tf.range(n):
-            out = self._step(iterator)
-            totals = [t + v for t, v in zip(totals, out[:3])]
-            worker = out[-1]
-        return totals + [worker, tf.cast(n, tf.float32)]
+            return stacked[0] if stacked else None
+        return totals + [worker, tf.cast(n, tf.float32)] + stacked
 
     def _timeline(self, chunks):
         """The epoch's stamps by replica (step_clock.epoch_stamps; MWMS workers all call this at
