@@ -7,6 +7,7 @@ counts only wall time hides the cores they use. The chief reads the CPU time of:
   - a task of a real cluster (TF_CONFIG from a platform): itself only, marked partial.
 """
 import os
+import time
 
 import psutil
 
@@ -23,6 +24,12 @@ EXITED = "exited"
 
 
 def _cpu_seconds(proc):
+    """User + system seconds of every thread of `proc`. Another process's come from
+    /proc/PID/stat in clock ticks (10 ms); this process's own from the kernel's per-process
+    CPU clock, to the nanosecond: a single-process run's steady epoch can be shorter than a
+    tick, and the ticks read 0 CPU seconds for it (CI's failed run of 2026-11-25)."""
+    if proc.pid == os.getpid():
+        return time.process_time()
     times = proc.cpu_times()
     return times.user + times.system
 

@@ -28,6 +28,21 @@ def test_a_single_process_reads_itself_as_one_task(monkeypatch):
     assert meter.scope == cpu_usage.ALL_TASKS
 
 
+def test_this_process_reads_itself_below_a_clock_tick(monkeypatch):
+    # a 17 ms steady epoch read in 10 ms ticks could come out at 0 CPU seconds (no `cpu`
+    # in the record); the process's own clock resolves a 3 ms burn
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    meter = cpu_usage.CpuMeter(in_cluster=False)
+    spent = []
+    for _ in range(5):
+        before = meter.seconds()
+        start = time.process_time()
+        while time.process_time() - start < 0.003:
+            pass
+        spent.append(meter.seconds() - before)
+    assert all(0.003 <= s < 0.05 for s in spent), spent
+
+
 def test_a_lost_tasks_seconds_until_it_died_count_for_its_task():
     # worker:1 (pid 12) had 41 s at the epoch's start, died at 44 s and was reaped by the
     # launcher (its 44 s joined the reaped children's), then restarted as pid 13 with 2 s.
