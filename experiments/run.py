@@ -48,10 +48,21 @@ flags.adopt_module_key_flags(config_flags)  # --help lists them as this command'
 
 
 def _emulation(cfg, launch_cfg, role):
-    """(gbps, latency_ms, best_effort) when an emulated network is asked for, else None; raises
+    """(gbps, latency_ms, best_effort, schedule) when an emulated network is asked for, else
+    None (schedule: [(epoch, gbps)], or empty for one rate all run long); raises
     ConfigError for bad values or a run without a local cluster. When the machine cannot shape
     (no namespace, no tc, no netem), strict mode refuses and best effort runs unshaped."""
     gbps, latency = launch_cfg.emulate_bandwidth_gbps, launch_cfg.emulate_latency_ms
+    schedule = []
+    if launch_cfg.emulate_bandwidth_schedule:
+        if gbps:
+            raise ConfigError(f"--emulate_bandwidth_schedule={launch_cfg.emulate_bandwidth_schedule}"
+                              f" already gives the rate: drop --emulate_bandwidth_gbps={gbps:g}")
+        try:
+            schedule = netshape.parse_schedule(launch_cfg.emulate_bandwidth_schedule)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
+        gbps = schedule[0][1]
     if not gbps and not latency:
         return None
     if os.environ.get(netshape.APPLIED_ENV):  # a task, or the launcher inside its namespace
@@ -77,7 +88,7 @@ def _emulation(cfg, launch_cfg, role):
         sys.stderr.write(f"WARNING: cannot emulate the network ({e}); running unshaped\n")
         os.environ[netshape.APPLIED_ENV] = json.dumps(netshape.unshaped(str(e)))
         return None
-    return gbps, latency, best_effort
+    return gbps, latency, best_effort, schedule
 
 
 def task_log_dir(cfg):

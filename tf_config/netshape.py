@@ -10,6 +10,14 @@ per-link rate: two workers sending at once get about R/2 each (the scaling model
 experiment maps it that way). `--emulate_latency_ms` needs the kernel's `netem` qdisc, missing on
 some machines (probed, and said so). The shaper is applied inside the namespace before the tasks
 start (tf_config.netns), so nothing is ever changed on the host's own loopback.
+
+    python -m experiments.run --strategy=multi_worker_mirrored --num_workers=2 --epochs=6 \
+        --emulate_bandwidth_schedule=0:1,2:0.05   # 1 Gbit/s, then 0.05 from the third epoch
+
+A schedule changes the rate between epochs: the chief, inside the namespace, replaces the qdisc
+before the epoch starts (`follow_schedule`), so every step of an epoch sees one rate and the
+epoch's record says which (`emulated_gbps`). A run resumed at epoch k starts at the rate the
+schedule gives k.
 """
 import json
 import os
@@ -72,9 +80,48 @@ def current_qdisc():
     return (shown.stdout.strip().splitlines() or [""])[0]
 
 
-def request_env(gbps, latency_ms, best_effort=False):
+def parse_schedule(text):
+    """'0:1,2:0.05' -> [(0, 1.0), (2, 0.05)]: from after E epochs, G Gbit/s. ValueError (one
+    line) unless it starts at epoch 0, epochs increase and every rate is in (0, 1000]."""
+    out = []
+    for part in text.split(","):
+        epoch, _, gbps = part.strip().partition(":")
+        try:
+            entry = (int(epoch), float(gbps))
+        except ValueError:
+            entry = None
+        if entry is None or not 0 < entry[1] <= 1000 or (out and entry[0] <= out[-1][0]) or \
+                (not out and entry[0] != 0):
+            raise ValueError(f"--emulate_bandwidth_schedule={text}: give EPOCH:GBPS pairs, the "
+                             f"first at epoch 0, epochs increasing, rates in (0, 1000] (e.g. "
+                             f"0:1,2:0.05)")
+        out.append(entry)
+    return out
+
+
+def rate_at(schedule, epochs_done):
+    """The schedule's rate for the epoch after `epochs_done` finished ones."""
+    return [gbps for epoch, gbps in schedule if epoch <= epochs_done][-1]
+
+
+def request_env(gbps, latency_ms, best_effort=False, schedule=()):
     return {SHAPE_ENV: json.dumps({"gbps": gbps, "latency_ms": latency_ms,
-                                   "best_effort": best_effort})}
+                                   "best_effort": best_effort, "schedule": list(schedule)})}
+
+
+def follow_schedule(epochs_done):
+    """In the chief, before an epoch: puts the schedule's rate for it in place when it differs
+    from the one in place. Returns the rate the epoch runs at; None without a schedule (or on
+    the real network: best effort could not shape)."""
+    raw, applied = os.environ.get(SHAPE_ENV), recorded()
+    schedule = json.loads(raw).get("schedule") if raw else None
+    if not schedule or not applied or not applied.get("emulated_gbps"):
+        return None
+    gbps = rate_at(schedule, epochs_done)
+    if gbps != applied["emulated_gbps"]:
+        applied = apply(gbps, applied.get("latency_ms") or 0.0)
+        os.environ[APPLIED_ENV] = json.dumps(applied)
+    return gbps
 
 
 def requested():

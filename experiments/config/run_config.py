@@ -211,6 +211,11 @@ class LaunchConfig:
     emulate_bandwidth_gbps: float = setting(0.0, "Local cluster: shape its private loopback to "
                                             "this many Gbit/s, shared by all links (tc tbf; 0: "
                                             "the real loopback). See tf_config/netshape.py.")
+    emulate_bandwidth_schedule: str = setting("", "Local cluster: the shaper's rate over the "
+                                              "run, EPOCH:GBPS,... (0:1,2:0.05: 1 Gbit/s, then "
+                                              "0.05 after 2 epochs), changed by the chief "
+                                              "between epochs; in place of "
+                                              "--emulate_bandwidth_gbps.")
     emulate_latency_ms: float = setting(0.0, "Local cluster: delay every packet by this much "
                                         "(needs the kernel's netem qdisc).")
     emulate_network: str = setting("strict", "strict: exit 2 when the network cannot be "

@@ -14,13 +14,21 @@ MWMS also gets TensorFlow's `PreemptionCheckpointHandler`: a worker that receive
 platform's preemption notice) makes every worker save at the same step and exit with
 PREEMPTED_EXIT_CODE; a local launcher then restarts the cluster, which resumes from that step
 (a platform reruns the job; by hand, rerun the command).
+
+The checkpoint holds the model and the optimizer by object, not by strategy: a run may resume
+under another strategy (--adapt switches so). The chief writes a digest of what it saved beside
+the checkpoint, and the restore checks the same digest of what it restored: a variable the new
+strategy's model or optimizer did not match fails there, instead of training on fresh values
+(tf.train.Checkpoint's restore is partial).
 """
 import json
+import math
 import os
 import shutil
 import sys
 import time
 
+import numpy as np
 import tensorflow as tf
 
 from results.records import write_json_atomic
@@ -29,6 +37,18 @@ from tf_config.events import PREEMPTED_EXIT_CODE
 
 _STATS = "epochs.json"
 _RECORD = "record_written.json"
+_DIGEST = "state_digest.json"
+
+
+def state_digest(model, optimizer):
+    """{weights, optimizer: sum of |value| in float64, exact for the same values whatever the
+    order of variables (math.fsum); optimizer_variables: how many}. Summed in numpy, not by a
+    TensorFlow kernel whose reduction order follows the thread count."""
+    def total(variables):
+        return math.fsum(float(np.abs(np.asarray(v.numpy(), dtype=np.float64)).sum())
+                         for v in variables)
+    return {"weights": total(model.weights), "optimizer": total(optimizer.variables),
+            "optimizer_variables": len(optimizer.variables)}
 
 
 class Checkpoints:
@@ -39,6 +59,8 @@ class Checkpoints:
         self.directory = directory if is_chief else os.path.join(
             directory, ".scratch", task_name.replace(":", "-"))
         self.stats_path = os.path.join(directory, _STATS)
+        self.digest_path = os.path.join(directory, _DIGEST)
+        self.restored_digest = None  # state_digest of what restore() read (the record's)
         # Written by the chief once the run's record is: a rerun of a finished run adds nothing
         # then, but one that died between its last checkpoint and its record still writes it.
         self.record_path = os.path.join(directory, _RECORD)
@@ -68,6 +90,7 @@ class Checkpoints:
             return [], 0
         self._checkpoint.restore(self._shared_latest).expect_partial()
         steps = int(self.steps_done.numpy())
+        self._check_digest(steps)
         per_epoch = self.trainer.steps_per_epoch
         stats = []
         if tf.io.gfile.exists(self.stats_path):
@@ -79,11 +102,30 @@ class Checkpoints:
             raise RuntimeError(f"{self._shared_latest} ({steps} steps) does not match "
                                f"{self.stats_path} ({len(stats)} epochs) at {per_epoch} steps per "
                                f"epoch; resume with the settings that wrote it, or remove both")
+        digest = self.restored_digest
         print(f"resumed from {self._shared_latest}: {steps} step(s) done ({len(stats)} epoch(s) "
-              f"+ {steps % per_epoch} step(s))", flush=True)
+              f"+ {steps % per_epoch} step(s)); weights sum|w| {digest['weights']:.9e}, "
+              f"{digest['optimizer_variables']} optimizer variables sum|v| "
+              f"{digest['optimizer']:.9e}", flush=True)
         self._epochs = stats
         events.report_resumed(steps)
         return stats, steps
+
+    def _check_digest(self, steps):
+        """Raises when the restored model and optimizer are not what the chief saved at `steps`
+        (a checkpoint without a digest, written before digests, is taken as it is)."""
+        self.restored_digest = state_digest(self.trainer.model, self.trainer.optimizer)
+        if not tf.io.gfile.exists(self.digest_path):
+            return
+        with tf.io.gfile.GFile(self.digest_path) as f:
+            saved = json.load(f)
+        if saved.get("step") != steps:
+            return  # a step checkpoint of a task lost before the chief's digest: not comparable
+        if saved["digest"] != self.restored_digest:
+            raise RuntimeError(
+                f"{self._shared_latest}: restored {self.restored_digest}, but the run that "
+                f"saved it had {saved['digest']} (a model or optimizer this strategy builds "
+                f"differently); resume with the settings that wrote it, or remove the directory")
 
     def record_written(self):
         """The run_id of the record this run already wrote, or None."""
@@ -138,6 +180,8 @@ class Checkpoints:
         self.saves.append({"step": self._saved_at, "at_time": at,
                            "s": time.perf_counter() - start})
         if self.is_chief:
+            write_json_atomic(self.digest_path, {"step": self._saved_at, "digest": state_digest(
+                self.trainer.model, self.trainer.optimizer)})
             write_json_atomic(self.stats_path, self._epochs)
         else:
             shutil.rmtree(self.directory, ignore_errors=True)

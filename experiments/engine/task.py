@@ -22,7 +22,7 @@ from experiments.workload.user_code import UserCodeError
 from results import metrics
 from strategies import all_reduce_workers, kind
 from strategies.factory import MissingGPUs, TPUUnavailable, check_gpus, get_strategy
-from tf_config import events, watchdog
+from tf_config import events, netshape, watchdog
 
 
 # A PSS server runs functions whose ops block (iterator reads, variable reads from a ps); with
@@ -178,10 +178,14 @@ def run_task(cfg, role, extra_config=None):
     first = len(epochs) + 1
     first_step = steps_done % trainer.steps_per_epoch  # > 0: resuming inside an epoch
     for epoch in range(first, cfg.epochs + 1):
+        # --emulate_bandwidth_schedule: the chief sets this epoch's rate before its first step
+        gbps = netshape.follow_schedule(epoch - 1) if is_chief else None
         stats = trainer.train_epoch(epoch, first_step if epoch == first else 0, checkpoints,
                                     profiler)
         # The first epoch a process runs traces the step function: not steady state.
         epochs.append({**dataclasses.asdict(stats), "includes_tracing": epoch == first})
+        if gbps is not None:
+            epochs[-1]["emulated_gbps"] = gbps
         if epoch == first and first_step:
             epochs[-1]["resumed_at_step"] = first_step
         if checkpoints is not None:
@@ -236,6 +240,7 @@ def run_task(cfg, role, extra_config=None):
                           extra_config or {})
     if checkpoints is not None:
         record["checkpoint_saves"] = checkpoints.saves
+        record["restored_state"] = checkpoints.restored_digest
     if probe is not None:
         step = metrics.per_worker_step_time(record["steady_state"]["epoch_time_s"]["median"],
                                             trainer.steps_per_epoch, cfg.strategy,
