@@ -15,6 +15,7 @@ Sub-packages, one idea each (their __init__ says what each holds and may import)
                  checkpoints, the record
     measure/     what a run measures besides time: communication, CPU, memory, profile, versions
     comparison/  the comparison's presets, plan of cells, runner, and its plain-loop cells
+    adaptive/    --adapt: a run as a chain of configurations, switched when the network drifts
     cloud/       job specs for platforms that set TF_CONFIG (Vertex AI, Kubeflow TFJob)
     bench/       hand-run benchmarks that only print figures (nothing imports them)
 

@@ -33,6 +33,7 @@ tf_settings.apply()  # before TensorFlow is imported anywhere: quiet, and the sa
 from absl import app, flags, logging  # noqa: E402
 
 from experiments.config import ConfigError, LaunchConfig, RunConfig, validate  # noqa: E402
+from experiments.adaptive import segment, supervisor  # noqa: E402
 from experiments.config import auto  # noqa: E402
 from experiments.config import flags as config_flags  # noqa: E402
 from experiments.config.cli import bad_input, parse_flags  # noqa: E402
@@ -115,6 +116,17 @@ def main(argv):
     if os.environ.get("AIP_TENSORBOARD_LOG_DIR"):
         cfg = dataclasses.replace(cfg, tensorboard_dir=os.environ["AIP_TENSORBOARD_LOG_DIR"])
     extra_config = launch_cfg.recorded()
+    if cfg.adapt and not os.environ.get(segment.ADAPT_ENV):  # the chain of segments
+        try:  # every check a segment would make, on the first one, before anything is written
+            supervisor.check(cfg, bool(os.environ.get("TF_CONFIG", "").strip()))
+            first = auto.resolve(cfg, False)[0]
+            validate(first)
+            check_fields(launch_cfg)
+            if needs_cluster(first.strategy, first.num_workers):
+                _emulation(first, launch_cfg, None)
+        except ConfigError as e:
+            bad_input(e)
+        sys.exit(supervisor.supervise(cfg, sys.argv))
     try:
         if cfg.strategy == auto.AUTO:
             cfg, plan, choice = auto.resolve(cfg, bool(os.environ.get("TF_CONFIG", "").strip()))

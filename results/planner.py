@@ -304,7 +304,8 @@ def summary(planned, runners_up=3):
     """What a run chosen by the plan records (experiments.run --strategy=auto): the choice, the
     next configurations and their predictions."""
     def one(p):
-        return {"configuration": p.config.name, "settings": settings(p.config),
+        return {"configuration": p.config.name, "config": dataclasses.asdict(p.config),
+                "settings": settings(p.config),
                 "devices_per_task": tasks(p.config)[3],
                 "predicted_examples_per_sec": p.prediction.examples_per_sec,
                 "predicted_step_s": p.prediction.step_s,

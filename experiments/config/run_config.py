@@ -42,6 +42,13 @@ class RunConfig:
     plan_profile: str = setting("", "--strategy=auto: the workload profile (JSON: a "
                                 "comparison's profile-*.json, or your own).")
     plan_cluster: str = setting("", "--strategy=auto: the cluster spec (JSON) to plan for.")
+    adapt: bool = setting(False, "--strategy=auto: after each epoch compare the run with the "
+                          "plan and, when the network drifts and another configuration pays "
+                          "for its switch, checkpoint and go on under it "
+                          "(experiments/adaptive/).")
+    adapt_threshold: float = setting(0.15, "--adapt: the change of an epoch's examples/s from "
+                                     "the configuration's first steady epoch that counts as "
+                                     "drift.", bound="> 0")
     model: str = setting("cnn", f"One of: {', '.join(MODELS)}; or your own: MODULE:FUNCTION "
                          "(FUNCTION(input_shape, num_classes) -> uncompiled keras.Model giving "
                          "logits) or PATH.keras (see --model_weights).")

@@ -4,6 +4,7 @@ hands the Trainer: model, stages, optimizer, batch arithmetic, input), training 
 loop every strategy shares), gpipe (the pipeline schedule of model_parallel and hybrid),
 checkpoints, and record (the record the chief writes).
 
-May import: experiments.config, experiments.workload, experiments.measure, models, strategies,
+May import: experiments.config, experiments.workload, experiments.measure, experiments.adaptive
+(segment: --adapt's check after each epoch), models, strategies,
 results (metrics, records), tf_config. Not experiments.comparison or the commands.
 """

@@ -10,6 +10,7 @@ import sys
 
 import tensorflow as tf
 
+from experiments.adaptive import segment
 from experiments.engine import compressed_sync, gpipe
 from experiments.engine.checkpoints import Checkpoints
 from experiments.engine.record import build_record, new_run_id, write
@@ -175,6 +176,8 @@ def run_task(cfg, role, extra_config=None):
                       f"--checkpoint_dir trains afresh)", flush=True)
             return 0
     trainer.global_step = steps_done
+    adapter = segment.from_env(is_chief, role is not None and all_reduce_workers(cfg.strategy),
+                               trainer.steps_per_epoch * trainer.global_batch)
     first = len(epochs) + 1
     first_step = steps_done % trainer.steps_per_epoch  # > 0: resuming inside an epoch
     for epoch in range(first, cfg.epochs + 1):
@@ -188,6 +191,8 @@ def run_task(cfg, role, extra_config=None):
             epochs[-1]["emulated_gbps"] = gbps
         if epoch == first and first_step:
             epochs[-1]["resumed_at_step"] = first_step
+        # --adapt: decided before the save, so the epoch's verdict is in the checkpoint's stats
+        switch = adapter is not None and adapter.after_epoch(epochs, cfg.epochs - epoch, strategy)
         if checkpoints is not None:
             checkpoints.save(epochs)
         if writer is not None:
@@ -203,6 +208,11 @@ def run_task(cfg, role, extra_config=None):
                             tf.summary.scalar(f"step_ms/{key[:-2]}/{name.replace(':', '_')}",
                                               part[key] * 1e3)
             writer.flush()
+        if switch:  # the next configuration goes on from this checkpoint (adaptive/supervisor)
+            adapter.request(epoch)
+            if not is_chief:
+                events.report_finished(role.name)
+            return 0
     if profiler is not None:
         profiler.close()
     # The chief's matmul first: the other workers wait idle in the communication probe's first
@@ -241,6 +251,8 @@ def run_task(cfg, role, extra_config=None):
     if checkpoints is not None:
         record["checkpoint_saves"] = checkpoints.saves
         record["restored_state"] = checkpoints.restored_digest
+    if adapter is not None:
+        record["adapt"] = adapter.record(epochs)
     if probe is not None:
         step = metrics.per_worker_step_time(record["steady_state"]["epoch_time_s"]["median"],
                                             trainer.steps_per_epoch, cfg.strategy,

@@ -61,6 +61,10 @@ def test_a_shaped_cluster_is_slower_and_leaves_the_host_untouched(tmp_path):
      "--emulate_network='maybe' is not valid; choose one of: strict, best_effort"),
     (["--emulate_bandwidth_gbps=1", "--num_workers=1"], "shape a local cluster's private"),
     (["--emulate_bandwidth_gbps=1", "--noisolate_network"], "--emulate_network=best_effort"),
+    (["--emulate_bandwidth_schedule=1:1"], "the first at epoch 0"),
+    (["--emulate_bandwidth_schedule=0:1,2:fast"], "--emulate_bandwidth_schedule=0:1,2:fast"),
+    (["--emulate_bandwidth_schedule=0:1", "--emulate_bandwidth_gbps=1"],
+     "drop --emulate_bandwidth_gbps=1"),
 ])
 def test_bad_emulation_values_exit_2_and_write_nothing(tmp_path, args, fragment):
     proc = run_module("experiments.run", *_MWMS, *args, f"--results_dir={tmp_path / 'o'}",

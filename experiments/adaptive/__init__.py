@@ -1,0 +1,9 @@
+"""--adapt: one run as a chain of configurations. supervisor (the command's side: launches each
+configuration's `experiments.run` from the last one's checkpoint), segment (inside a run: the
+chief's check after each epoch, the workers' agreement, the switch request, the record's
+account) and decide (the pure decision: drift, the network it implies, the best configuration
+and whether a switch pays).
+
+May import: experiments.config, results (planner, cost_model, records), strategies, tf_config.
+Not experiments.engine: the engine calls segment, not the other way round.
+"""

@@ -1,0 +1,160 @@
+"""The adaptive mode's decision after an epoch: has the run drifted from what the plan predicted
+for its configuration, what does the drift say about the network, and is another configuration
+now faster by more than a switch costs. Pure: no TensorFlow, no files (segment.py calls it in
+the chief; tests call it with made-up epochs).
+
+Every figure goes through the one cost model (results/planner.py over results/cost_model.py),
+at the run's fixed global batch: a configuration of R replicas trains R x (global / R), so the
+examples per update, the steps per epoch and the learning-rate schedule never change with a
+switch. The prediction for a replica's batch b scales the profile's compute linearly from its
+batch (the planner's own assumption for accumulation).
+"""
+import dataclasses
+
+from results import planner
+from strategies import kind
+
+# A switch must win back this much more than its measured cost: a gain inside the model's
+# error is no reason to restart a cluster.
+MARGIN = 0.25
+# Back to a configuration the run left only when the network moved this far since (x or /).
+RETURN_FACTOR = 2.0
+_GBPS_RANGE = (1e-4, 1e4)  # where the inference looks for the network's rate
+
+
+def replicas(config):
+    """Replicas whose batches make one update: a PSS step is one worker's; a pipeline's replica
+    is its S devices."""
+    if kind(config.strategy).parameter_servers:
+        return 1
+    return max(1, config.workers // config.stages)
+
+
+def at_batch(profile, batch):
+    """The profile at `batch` examples per replica per step: compute and activations scale
+    linearly; what is synchronized does not change."""
+    ratio = batch / profile.batch
+    return dataclasses.replace(profile, batch=batch, compute_s=profile.compute_s * ratio,
+                               activation_bytes=int(profile.activation_bytes * ratio))
+
+
+def candidates(profile, cluster, global_batch):
+    """The configurations a run may switch between: the planner's, without what trains
+    differently (accumulation, 16-bit sync, compression) and with a whole replica batch."""
+    out = []
+    for config in planner.configurations(profile, cluster):
+        if config.accumulation != 1 or config.compression != "none" or \
+                config.sync_dtype != planner.sync_dtypes(profile)[0] or \
+                global_batch % replicas(config) or \
+                (config.microbatches > 1 and (global_batch // replicas(config)) %
+                 config.microbatches):
+            continue
+        out.append(config)
+    return out
+
+
+def predicted_rate(profile, cluster, config, global_batch):
+    """Examples/s the cost model predicts for `config` at the run's global batch; None when it
+    does not fit a device's memory."""
+    p = planner.predict(at_batch(profile, global_batch // replicas(config)), cluster, config)
+    return None if p.dropped else p.prediction.examples_per_sec
+
+
+def best(profile, cluster, global_batch, exclude=()):
+    """(config, examples/s) of the fastest candidate not in `exclude`; None when none fits."""
+    rated = [(c, predicted_rate(profile, cluster, c, global_batch))
+             for c in candidates(profile, cluster, global_batch) if c not in exclude]
+    rated = [(c, r) for c, r in rated if r is not None]
+    return max(rated, key=lambda cr: (cr[1], -cr[0].workers)) if rated else None
+
+
+def with_network(cluster, gbps):
+    """The cluster with every link at `gbps`: the emulation shapes one loopback for all."""
+    return dataclasses.replace(cluster, inter_host_gbps=gbps, intra_host_gbps=gbps)
+
+
+def infer_gbps(profile, cluster, config, global_batch, rate):
+    """The network rate at which the cost model predicts `rate` for `config` (bisection; the
+    prediction rises with the rate). None when the configuration's prediction does not depend
+    on the network, or `rate` is outside what any network would give."""
+    def at(gbps):
+        return predicted_rate(profile, with_network(cluster, gbps), config, global_batch)
+    lo, hi = _GBPS_RANGE
+    slow, fast = at(lo), at(hi)
+    if slow is None or fast is None or fast - slow < 1e-6 * fast or not slow <= rate <= fast:
+        return None
+    for _ in range(60):
+        mid = (lo * hi) ** 0.5
+        if at(mid) < rate:
+            lo = mid
+        else:
+            hi = mid
+    return (lo * hi) ** 0.5
+
+
+@dataclasses.dataclass
+class Verdict:
+    action: str  # "watch" (too little measured yet), "stay" or "switch"
+    why: str
+    drift: float | None = None  # the last steady epoch's rate / the first's - 1
+    inferred_gbps: float | None = None
+    to: planner.Config | None = None
+    # predicted examples/s, corrected by this configuration's measured/predicted ratio
+    current_rate: float | None = None
+    to_rate: float | None = None
+    predicted_gain_s: float | None = None
+    predicted_cost_s: float | None = None
+
+    def to_json(self):
+        out = dataclasses.asdict(self)
+        out["to"] = self.to.name if self.to else None
+        return out
+
+
+def check(profile, cluster, current, global_batch, steady_rates, examples_left, cost_s,
+          left=(), threshold=0.15):
+    """The verdict after an epoch. steady_rates: examples/s of this configuration's steady
+    epochs so far, oldest first (its first, tracing, epoch left out); examples_left: examples
+    still to train; cost_s: what a switch costs (measured: this configuration's own start);
+    left: [(config, inferred gbps when left)] of the configurations the run left."""
+    if len(steady_rates) < 2:
+        return Verdict("watch", "fewer than 2 steady epochs in this configuration")
+    reference, last = steady_rates[0], steady_rates[-1]
+    drift = last / reference - 1
+    if abs(drift) < threshold:
+        return Verdict("stay", f"within {threshold:.0%} of its first steady epoch", drift)
+    predicted = predicted_rate(profile, cluster, current, global_batch)
+    bias = reference / predicted  # the model's error on this machine, taken as the same for all
+    gbps = infer_gbps(profile, cluster, current, global_batch, last / bias)
+    if gbps is None:
+        return Verdict("stay", f"drifted {drift:+.0%}, but the cost model cannot tell the "
+                               f"network from {current.name}'s rate", drift)
+    now = with_network(cluster, gbps)
+    banned = [c for c, when in left if max(when / gbps, gbps / when) < RETURN_FACTOR]
+    choice = best(profile, now, global_batch, exclude=banned)
+    if choice is None or choice[0] == current:
+        return Verdict("stay", f"drifted {drift:+.0%} (the network ~{gbps:.3g} Gbit/s): "
+                               f"{current.name} is still the fastest", drift, gbps)
+    to, rate = choice[0], choice[1] * bias
+    gain = examples_left * (1 / last - 1 / rate)
+    verdict = Verdict("switch", "", drift, gbps, to, last, rate, gain, cost_s)
+    if gain <= cost_s * (1 + MARGIN):
+        verdict.action, verdict.to = "stay", None
+        verdict.why = (f"drifted {drift:+.0%} (the network ~{gbps:.3g} Gbit/s): {to.name} "
+                       f"would gain {gain:.1f} s, not more than the switch's {cost_s:.1f} s "
+                       f"+ {MARGIN:.0%}")
+        return verdict
+    verdict.why = (f"drifted {drift:+.0%} (the network ~{gbps:.3g} Gbit/s): {to.name} is "
+                   f"predicted at {rate:.0f} examples/s against {last:.0f} measured, "
+                   f"{gain:.1f} s gained over the {examples_left} examples left for a "
+                   f"{cost_s:.1f} s switch")
+    return verdict
+
+
+def config_json(config):
+    return dataclasses.asdict(config)
+
+
+def config_from(data):
+    return planner.Config(**data)
+

@@ -1,0 +1,128 @@
+"""--adapt: one training run as a chain of segments, each an `experiments.run` of one
+configuration, resumed from the last one's checkpoint when the chief asks for a switch.
+
+    python -m experiments.run --strategy=auto --adapt --plan_profile=PROFILE.json \
+        --plan_cluster=CLUSTER.json --model=cnn --epochs=8 \
+        --emulate_bandwidth_schedule=0:10,3:0.05      # the network slows after 3 epochs
+
+The first configuration is the plan's choice (--strategy=auto's). The global batch is fixed
+at its global batch (or --global_batch_size) for the whole run: every configuration trains the
+same updates, so the checkpoint's step count, the learning-rate schedule and the epochs' data
+stay consistent across switches; switches happen only between epochs. The checkpoint
+directory (--checkpoint_dir, else one under --results_dir) holds the journal (segment.JOURNAL):
+rerunning the same command resumes the run in the configuration it was in.
+"""
+import datetime
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from experiments.adaptive import decide, segment
+from experiments.config import auto
+from experiments.config.run_config import AUTO, ConfigError
+from results import planner
+from results.records import write_json_atomic
+from strategies import needs_cluster
+
+# A single process has no network to shape: its segment runs without the emulation flags.
+_UNSHAPED = ["--emulate_bandwidth_schedule=", "--emulate_bandwidth_gbps=0",
+             "--emulate_latency_ms=0"]
+
+
+def check(cfg, in_cluster):
+    """ConfigError (one line) when --adapt cannot run as asked."""
+    if cfg.strategy != AUTO:
+        raise ConfigError(f"--adapt switches between the plan's configurations: it needs "
+                          f"--strategy=auto with --plan_profile and --plan_cluster (got "
+                          f"--strategy={cfg.strategy})")
+    if in_cluster:
+        raise ConfigError("--adapt relaunches the cluster it trains on: TF_CONFIG already fixes "
+                          "one (run it without TF_CONFIG, on one machine)")
+    if cfg.accumulation_steps != 1:
+        raise ConfigError(f"--adapt holds one global batch across configurations: "
+                          f"--accumulation_steps={cfg.accumulation_steps} is not supported")
+
+
+def checkpoint_dir(cfg):
+    if cfg.checkpoint_dir:
+        return cfg.checkpoint_dir
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S")
+    return os.path.join(cfg.results_dir, "checkpoints", f"adapt-{stamp}")
+
+
+def _segment_flags(config, global_batch, directory):
+    values = planner.settings(config)
+    flags = [f"--{key}={value}" for key, value in values.items()]
+    flags += [f"--global_batch_size={global_batch}", f"--checkpoint_dir={directory}"]
+    strategy, workers = values["strategy"], values["num_workers"]
+    return flags + ([] if needs_cluster(strategy, workers) else _UNSHAPED)
+
+
+def _run(command, env):
+    """Runs one segment; SIGINT/SIGTERM reach it (its launcher stops its tasks) and end the
+    chain. Returns its exit code."""
+    proc = subprocess.Popen(command, env=env)
+    stop = []
+
+    def forward(signum, _frame):
+        stop.append(signum)
+        proc.send_signal(signum)
+
+    previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        code = proc.wait()
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    return 128 + stop[0] if stop else code
+
+
+def supervise(cfg, argv):
+    """Runs the chain; returns the exit code of the command (the last segment's)."""
+    values, plan = auto.choose(cfg.plan_profile, cfg.plan_cluster)
+    directory = checkpoint_dir(cfg)
+    journal_path = os.path.join(directory, segment.JOURNAL)
+    if os.path.exists(journal_path):  # a rerun: go on in the configuration the run was in
+        with open(journal_path) as f:
+            journal = json.load(f)
+        print(f"adapt: resuming {journal_path} in {journal['segments'][-1]['configuration']}",
+              flush=True)
+    else:
+        first = planner.Config(**plan["chosen"]["config"])
+        global_batch = cfg.global_batch_size or cfg.batch_size_per_replica * decide.replicas(first)
+        journal = {"global_batch": global_batch, "profile": cfg.plan_profile,
+                   "cluster": cfg.plan_cluster, "threshold": cfg.adapt_threshold,
+                   "started_at": time.time(), "segments": [], "switches": [],
+                   "initial": decide.config_json(first)}
+    current = decide.config_from(journal["switches"][-1]["to"] if journal["switches"]
+                                 else journal["initial"])
+    while True:
+        journal["segments"].append({"configuration": current.name,
+                                    "config": decide.config_json(current),
+                                    "started_at": time.time()})
+        os.makedirs(directory, exist_ok=True)
+        write_json_atomic(journal_path, journal)
+        flags = _segment_flags(current, journal["global_batch"], directory)
+        print(f"adapt: segment {len(journal['segments'])}: {current.name} ({' '.join(flags)})",
+              flush=True)
+        env = dict(os.environ)
+        env[auto.PLAN_ENV] = json.dumps(plan)
+        env[segment.ADAPT_ENV] = json.dumps({
+            "checkpoint_dir": directory, "profile": journal["profile"],
+            "cluster": journal["cluster"], "global_batch": journal["global_batch"],
+            "threshold": journal["threshold"], "current": decide.config_json(current),
+            "left": [[s["from"], s["verdict"]["inferred_gbps"]] for s in journal["switches"]],
+            "started_at": journal["segments"][-1]["started_at"],
+            "run_started_at": journal["started_at"]})
+        code = _run([sys.executable, "-m", "experiments.run", *argv[1:], *flags], env)
+        request_path = os.path.join(directory, segment.REQUEST)
+        if code != 0 or not os.path.exists(request_path):
+            return code
+        with open(request_path) as f:
+            request = json.load(f)
+        os.remove(request_path)
+        journal["switches"].append(request)
+        current = decide.config_from(request["to"])

@@ -1,0 +1,78 @@
+"""The adaptive mode's decision (experiments/adaptive/decide.py) on made-up epochs: drift, the
+network it implies, the switch and when a switch does not pay."""
+import json
+
+import pytest
+
+from experiments.adaptive import decide
+from results import cost_model, planner
+
+# The default comparison's measured cnn profile (64 per replica, 1 thread) on this machine seen
+# as two one-core workers on one shaped loopback
+PROFILE = cost_model.WorkloadProfile(
+    model="cnn", batch=64, compute_s=0.0209, gradient_bytes={"float32": 1686568},
+    pull_bytes=1686568, parameter_bytes=1686568, optimizer_state_bytes=1686568,
+    activation_bytes=22514176)
+CLUSTER = cost_model.ClusterSpec(hosts=2, devices_per_host=1, inter_host_gbps=10.0,
+                                 intra_host_gbps=10.0, shared_medium=True, num_ps=1)
+MWMS = planner.Config("multi_worker_mirrored", 2, 2, 1)
+ONE = planner.Config("one_device", 1, 1, 1)
+G = 128
+
+
+def rate(config, gbps):
+    return decide.predicted_rate(PROFILE, decide.with_network(CLUSTER, gbps), config, G)
+
+
+def test_every_candidate_trains_the_same_global_batch():
+    configs = decide.candidates(PROFILE, CLUSTER, G)
+    assert MWMS in configs and ONE in configs
+    assert all(G % decide.replicas(c) == 0 and c.accumulation == 1 and
+               c.sync_dtype == "float32" and c.compression == "none" for c in configs)
+    # one device computes the whole global batch: twice the profile's per-replica compute
+    one = planner.predict(decide.at_batch(PROFILE, G), CLUSTER, ONE)
+    assert one.prediction.step_s == pytest.approx(2 * PROFILE.compute_s)
+    odd = decide.candidates(PROFILE, CLUSTER, 127)  # no 2 replicas split 127 examples
+    assert ONE in odd and MWMS not in odd and all(decide.replicas(c) == 1 for c in odd)
+
+
+def test_the_network_is_inferred_back_from_a_rate():
+    for gbps in (0.05, 0.5, 5.0):
+        assert decide.infer_gbps(PROFILE, CLUSTER, MWMS, G, rate(MWMS, gbps)) == \
+            pytest.approx(gbps, rel=1e-3)
+    assert decide.infer_gbps(PROFILE, CLUSTER, ONE, G, 1000.0) is None  # no network in it
+
+
+def test_a_slowed_network_switches_to_the_configuration_that_does_not_need_it():
+    # measured 10% below the model at 10 Gbit/s, then at 0.05 Gbit/s
+    steady = [0.9 * rate(MWMS, 10.0), 0.9 * rate(MWMS, 10.0), 0.9 * rate(MWMS, 0.05)]
+    verdict = decide.check(PROFILE, CLUSTER, MWMS, G, steady, examples_left=6144, cost_s=5.0)
+    assert verdict.action == "switch" and verdict.to == ONE
+    assert verdict.inferred_gbps == pytest.approx(0.05, rel=1e-3)  # the 10% bias taken out
+    assert verdict.to_rate == pytest.approx(0.9 * rate(ONE, 0.05))
+    assert verdict.predicted_gain_s == pytest.approx(
+        6144 * (1 / steady[-1] - 1 / verdict.to_rate))
+    assert json.loads(json.dumps(verdict.to_json()))["to"] == ONE.name
+
+
+@pytest.mark.parametrize("steady, left, cost, action, why", [
+    ([3000.0], 6144, 5.0, "watch", "fewer than 2"),
+    ([3000.0, 3100.0, 2800.0], 6144, 5.0, "stay", "within 15%"),
+    # the gain over what is left does not pay for the switch (+ the margin)
+    (None, 128, 5.0, "stay", "not more than the switch"),
+])
+def test_no_switch_without_drift_or_without_gain(steady, left, cost, action, why):
+    steady = steady or [rate(MWMS, 10.0), rate(MWMS, 0.05)]
+    verdict = decide.check(PROFILE, CLUSTER, MWMS, G, steady, left, cost)
+    assert verdict.action == action and why in verdict.why and verdict.to is None
+
+
+def test_never_back_to_a_configuration_left_at_the_same_network():
+    # one_device was left at 0.06 Gbit/s; the network now reads 0.05: not back to it
+    steady = [rate(MWMS, 10.0), rate(MWMS, 0.05)]
+    left = [(ONE, 0.06)]
+    verdict = decide.check(PROFILE, CLUSTER, MWMS, G, steady, 6144, 1.0, left=left)
+    assert verdict.to != ONE
+    # ... but after the network moved more than RETURN_FACTOR since
+    verdict = decide.check(PROFILE, CLUSTER, MWMS, G, steady, 6144, 1.0, left=[(ONE, 1.0)])
+    assert verdict.action == "switch" and verdict.to == ONE

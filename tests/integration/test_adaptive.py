@@ -1,0 +1,98 @@
+"""--adapt (experiments/adaptive/): a checkpoint resumed under other strategies with the same
+weights and optimizer state, and a scheduled network drop that makes the run switch once."""
+import json
+import re
+import shutil
+
+import pytest
+
+from tests.helpers import processes_mentioning, records_in, run_module
+from tf_config import netns, netshape
+
+pytestmark = pytest.mark.integration
+
+PROFILE = "docs/default_report/profile-cnn-14336-b64-k1-float32.json"
+_SMALL = ["--model=cnn", "--optimizer=adam", "--train_examples=1024", "--eval_examples=256",
+          "--global_batch_size=128", "--nocomm_probe", "--nocompute_probe", "--notensorboard"]
+
+
+def _can_shape():
+    try:
+        netns.check_shaping(0.1, 0)
+        return True
+    except netshape.ShapingUnavailable:
+        return False
+
+
+def test_a_checkpoint_resumes_under_other_strategies_with_the_same_state(tmp_path):
+    saved = tmp_path / "mwms"
+    proc = run_module("experiments.run", "--strategy=multi_worker_mirrored", "--num_workers=2",
+                      *_SMALL, "--epochs=1", f"--checkpoint_dir={saved}",
+                      f"--results_dir={tmp_path / 'r'}")
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    digest = json.loads((saved / "state_digest.json").read_text())["digest"]
+    for name, flags in (("one_device", []),
+                        ("parameter_server", ["--num_workers=2", "--num_ps=1"]),
+                        ("model_parallel", ["--num_stages=2"])):
+        resumed = tmp_path / name
+        shutil.copytree(saved, resumed)
+        proc = run_module("experiments.run", f"--strategy={name}", *flags, *_SMALL,
+                          "--epochs=2", f"--checkpoint_dir={resumed}",
+                          f"--results_dir={tmp_path / name}-r")
+        assert proc.returncode == 0, name + proc.stdout[-2000:] + proc.stderr[-2000:]
+        assert "resumed from" in proc.stdout and "8 step(s) done" in proc.stdout, name
+        (record,) = records_in(tmp_path / f"{name}-r")
+        # every weight and every optimizer slot (Adam's m and v, its step count) as saved
+        assert record["restored_state"] == digest, name
+        assert digest["optimizer_variables"] > 2 * 4  # slots of the cnn's 8 variables and more
+        assert [e["epoch"] for e in record["epochs"]] == [1, 2]
+        assert record["epochs"][0]["resumed"] and record["steps_per_epoch"] == 8
+
+
+@pytest.mark.skipif(not _can_shape(), reason="no private namespace or tc tbf here")
+def test_a_scheduled_network_drop_makes_the_run_switch_once(tmp_path):
+    cluster = tmp_path / "cluster.json"
+    # this machine as two one-core workers on one shaped loopback
+    cluster.write_text(json.dumps({"hosts": 2, "devices_per_host": 1, "inter_host_gbps": 10.0,
+                                   "intra_host_gbps": 10.0, "shared_medium": True,
+                                   "num_ps": 1}))
+    proc = run_module("experiments.run", "--strategy=auto", "--adapt",
+                      f"--plan_profile={PROFILE}", f"--plan_cluster={cluster}", "--model=cnn",
+                      "--epochs=6", "--train_examples=2048", "--eval_examples=256",
+                      "--emulate_bandwidth_schedule=0:10,2:0.05", "--nocomm_probe",
+                      "--nocompute_probe", "--notensorboard", f"--results_dir={tmp_path / 'r'}",
+                      timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert len(re.findall(r"adapt: after epoch \d+, switching", proc.stdout)) == 1
+    (record,) = records_in(tmp_path / "r")
+    adapt = record["adapt"]
+    (switch,) = adapt["switches"]
+    first, then = adapt["segments"][0]["configuration"], adapt["segments"][1]["configuration"]
+    assert len(adapt["segments"]) == 2 and switch["to"] != switch["from"]
+    # the drop came after epoch 2; the first steady epoch at the slow rate asked for the switch
+    assert switch["after_epoch"] == 3
+    assert [e.get("emulated_gbps") for e in record["epochs"][:3]] == [10.0, 10.0, 0.05]
+    assert [e["configuration"] for e in record["epochs"]] == [first] * 3 + [then] * 3
+    assert [e["epoch"] for e in record["epochs"]] == [1, 2, 3, 4, 5, 6]
+    # what the network was inferred to be, from the slowed epoch's rate through the cost model
+    assert 0.02 < switch["verdict"]["inferred_gbps"] < 0.2
+    # the same updates all along: one global batch, the same steps per epoch
+    assert record["global_batch_size"] == adapt["global_batch"] == 128
+    assert record["steps_per_epoch"] == 16
+    measured = switch["measured"]
+    assert measured["cost_s"] > 0 and measured["rate_after"] > 2 * measured["rate_before"]
+    assert measured["gain_s"] > measured["cost_s"]  # the switch paid, as predicted
+    assert not processes_mentioning(str(tmp_path))
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["--strategy=one_device"], "--adapt switches between the plan's configurations"),
+    (["--strategy=auto", f"--plan_profile={PROFILE}", "--plan_cluster=missing.json"],
+     "--plan_cluster=missing.json"),
+])
+def test_adapt_bad_input_exits_2_and_writes_nothing(tmp_path, args, fragment):
+    proc = run_module("experiments.run", "--adapt", *args, f"--results_dir={tmp_path / 'o'}",
+                      timeout=120)
+    assert proc.returncode == 2 and fragment in proc.stderr.strip().splitlines()[-1], \
+        proc.stderr[-2000:]
+    assert not (tmp_path / "o").exists()
