@@ -33,11 +33,12 @@ tf_settings.apply()  # before TensorFlow is imported anywhere: quiet, and the sa
 from absl import app, flags, logging  # noqa: E402
 
 from experiments.config import ConfigError, LaunchConfig, RunConfig, validate  # noqa: E402
-from experiments.adaptive import segment, supervisor  # noqa: E402
+from experiments.adaptive import profile_here, segment, supervisor  # noqa: E402
 from experiments.config import auto  # noqa: E402
 from experiments.config import flags as config_flags  # noqa: E402
 from experiments.config.cli import bad_input, parse_flags  # noqa: E402
 from experiments.config.validation import check_fields  # noqa: E402
+from results import cost_model  # noqa: E402
 from strategies import all_reduce_workers, kind, needs_cluster  # noqa: E402
 from tf_config import TFConfigError, check_strategy_fits, role_from_env  # noqa: E402
 from tf_config import launch, netns, netshape  # noqa: E402
@@ -92,6 +93,22 @@ def _emulation(cfg, launch_cfg, role):
     return gbps, latency, best_effort, schedule
 
 
+def _profiled(cfg):
+    """--strategy=auto without --plan_profile: the profile measured here first (its cluster spec
+    is read first: a bad one is refused before anything runs)."""
+    if cfg.plan_profile or not cfg.plan_cluster or os.environ.get("TF_CONFIG", "").strip():
+        return cfg  # auto.resolve says what is missing or refused
+    try:
+        cost_model.load_cluster(cfg.plan_cluster, "plan_cluster")
+    except cost_model.SpecError as e:
+        raise ConfigError(str(e)) from None
+    try:
+        return dataclasses.replace(cfg, plan_profile=profile_here.measure(cfg, sys.argv))
+    except profile_here.ProfilingFailed as e:
+        sys.stderr.write(f"{e}\n")
+        sys.exit(1)
+
+
 def task_log_dir(cfg):
     """Where a local cluster's task logs go: beside the records when they are local."""
     if "://" in cfg.results_dir:
@@ -119,6 +136,7 @@ def main(argv):
     if cfg.adapt and not os.environ.get(segment.ADAPT_ENV):  # the chain of segments
         try:  # every check a segment would make, on the first one, before anything is written
             supervisor.check(cfg, bool(os.environ.get("TF_CONFIG", "").strip()))
+            cfg = _profiled(cfg)
             first = auto.resolve(cfg, False)[0]
             validate(first)
             check_fields(launch_cfg)
@@ -129,7 +147,8 @@ def main(argv):
         sys.exit(supervisor.supervise(cfg, sys.argv))
     try:
         if cfg.strategy == auto.AUTO:
-            cfg, plan, choice = auto.resolve(cfg, bool(os.environ.get("TF_CONFIG", "").strip()))
+            cfg, plan, choice = auto.resolve(_profiled(cfg),
+                                             bool(os.environ.get("TF_CONFIG", "").strip()))
             chosen = plan["chosen"]
             print(f"auto: {chosen['configuration']} ({chosen['predicted_examples_per_sec']:.0f} "
                   f"examples/s predicted; best of {plan['configurations']} on "

@@ -5,6 +5,9 @@ runners-up and their predicted figures (record: config.plan).
     python -m experiments.run --strategy=auto --plan_profile=runs/compare/profile-cnn-...json \
         --plan_cluster=my_cluster.json --model=cnn --epochs=3
 
+Without --plan_profile the profile is measured here first (experiments/adaptive/profile_here.py:
+two short one-thread runs of the same model and batch), and reused by later runs.
+
 The choice is the plan's best (the fastest configuration that fits and trains what the profile
 trained: experiments.plan's "Best"). A local run launches the chosen cluster; under a platform's
 TF_CONFIG the cluster is already fixed, so auto is refused there (plan first: experiments.plan
@@ -21,9 +24,10 @@ PLAN_ENV = "TFDIST_AUTO_PLAN"  # the launcher's tasks: the plan the chief record
 def choose(profile_path, cluster_path):
     """(planner.settings of the best configuration, planner.summary of the plan); ConfigError
     (one line) for a missing or unusable profile or cluster spec, or when nothing fits."""
-    if not profile_path or not cluster_path:
-        raise ConfigError("--strategy=auto needs --plan_profile=PROFILE.json and "
-                          "--plan_cluster=CLUSTER.json (what experiments.plan takes)")
+    if not cluster_path:
+        raise ConfigError("--strategy=auto needs --plan_cluster=CLUSTER.json (what "
+                          "experiments.plan takes), and --plan_profile=PROFILE.json or nothing "
+                          "(measured here first)")
     try:
         profile = cost_model.load_profile(profile_path, "plan_profile")
         cluster = cost_model.load_cluster(cluster_path, "plan_cluster")

@@ -56,15 +56,20 @@ def test_a_scheduled_network_drop_makes_the_run_switch_once(tmp_path):
     cluster.write_text(json.dumps({"hosts": 2, "devices_per_host": 1, "inter_host_gbps": 10.0,
                                    "intra_host_gbps": 10.0, "shared_medium": True,
                                    "num_ps": 1}))
+    # no --plan_profile: measured here first (experiments/adaptive/profile_here.py)
     proc = run_module("experiments.run", "--strategy=auto", "--adapt",
-                      f"--plan_profile={PROFILE}", f"--plan_cluster={cluster}", "--model=cnn",
+                      f"--plan_cluster={cluster}", "--model=cnn",
                       "--epochs=6", "--train_examples=2048", "--eval_examples=256",
                       "--emulate_bandwidth_schedule=0:10,2:0.05", "--nocomm_probe",
                       "--nocompute_probe", "--notensorboard", f"--results_dir={tmp_path / 'r'}",
                       timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert len(re.findall(r"adapt: after epoch \d+, switching", proc.stdout)) == 1
-    (record,) = records_in(tmp_path / "r")
+    assert "measuring the workload profile here first" in proc.stdout
+    profile = json.loads((tmp_path / "r" / "profile-cnn-b64-here.json").read_text())
+    assert profile["model"] == "cnn" and profile["batch"] == 64 and profile["compute_s"] > 0
+    assert profile["gradient_bytes"]["float32"] > 1e6  # the cnn's ~1.7 MB of gradients
+    (record,) = records_in(tmp_path / "r")  # the profiling runs' records are not in it
     adapt = record["adapt"]
     (switch,) = adapt["switches"]
     first, then = adapt["segments"][0]["configuration"], adapt["segments"][1]["configuration"]

@@ -76,3 +76,16 @@ def test_never_back_to_a_configuration_left_at_the_same_network():
     # ... but after the network moved more than RETURN_FACTOR since
     verdict = decide.check(PROFILE, CLUSTER, MWMS, G, steady, 6144, 1.0, left=[(ONE, 1.0)])
     assert verdict.action == "switch" and verdict.to == ONE
+
+
+def test_a_profile_measured_here_before_is_reused(tmp_path):
+    from experiments.adaptive import profile_here
+    from experiments.config import RunConfig
+
+    cfg = RunConfig(model="cnn", batch_size_per_replica=32, results_dir=str(tmp_path))
+    path = profile_here.path_for(cfg)
+    assert path == str(tmp_path / "profile-cnn-b32-here.json")
+    (tmp_path / "profile-cnn-b32-here.json").write_text("{}")
+    said = []
+    assert profile_here.measure(cfg, ["run"], out=said.append) == path  # no run started
+    assert said == [f"auto: using the profile measured here before: {path}"]

@@ -1,0 +1,76 @@
+"""--strategy=auto without --plan_profile: the workload profile measured here first, briefly.
+
+    python -m experiments.run --strategy=auto --plan_cluster=CLUSTER.json --model=cnn
+
+Two short runs of the same model, data and batch, one thread each: one device (the compute of
+a replica's step on one core) and one MWMS worker with its communication probe (gradient
+bytes, the strategy's own overhead). The profile is built from their records as a comparison
+builds its own (results/workload_profile.py) and written to --results_dir as
+profile-<model>-b<batch>-here.json; a later run with the same model and batch reuses it (delete
+it to measure again).
+"""
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+from experiments.config.run_config import ConfigError
+from results import records as records_io
+from results.cells import setting_of
+from results.workload_profile import profile_of
+
+BAD_INPUT_EXIT_CODE = 2
+STEPS = 16  # per epoch: two steady epochs of 16 steps each, after the tracing one
+EPOCHS = 3
+
+
+class ProfilingFailed(RuntimeError):
+    """A profiling run failed for another reason than bad input (one line; its output shown)."""
+
+
+def path_for(cfg):
+    return os.path.join(cfg.results_dir,
+                        f"profile-{cfg.model.replace(':', '_').replace('/', '_')}"
+                        f"-b{cfg.batch_size_per_replica}-here.json")
+
+
+def measure(cfg, argv, out=print):
+    """The path of the profile of cfg's model at its per-replica batch: reused, or measured
+    now. argv: the command's own flags (the model's and data's settings ride along)."""
+    path = path_for(cfg)
+    if os.path.exists(path):
+        out(f"auto: using the profile measured here before: {path}")
+        return path
+    out(f"auto: measuring the workload profile here first (2 short runs, 1 thread each) -> "
+        f"{path}")
+    brief = ["--noadapt", "--plan_profile=", "--plan_cluster=", "--emulate_bandwidth_schedule=", "--emulate_bandwidth_gbps=0",
+             "--checkpoint_dir=", "--global_batch_size=0", "--threads=1", "--notensorboard",
+             "--nocompute_probe", "--comm_probe", f"--epochs={EPOCHS}",
+             f"--train_examples={STEPS * cfg.batch_size_per_replica}"]
+    with tempfile.TemporaryDirectory(prefix="tfdist-profile-") as tmp:
+        for strategy in (["--strategy=one_device"],
+                         ["--strategy=multi_worker_mirrored", "--num_workers=1"]):
+            done = subprocess.run([sys.executable, "-m", "experiments.run", *argv[1:], *brief,
+                                   *strategy, f"--results_dir={tmp}"],
+                                  capture_output=True, text=True)
+            if done.returncode == BAD_INPUT_EXIT_CODE:  # the run's own one-line error
+                said = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+                raise ConfigError(said[-1][len("error: "):] if said else done.stderr[-300:])
+            if done.returncode:
+                sys.stderr.write(done.stdout[-2000:] + done.stderr[-2000:])
+                raise ProfilingFailed(f"auto: the profiling run {' '.join(strategy)} failed "
+                                      f"(exit {done.returncode}; its output is above)")
+        runs = []
+        for name in glob.glob(os.path.join(tmp, "records", "*.json")):
+            with open(name) as f:
+                runs.append(json.load(f))
+        runs.sort(key=lambda r: r["strategy"])
+    mwms, baseline = runs  # sorted: multi_worker_mirrored, one_device
+    profile, _ = profile_of(setting_of(baseline), [baseline],
+                            {"multi_worker_mirrored": [mwms]}, [mwms])
+    profile.source = f"measured here by experiments.run --strategy=auto ({profile.source})"
+    os.makedirs(cfg.results_dir, exist_ok=True)
+    records_io.write_text_atomic(path, profile.to_json())
+    return path
