@@ -144,7 +144,7 @@ def main(argv):
                 _emulation(first, launch_cfg, None)
         except ConfigError as e:
             bad_input(e)
-        sys.exit(supervisor.supervise(cfg, sys.argv))
+        sys.exit(supervisor.supervise(cfg, sys.argv, launch_cfg.emulate_bandwidth_schedule))
     try:
         if cfg.strategy == auto.AUTO:
             cfg, plan, choice = auto.resolve(_profiled(cfg),

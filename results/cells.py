@@ -22,6 +22,7 @@ ENGINE_FLOOR = "engine_floor"  # a plain TF loop without the toolkit: engine_flo
 ENGINE_FLOOR_RUNS = ("engine_floor", "engine_floor_all", "engine_floor_shared")
 STRAGGLER_PREFIX = "straggler-"
 REDUCERS_PREFIX = "reducers-"
+ADAPTIVE_PREFIX = "adaptive-"  # the adaptive experiment's cells (results/adaptive.py)
 
 # Records whose config lacks a flag (old records, hand-made ones) fall back to the top level only
 # where it holds the requested value or the same thing: train_examples is rounded but is the
@@ -143,6 +144,13 @@ def is_reducer_run(record):
     summary's nor any fit's (their synchronization is not the plain one)."""
     return (record.get("run_name") or "").startswith(REDUCERS_PREFIX) or \
         reducer_of(record) != "none"
+
+
+def is_adaptive_run(record):
+    """A cell of the adaptive experiment, or any --adapt run: results/adaptive.py's table only
+    (its epochs ran under several configurations and networks)."""
+    return (record.get("run_name") or "").startswith(ADAPTIVE_PREFIX) or \
+        bool(record.get("adapt"))
 
 
 def is_collectives_run(record):

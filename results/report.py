@@ -6,9 +6,9 @@ with two or more models, zoo.csv and zoo.png: which strategy wins per model, res
 import os
 
 from results import network as network_experiment
-from results import (hparams, parallelism, plots, projections, reducers, scaling_model, straggler,
-                     timeline, zoo)
-from results.cells import is_collectives_run, label, setting_details, setting_title
+from results import (adaptive, hparams, parallelism, plots, projections, reducers,
+                     scaling_model, straggler, timeline, zoo)
+from results.cells import is_adaptive_run, is_collectives_run, label, setting_details, setting_title
 from results.findings import findings, overhead_sentence
 from results.records import load_records, write_text_atomic
 from results.summary import COLUMNS, groups, reference_of, summarize
@@ -108,7 +108,10 @@ def build(results_dir, target_accuracy=None, network=scaling_model.Network()):
     # The collectives cells calibrate the scaling model's synchronization and nothing else: no
     # row, curve, straggler, network, zoo or parallelism figure is made from them.
     sweeps = [r for r in records if is_collectives_run(r)]
-    records = [r for r in records if not is_collectives_run(r)]
+    # The adaptive experiment's runs are its table's alone (several configurations and
+    # networks in one record): in no other row, fit or figure.
+    adaptive_runs = [r for r in records if is_adaptive_run(r)]
+    records = [r for r in records if not is_collectives_run(r) and not is_adaptive_run(r)]
     rows = summarize(records, target_accuracy)
     path = lambda name: os.path.join(results_dir, name)  # noqa: E731
     files = []
@@ -132,7 +135,8 @@ def build(results_dir, target_accuracy=None, network=scaling_model.Network()):
                             projections.section(fits, network, path),
                             network_experiment.section(records, path),
                             reducers.section(records, path),
-                            parallelism.section(records, path))
+                            parallelism.section(records, path),
+                            adaptive.section(adaptive_runs, path))
                 if s is not None]
     for section in sections:
         files += section.plots

@@ -85,9 +85,11 @@ def main():
     os.environ[ENV_MARK] = "1"
     asked = netshape.requested()
     if asked is not None:  # an emulated network: shape this namespace's loopback before any task
-        gbps, latency_ms, best_effort = asked
+        gbps, latency_ms, best_effort, schedule = asked
         try:
             applied = netshape.apply(gbps, latency_ms)
+            if schedule:  # the record's network says the whole schedule, beside the rate now
+                applied["schedule"] = netshape.schedule_text(schedule)
         except netshape.ShapingUnavailable as e:
             if not best_effort:
                 sys.stderr.write(f"error: cannot emulate the network: {e}; pass "

@@ -99,6 +99,11 @@ def parse_schedule(text):
     return out
 
 
+def schedule_text(schedule):
+    """[(0, 1.0), (2, 0.05)] -> '0:1,2:0.05' (the flag's form; the record's network says it)."""
+    return ",".join(f"{epoch}:{gbps:g}" for epoch, gbps in schedule)
+
+
 def rate_at(schedule, epochs_done):
     """The schedule's rate for the epoch after `epochs_done` finished ones."""
     return [gbps for epoch, gbps in schedule if epoch <= epochs_done][-1]
@@ -119,18 +124,19 @@ def follow_schedule(epochs_done):
         return None
     gbps = rate_at(schedule, epochs_done)
     if gbps != applied["emulated_gbps"]:
-        applied = apply(gbps, applied.get("latency_ms") or 0.0)
+        applied = {**apply(gbps, applied.get("latency_ms") or 0.0),
+                   "schedule": applied.get("schedule")}
         os.environ[APPLIED_ENV] = json.dumps(applied)
     return gbps
 
 
 def requested():
-    """(gbps, latency_ms, best_effort) asked for through the environment, or None."""
+    """(gbps, latency_ms, best_effort, schedule) asked for through the environment, or None."""
     raw = os.environ.get(SHAPE_ENV)
     if not raw:
         return None
     asked = json.loads(raw)
-    return asked["gbps"], asked["latency_ms"], asked["best_effort"]
+    return asked["gbps"], asked["latency_ms"], asked["best_effort"], asked.get("schedule") or []
 
 
 def unshaped(why):

@@ -70,14 +70,16 @@ class Adapter:
             self._agree_fn = agree
         return float(self._agree_fn(tf.constant(1.0 if mine else 0.0))) > 0
 
-    def request(self, after_epoch):
-        """The chief, after the epoch's checkpoint: the switch request for the supervisor."""
+    def request(self, after_epoch, memory_bytes):
+        """The chief, after the epoch's checkpoint: the switch request for the supervisor, with
+        the peak memory per device of the configuration it leaves (the record has the last
+        one's only)."""
         if not self.is_chief:
             return
         write_json_atomic(os.path.join(self.env["checkpoint_dir"], REQUEST), {
             "after_epoch": after_epoch, "from": decide.config_json(self.current),
             "to": decide.config_json(self.verdict.to), "verdict": self.verdict.to_json(),
-            "requested_at": time.time()})
+            "requested_at": time.time(), "memory_per_device_bytes": memory_bytes})
         print(f"adapt: after epoch {after_epoch}, switching {self.current.name} -> "
               f"{self.verdict.to.name}: {self.verdict.why}", flush=True)
 

@@ -80,8 +80,10 @@ def _run(command, env):
     return 128 + stop[0] if stop else code
 
 
-def supervise(cfg, argv):
-    """Runs the chain; returns the exit code of the command (the last segment's)."""
+def supervise(cfg, argv, schedule=""):
+    """Runs the chain; returns the exit code of the command (the last segment's). schedule:
+    --emulate_bandwidth_schedule, noted in the journal (a one-device segment's record has no
+    network to say it)."""
     values, plan = auto.choose(cfg.plan_profile, cfg.plan_cluster)
     directory = checkpoint_dir(cfg)
     journal_path = os.path.join(directory, segment.JOURNAL)
@@ -96,6 +98,7 @@ def supervise(cfg, argv):
         journal = {"global_batch": global_batch, "profile": cfg.plan_profile,
                    "cluster": cfg.plan_cluster, "threshold": cfg.adapt_threshold,
                    "started_at": time.time(), "segments": [], "switches": [],
+                   "schedule": schedule,
                    "initial": decide.config_json(first)}
     current = decide.config_from(journal["switches"][-1]["to"] if journal["switches"]
                                  else journal["initial"])

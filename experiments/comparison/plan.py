@@ -6,6 +6,8 @@ recorded runs already count as done (resuming).
 """
 import os
 
+from experiments.comparison.presets import (ADAPTIVE_CLUSTER, ADAPTIVE_SCHEDULES,
+                                            DEFAULT_ADAPTIVE_SCHEDULES)
 from strategies import ALL_REDUCE, kind
 
 # The reducers experiment's strategy: whole replicas per worker that all-reduce (MWMS)
@@ -49,6 +51,32 @@ def _parallelism_cells(threads, batch):
                                       "--microbatches=4", f"--threads={threads}",
                                       f"--threads_per_worker={threads}", *same]),
     ]
+
+
+def _adaptive_cells(threads, batch, schedules):
+    """The seed's Table I: one device, data parallel (MWMS N=2), model parallel (S=2, M=4),
+    hybrid (N=2 x S=2) and --adapt, at one global batch (2 x batch), in a steady and a changing
+    scenario (schedules: their --emulate_bandwidth_schedule). The single-process cells have
+    no network to shape: they run once and stand in both scenarios."""
+    same = [f"--global_batch_size={2 * batch}"]
+    pipe = ["--num_stages=2", "--stage_cost=time", "--microbatches=4"]
+    out = [("adaptive-one_device", ["--strategy=one_device", f"--threads={2 * threads}", *same]),
+           ("adaptive-model_parallel-s2-m4", ["--strategy=model_parallel", *pipe,
+                                              f"--threads={2 * threads}", *same])]
+    for scenario, schedule in zip(("steady", "changing"), schedules):
+        net = [f"--emulate_bandwidth_schedule={schedule}"]
+        out += [
+            (f"adaptive-{scenario}-mwms-n2",
+             [*strategy_flags("multi_worker_mirrored", 2, 0, threads), *same, *net]),
+            (f"adaptive-{scenario}-hybrid-n2-s2-m4",
+             ["--strategy=hybrid", "--num_workers=2", *pipe, f"--threads={threads}",
+              f"--threads_per_worker={threads}", *same, *net]),
+            # the planner's choice from a profile measured here (cached in the results
+            # directory), switching as the network says; its threads are the chosen
+            # configuration's defaults (a worker a core, one device all of them)
+            (f"adaptive-{scenario}-auto",
+             ["--strategy=auto", "--adapt", f"--plan_cluster={ADAPTIVE_CLUSTER}", *same, *net])]
+    return out
 
 
 def _pinned(run_flags, cores, available):
@@ -136,6 +164,9 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
             if "parallelism" in experiments:
                 cells += [(name, run, extra, 2 * threads)
                           for name, extra in _parallelism_cells(threads, batch)]
+            if "adaptive" in experiments:
+                cells += [(name, run, extra, 2 * threads) for name, extra in _adaptive_cells(
+                    threads, batch, ADAPTIVE_SCHEDULES.get(model, DEFAULT_ADAPTIVE_SCHEDULES))]
             for k in accumulation:
                 for repeat in range(repeats):
                     for cell, module, extra, cores in cells:
@@ -196,6 +227,11 @@ def same_run(record, name, run_flags):
         recorded = config.get(key)
         if key == "emulate_bandwidth_gbps":  # a launch setting: the record's network says it
             recorded = (record.get("network") or {}).get("emulated_gbps")
+        if key == "emulate_bandwidth_schedule":  # the network's, or --adapt's journal's
+            recorded = (record.get("network") or {}).get("schedule") or \
+                (record.get("adapt") or {}).get("schedule")
+        if key == "strategy" and value == "auto" and config.get("plan"):
+            recorded = "auto"  # the record names what the planner chose
         if isinstance(recorded, float):  # "--straggler_delay_ms=50" was recorded as 50.0
             recorded, value = recorded, float(value)
         if recorded is None or str(recorded) != str(value):

@@ -1,5 +1,6 @@
 """What `experiments.compare` runs when told only a preset: models, worker counts, sizes,
 repeats and epochs, and which experiments (docs/comparison.md, "Presets")."""
+import os
 
 PRESETS = {
     # ~3-5 min on 2 vCPUs: 10 runs of the CNN, 4 epochs (3 steady); examples per epoch (at most
@@ -18,7 +19,22 @@ PRESETS = {
     "reducers": dict(models="cnn,wide_mlp,embedding", workers="2", train_examples="",
                      repeats=1, epochs=3, floors=False, experiments="reducers",
                      bandwidths="0.1,1,0"),
+    # The seed's Table I here: one device, data parallel, model parallel, hybrid and --adapt,
+    # steady and with the network slowed after 2 epochs (ADAPTIVE_SCHEDULES): 8 runs per
+    # model, 6 epochs (the slowed ones dominate: ~10 min on 2 vCPUs).
+    "adaptive": dict(models="cnn,resnet", workers="2", train_examples="", repeats=1, epochs=6,
+                     floors=False, experiments="adaptive"),
 }
+# The adaptive experiment's scenarios per model: (steady, changing) --emulate_bandwidth_schedule.
+# The drop is deep enough that one device beats two workers on it (it does not pay for resnet
+# at 0.05: its step computes ~5x the cnn's for 2/3 of the gradient bytes).
+ADAPTIVE_SCHEDULES = {"cnn": ("0:10", "0:10,2:0.05"), "resnet": ("0:10", "0:10,2:0.02")}
+DEFAULT_ADAPTIVE_SCHEDULES = ("0:10", "0:10,2:0.05")
+# What --adapt plans for: this machine as 2 one-core workers on one shaped loopback, at the
+# scenarios' first rate
+ADAPTIVE_CLUSTER = os.path.normpath(os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "examples",
+    "cluster_this_machine_2_workers_10g.json"))
 # The zoo's examples per epoch: a few seconds per steady epoch of each model on 2 vCPUs.
 ZOO_SIZES = {"resnet": 1536, "wide_mlp": 3072, "embedding": 8192}
 # The dataset each model runs on unless --dataset says otherwise.
@@ -26,7 +42,7 @@ MODEL_DATASETS = {"resnet": "synthetic_cifar", "embedding": "synthetic_tokens",
                   "gpt": "synthetic_sequences", "gpt_small": "synthetic_sequences"}
 # The experiments a comparison can run (--experiments); each adds its cells to the plan
 # (plan.py) and its section to the report (results/report.py).
-EXPERIMENT_NAMES = ("scaling", "straggler", "network", "parallelism", "reducers")
+EXPERIMENT_NAMES = ("scaling", "straggler", "network", "parallelism", "reducers", "adaptive")
 # The reducers preset's bandwidths (Gbit/s) per model where the preset's own do not suit it:
 # wide_mlp's plain step moves ~40 MB through the shaper, 7 s a step at 0.1 Gbit/s.
 REDUCER_BANDWIDTHS = {"wide_mlp": "1,5,0"}

@@ -107,13 +107,25 @@ def write(cfg, record):
           f"{record['final_eval_accuracy']:.4f}", flush=True)
 
 
-def build_record(cfg, role, trainer, strategy, run_id, epochs, checksum, extra_config):
-    """The run's record (docs/records.md). `trainer`: the Trainer, or anything with its
-    attributes (the engine floor's plain loop)."""
-    pipe = (gpipe.summary(trainer.stages, trainer.stage_devices,
+def _pipeline(cfg, trainer, epochs):
+    """The record's pipeline section (model_parallel, hybrid), else None."""
+    return (gpipe.summary(trainer.stages, trainer.stage_devices,
                           trainer.per_replica_batch // cfg.microbatches, cfg.microbatches,
                           cfg.optimizer, cfg.stage_cost, epochs)
             if getattr(trainer, "pipeline", None) is not None else None)
+
+
+def peak_memory_per_device(cfg, trainer, epochs):
+    """The largest of the record's memory_per_device figures, in bytes (what --adapt notes of a
+    configuration it leaves: its record is never written)."""
+    return max(d["bytes"] for d in _memory_per_device(cfg, trainer, _pipeline(cfg, trainer,
+                                                                                 epochs)))
+
+
+def build_record(cfg, role, trainer, strategy, run_id, epochs, checksum, extra_config):
+    """The run's record (docs/records.md). `trainer`: the Trainer, or anything with its
+    attributes (the engine floor's plain loop)."""
+    pipe = _pipeline(cfg, trainer, epochs)
     return {
         "schema_version": records.SCHEMA_VERSION,
         "run_id": run_id,

@@ -13,7 +13,7 @@ import tensorflow as tf
 from experiments.adaptive import segment
 from experiments.engine import compressed_sync, gpipe
 from experiments.engine.checkpoints import Checkpoints
-from experiments.engine.record import build_record, new_run_id, write
+from experiments.engine.record import build_record, new_run_id, peak_memory_per_device, write
 from experiments.engine.build import build, input_context
 from experiments.engine.training import Trainer
 from experiments.measure import comm_probe, cpu_usage, flops
@@ -209,7 +209,7 @@ def run_task(cfg, role, extra_config=None):
                                               part[key] * 1e3)
             writer.flush()
         if switch:  # the next configuration goes on from this checkpoint (adaptive/supervisor)
-            adapter.request(epoch)
+            adapter.request(epoch, peak_memory_per_device(cfg, trainer, epochs))
             if not is_chief:
                 events.report_finished(role.name)
             return 0
