@@ -58,8 +58,9 @@ def _emulation(cfg, launch_cfg, role):
     schedule = []
     if launch_cfg.emulate_bandwidth_schedule:
         if gbps:
-            raise ConfigError(f"--emulate_bandwidth_schedule={launch_cfg.emulate_bandwidth_schedule}"
-                              f" already gives the rate: drop --emulate_bandwidth_gbps={gbps:g}")
+            raise ConfigError(f"--emulate_bandwidth_schedule="
+                              f"{launch_cfg.emulate_bandwidth_schedule} already gives the rate: "
+                              f"drop --emulate_bandwidth_gbps={gbps:g}")
         try:
             schedule = netshape.parse_schedule(launch_cfg.emulate_bandwidth_schedule)
         except ValueError as e:

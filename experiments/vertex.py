@@ -115,6 +115,10 @@ def main(argv):
         chosen_here = [a for a in run_args if a.split("=")[0][2:] in planner.TRAINING]
         if chosen_here:
             bad_input(f"{chosen_here[0]} after --: with --strategy=auto the plan chooses it")
+        if not _PLAN_PROFILE.value:  # the job's workers are not here to be profiled
+            bad_input("experiments.vertex --strategy=auto needs --plan_profile=PROFILE.json (a "
+                      "comparison's profile-*.json, or one measured by experiments.run "
+                      "--strategy=auto here)")
         try:
             values, plan = auto.choose(_PLAN_PROFILE.value, _PLAN_CLUSTER.value)
         except ConfigError as e:

@@ -92,6 +92,26 @@ def infer_gbps(profile, cluster, config, global_batch, rate):
     return (lo * hi) ** 0.5
 
 
+def straggler_of(reference, last):
+    """The worker the last epoch waited for, when what it added per step over the reference
+    epoch is waiting for a peer rather than synchronizing (in-step timelines, lockstep); else
+    None. A slower network adds synchronization on every worker; a straggler adds waiting on
+    the others for it."""
+    def parts(epoch):
+        timeline = epoch.get("timeline") or {}
+        return timeline.get("per_worker") or {} if timeline.get("lockstep") else {}
+    before, after = parts(reference), parts(last)
+    if not before or set(before) != set(after):
+        return None
+    waited = {w: (after[w].get("wait_s") or 0) - (before[w].get("wait_s") or 0) for w in after}
+    synced = [(after[w].get("sync_s") or 0) - (before[w].get("sync_s") or 0) for w in after]
+    waiter = max(waited, key=waited.get)
+    if waited[waiter] <= max(0.0, sorted(synced)[len(synced) // 2]):
+        return None
+    # the one that waited least is the one the others waited for
+    return min(waited, key=waited.get)
+
+
 @dataclasses.dataclass
 class Verdict:
     action: str  # "watch" (too little measured yet), "stay" or "switch"
@@ -112,17 +132,22 @@ class Verdict:
 
 
 def check(profile, cluster, current, global_batch, steady_rates, examples_left, cost_s,
-          left=(), threshold=0.15):
+          left=(), threshold=0.15, straggler=None):
     """The verdict after an epoch. steady_rates: examples/s of this configuration's steady
     epochs so far, oldest first (its first, tracing, epoch left out); examples_left: examples
     still to train; cost_s: what a switch costs (measured: this configuration's own start);
-    left: [(config, inferred gbps when left)] of the configurations the run left."""
+    left: [(config, inferred gbps when left)] of the configurations the run left; straggler:
+    the worker the last epoch waited for (straggler_of), if any."""
     if len(steady_rates) < 2:
         return Verdict("watch", "fewer than 2 steady epochs in this configuration")
     reference, last = steady_rates[0], steady_rates[-1]
     drift = last / reference - 1
     if abs(drift) < threshold:
         return Verdict("stay", f"within {threshold:.0%} of its first steady epoch", drift)
+    if straggler is not None:
+        return Verdict("stay", f"drifted {drift:+.0%}, and the time it added is waiting for "
+                               f"{straggler} rather than synchronizing: a straggler, which the "
+                               f"cost model does not model (no switch)", drift)
     predicted = predicted_rate(profile, cluster, current, global_batch)
     bias = reference / predicted  # the model's error on this machine, taken as the same for all
     gbps = infer_gbps(profile, cluster, current, global_batch, last / bias)

@@ -45,8 +45,8 @@ def measure(cfg, argv, out=print):
         return path
     out(f"auto: measuring the workload profile here first (2 short runs, 1 thread each) -> "
         f"{path}")
-    brief = ["--noadapt", "--plan_profile=", "--plan_cluster=", "--emulate_bandwidth_schedule=", "--emulate_bandwidth_gbps=0",
-             "--checkpoint_dir=", "--global_batch_size=0", "--threads=1", "--notensorboard",
+    brief = ["--noadapt", "--plan_profile=", "--plan_cluster=", "--emulate_bandwidth_schedule=",
+             "--emulate_bandwidth_gbps=0", "--checkpoint_dir=", "--global_batch_size=0", "--threads=1", "--notensorboard",
              "--nocompute_probe", "--comm_probe", f"--epochs={EPOCHS}",
              f"--train_examples={STEPS * cfg.batch_size_per_replica}"]
     with tempfile.TemporaryDirectory(prefix="tfdist-profile-") as tmp:

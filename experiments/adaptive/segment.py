@@ -45,12 +45,15 @@ class Adapter:
         verdict = None
         if self.is_chief:
             mine = [e for e in epochs if not e.get("resumed")]
-            steady = [e["examples_per_sec"] for e in mine if not e.get("includes_tracing")]
+            steady_epochs = [e for e in mine if not e.get("includes_tracing")]
+            steady = [e["examples_per_sec"] for e in steady_epochs]
             verdict = decide.check(
                 self.profile, self.cluster, self.current, self.env["global_batch"], steady,
                 epochs_left * self.examples_per_epoch, start_cost(mine, self.env["started_at"]),
                 left=[(decide.config_from(c), gbps) for c, gbps in self.env.get("left", [])],
-                threshold=self.env["threshold"])
+                threshold=self.env["threshold"],
+                straggler=decide.straggler_of(steady_epochs[0], steady_epochs[-1])
+                if steady_epochs else None)
             epochs[-1]["adapt"] = verdict.to_json()
             self.verdict = verdict
         return self._agree(strategy, verdict is not None and verdict.action == "switch")

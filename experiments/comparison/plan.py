@@ -54,7 +54,8 @@ def _parallelism_cells(threads, batch):
 
 
 def _adaptive_cells(threads, batch, schedules):
-    """The seed's Table I: one device, data parallel (MWMS N=2), model parallel (S=2, M=4),
+    """The seed's Table I: one device, data parallel (MWMS N=2; PSS N=2 with 1 ps, a worker's
+    step the whole global batch), model parallel (S=2, M=4),
     hybrid (N=2 x S=2) and --adapt, at one global batch (2 x batch), in a steady and a changing
     scenario (schedules: their --emulate_bandwidth_schedule). The single-process cells have
     no network to shape: they run once and stand in both scenarios."""
@@ -68,6 +69,8 @@ def _adaptive_cells(threads, batch, schedules):
         out += [
             (f"adaptive-{scenario}-mwms-n2",
              [*strategy_flags("multi_worker_mirrored", 2, 0, threads), *same, *net]),
+            (f"adaptive-{scenario}-pss-n2",
+             [*strategy_flags("parameter_server", 2, 1, threads), *same, *net]),
             (f"adaptive-{scenario}-hybrid-n2-s2-m4",
              ["--strategy=hybrid", "--num_workers=2", *pipe, f"--threads={threads}",
               f"--threads_per_worker={threads}", *same, *net]),

@@ -20,8 +20,8 @@ PRESETS = {
                      repeats=1, epochs=3, floors=False, experiments="reducers",
                      bandwidths="0.1,1,0"),
     # The seed's Table I here: one device, data parallel, model parallel, hybrid and --adapt,
-    # steady and with the network slowed after 2 epochs (ADAPTIVE_SCHEDULES): 8 runs per
-    # model, 6 epochs (the slowed ones dominate: ~10 min on 2 vCPUs).
+    # steady and with the network slowed after 2 epochs (ADAPTIVE_SCHEDULES): 10 runs per
+    # model, 6 epochs (the slowed ones dominate: ~12 min on 2 vCPUs).
     "adaptive": dict(models="cnn,resnet", workers="2", train_examples="", repeats=1, epochs=6,
                      floors=False, experiments="adaptive"),
 }

@@ -76,3 +76,7 @@ def test_vertex_auto_prints_the_chosen_job(tmp_path):
         bad = run_module("experiments.vertex", *auto, *extra, timeout=120)
         assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
         assert message in bad.stderr
+    # the job's workers are not here: no profile measured for it
+    bad = run_module("experiments.vertex", *auto[1:], "--accelerator_type=NVIDIA_TESLA_V100",
+                     "--accelerator_count=8", "--", "--model=cnn", timeout=120)
+    assert bad.returncode == 2 and "needs --plan_profile=PROFILE.json" in bad.stderr, bad.stderr

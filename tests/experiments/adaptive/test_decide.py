@@ -89,3 +89,21 @@ def test_a_profile_measured_here_before_is_reused(tmp_path):
     said = []
     assert profile_here.measure(cfg, ["run"], out=said.append) == path  # no run started
     assert said == [f"auto: using the profile measured here before: {path}"]
+
+
+def _epoch(wait, sync):
+    """An MWMS epoch's timeline: worker:1 waits `wait` for worker:0 ... and both sync."""
+    return {"timeline": {"lockstep": True, "per_worker": {
+        "worker:0": {"compute_s": 0.02, "wait_s": 0.0, "sync_s": sync, "step_s": 0.03},
+        "worker:1": {"compute_s": 0.02, "wait_s": wait, "sync_s": sync, "step_s": 0.03}}}}
+
+
+def test_a_straggler_is_not_read_as_a_slower_network():
+    reference = _epoch(0.0, 0.005)
+    # worker:0 became slow: worker:1 waits 50 ms for it, the synchronization is unchanged
+    assert decide.straggler_of(reference, _epoch(0.05, 0.005)) == "worker:0"
+    # the network slowed: both synchronize longer, nobody waits more
+    assert decide.straggler_of(reference, _epoch(0.001, 0.25)) is None
+    steady = [rate(MWMS, 10.0), rate(MWMS, 0.05)]
+    verdict = decide.check(PROFILE, CLUSTER, MWMS, G, steady, 6144, 1.0, straggler="worker:0")
+    assert verdict.action == "stay" and "waiting for worker:0" in verdict.why
