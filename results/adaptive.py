@@ -22,8 +22,7 @@ import statistics
 
 from results import plots
 from results.cells import ADAPTIVE_PREFIX, is_adaptive_run
-from results.records import write_text_atomic
-from results.tables import Section, csv_text, fmt, markdown_table
+from results.tables import experiment_section, fmt, markdown_table
 from strategies import REGISTRY, kind
 
 SCENARIOS = ("steady", "changing")
@@ -199,8 +198,7 @@ def section(records, path):
     found = rows(records)
     if not found:
         return None
-    return Section(markdown(found), plots=[plot(found, path("adaptive.png"))],
-                   files=[write_text_atomic(path("adaptive.csv"), csv_text(
-                       [{k: v for k, v in r.items() if k != "_record"} for r in found],
-                       COLUMNS))])
+    return experiment_section(path, "adaptive", markdown(found), lambda png: plot(found, png),
+                              [{k: v for k, v in r.items() if k != "_record"} for r in found],
+                              COLUMNS)
 

@@ -21,10 +21,9 @@ import math
 from results import cost_model, metrics, plots
 from results.cells import (SETTING_KEYS, bandwidth_of, is_reducer_run, is_straggler_run,
                            setting_of, sort_key, workers_of)
-from results.records import write_text_atomic
 from results.scaling_model import cpu_cap
 from results.workload_profile import probe_of, profile_of, step_time_of, sync_dtype_of
-from results.tables import Section, csv_text, markdown_table
+from results.tables import experiment_section, markdown_table
 from strategies import REGISTRY
 
 COLUMNS = (*SETTING_KEYS, "strategy", "n", "bandwidth_gbps", "runs", "examples_per_sec",
@@ -238,6 +237,5 @@ def section(records, path):
     if not shaped:
         return None
     fitted = models(records)
-    return Section(markdown(shaped, fitted), plots=[plot(shaped, fitted,
-                                                                  path("network.png"))],
-                   files=[write_text_atomic(path("network.csv"), csv_text(shaped, COLUMNS))])
+    return experiment_section(path, "network", markdown(shaped, fitted),
+                              lambda png: plot(shaped, fitted, png), shaped, COLUMNS)

@@ -14,8 +14,7 @@ import collections
 
 from results import metrics, plots
 from results.cells import SETTING_KEYS, is_parallelism_run, setting_of, sort_key
-from results.records import write_text_atomic
-from results.tables import Section, csv_text, markdown_table
+from results.tables import experiment_section, markdown_table
 from strategies import BASELINE, REGISTRY, kind
 
 COLUMNS = ("model", "dataset", "train_examples", "global_batch_size", "configuration",
@@ -273,7 +272,5 @@ def section(records, path):
         return None
     csv_rows = [{**r, "stage_busy_shares": " + ".join(f"{b:.3f}" for b in r["stage_busy_shares"])
                  if r["stage_busy_shares"] else None} for r in parallel]
-    return Section(markdown(parallel), plots=[plot(parallel,
-                                                                path("parallelism.png"))],
-                   files=[write_text_atomic(path("parallelism.csv"), csv_text(csv_rows,
-                                                                               COLUMNS))])
+    return experiment_section(path, "parallelism", markdown(parallel),
+                              lambda png: plot(parallel, png), csv_rows, COLUMNS)

@@ -22,8 +22,7 @@ import math
 from results import cost_model, metrics, plots
 from results.cells import (SETTING_KEYS, bandwidth_of, is_reducer_run, reducer_of, setting_of,
                            setting_title, sort_key, workers_of)
-from results.records import write_text_atomic
-from results.tables import Section, csv_text, markdown_table
+from results.tables import experiment_section, markdown_table
 from strategies.compression import sent_per_replica
 
 PLAIN = "none"
@@ -245,6 +244,5 @@ def section(records, path):
     if not table:
         return None
     crossings = _crossovers(records, table)
-    csv_path = write_text_atomic(path("reducers.csv"), csv_text(table, COLUMNS))
-    return Section(markdown(table, crossings), plots=[plot(records, table, path("reducers.png"))],
-                   files=[csv_path])
+    return experiment_section(path, "reducers", markdown(table, crossings),
+                              lambda png: plot(records, table, png), table, COLUMNS)

@@ -13,8 +13,7 @@ from results import metrics, plots
 from results.cells import (SETTING_KEYS, delay_of, is_network_run, is_reducer_run, setting_of,
                            sort_key,
                            workers_of)
-from results.records import write_text_atomic
-from results.tables import Section, csv_text, fmt, markdown_table
+from results.tables import experiment_section, fmt, markdown_table
 from strategies import REGISTRY, kind
 
 COLUMNS = (*SETTING_KEYS, "strategy", "n", "straggler_task", "delay_ms", "runs",
@@ -143,5 +142,5 @@ def section(records, path):
     slow = rows(records)
     if not slow:
         return None
-    return Section(markdown(slow), plots=[plot(slow, path("straggler.png"))],
-                   files=[write_text_atomic(path("straggler.csv"), csv_text(slow, COLUMNS))])
+    return experiment_section(path, "straggler", markdown(slow), lambda png: plot(slow, png),
+                              slow, COLUMNS)

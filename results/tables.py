@@ -16,6 +16,16 @@ class Section:
     first: bool = False  # placed before the per-setting tables (the zoo's answer per model)
 
 
+def experiment_section(path, name, text, draw, csv_rows, columns, first=False):
+    """One experiment's Section: its text, <name>.png drawn by draw(png_path) and <name>.csv of
+    csv_rows (path(file name): where a file of the results directory goes)."""
+    from results.records import write_text_atomic  # records imports nothing from here
+
+    return Section(text, plots=[draw(path(f"{name}.png"))],
+                   files=[write_text_atomic(path(f"{name}.csv"), csv_text(csv_rows, columns))],
+                   first=first)
+
+
 def markdown_table(head, rows):
     """A GitHub Markdown table: `head` the column names, `rows` lists of cell strings."""
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]

@@ -14,9 +14,8 @@ import collections
 
 from results import metrics, plots
 from results.cells import label, setting_of
-from results.records import write_text_atomic
 from results.summary import groups, seconds_per_example
-from results.tables import Section, csv_text, markdown_table
+from results.tables import experiment_section, markdown_table
 from strategies import BASELINE, REGISTRY
 
 COLUMNS = ("model", "dataset", "train_examples", "winner", "winner_examples_per_sec",
@@ -161,9 +160,8 @@ def section(summary_rows, records, path):
     across = rows(summary_rows, records)
     if not across:
         return None
-    return Section(markdown(across), plots=[plot(across, path("zoo.png"))],
-                   files=[write_text_atomic(path("zoo.csv"),
-                                            csv_text(csv_rows(across), COLUMNS))], first=True)
+    return experiment_section(path, "zoo", markdown(across), lambda png: plot(across, png),
+                              csv_rows(across), COLUMNS, first=True)
 
 
 def flips(zoo_rows):

@@ -34,6 +34,18 @@ def run_module(module, *args, env=None, timeout=600):
                           capture_output=True, text=True, timeout=timeout)
 
 
+def can_shape():
+    """Whether this machine can emulate a network (a private namespace and tc tbf): the tests
+    that shape one skip without."""
+    from tf_config import netns, netshape
+
+    try:
+        netns.check_shaping(0.1, 0)
+        return True
+    except netshape.ShapingUnavailable:
+        return False
+
+
 def records_in(results_dir):
     paths = sorted(glob.glob(os.path.join(str(results_dir), "records", "*.json")))
     out = []

@@ -6,22 +6,13 @@ import shutil
 
 import pytest
 
-from tests.helpers import processes_mentioning, records_in, run_module
-from tf_config import netns, netshape
+from tests.helpers import can_shape, processes_mentioning, records_in, run_module
 
 pytestmark = pytest.mark.integration
 
 PROFILE = "docs/default_report/profile-cnn-14336-b64-k1-float32.json"
 _SMALL = ["--model=cnn", "--optimizer=adam", "--train_examples=1024", "--eval_examples=256",
           "--global_batch_size=128", "--nocomm_probe", "--nocompute_probe", "--notensorboard"]
-
-
-def _can_shape():
-    try:
-        netns.check_shaping(0.1, 0)
-        return True
-    except netshape.ShapingUnavailable:
-        return False
 
 
 def test_a_checkpoint_resumes_under_other_strategies_with_the_same_state(tmp_path):
@@ -49,7 +40,7 @@ def test_a_checkpoint_resumes_under_other_strategies_with_the_same_state(tmp_pat
         assert record["epochs"][0]["resumed"] and record["steps_per_epoch"] == 8
 
 
-@pytest.mark.skipif(not _can_shape(), reason="no private namespace or tc tbf here")
+@pytest.mark.skipif(not can_shape(), reason="no private namespace or tc tbf here")
 def test_a_scheduled_network_drop_makes_the_run_switch_once(tmp_path):
     cluster = tmp_path / "cluster.json"
     # this machine as two one-core workers on one shaped loopback

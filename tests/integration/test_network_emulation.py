@@ -4,7 +4,7 @@ import subprocess
 
 import pytest
 
-from tests.helpers import TINY, processes_mentioning, records_in, run_module
+from tests.helpers import TINY, can_shape, processes_mentioning, records_in, run_module
 from tf_config import netns, netshape
 
 pytestmark = pytest.mark.integration
@@ -18,15 +18,7 @@ def _host_qdisc():
                           text=True).stdout
 
 
-def _can_shape():
-    try:
-        netns.check_shaping(0.1, 0)
-        return True
-    except netshape.ShapingUnavailable:
-        return False
-
-
-@pytest.mark.skipif(not _can_shape(), reason="no private namespace or tc tbf here")
+@pytest.mark.skipif(not can_shape(), reason="no private namespace or tc tbf here")
 def test_a_shaped_cluster_is_slower_and_leaves_the_host_untouched(tmp_path):
     before = _host_qdisc()
     real = run_module("experiments.run", *_MWMS, f"--results_dir={tmp_path / 'real'}")
