@@ -13,8 +13,9 @@ A row per configuration:
   memory           peak per device (experiments/measure/memory.py; estimated on a CPU), the
                    largest of every configuration an --adapt run went through
   communication    the share of the step spent waiting for and synchronizing with peers, from
-                   the in-step timeline, weighted by epoch time (one process: 0; model
-                   parallel's device-to-device copies are not timed: blank)
+                   the in-step timeline (its synchronization stamp closes after the update:
+                   one device's 1-2% is that update alone), weighted by epoch time; blank where
+                   nothing was timed (a lone pipeline's device-to-device copies)
 The single-process configurations have no network to slow: one run stands in both scenarios.
 """
 import collections

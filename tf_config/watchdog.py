@@ -197,7 +197,8 @@ def explain_hang(tasks, log_dir, root=None):
     while time.monotonic() < deadline and any(
             not os.path.getsize(p) for p in signalled.values() if os.path.exists(p)):
         time.sleep(0.1)
-    time.sleep(0.2)  # a dump is written thread by thread: let the last one finish
+    if signalled:
+        time.sleep(0.2)  # a dump is written thread by thread: let the last one finish
     found = []
     for t in tasks:
         text = None

@@ -2,9 +2,10 @@
 
     python -m experiments.run --strategy=auto --plan_cluster=CLUSTER.json --model=cnn
 
-Two short runs of the same model, data and batch, one thread each: one device (the compute of
-a replica's step on one core) and one MWMS worker with its communication probe (gradient
-bytes, the strategy's own overhead). The profile is built from their records as a comparison
+Three short runs of the same model, data and batch, one thread each: one device (the compute of
+a replica's step on one core), and one MWMS worker and one PSS worker (with its ps and chief)
+with their communication probes (gradient and pull bytes, each strategy's own overhead: a PSS
+step's dispatch through the coordinator costs more than a small model's compute). The profile is built from their records as a comparison
 builds its own (results/workload_profile.py) and written to --results_dir as
 profile-<model>-b<batch>-here.json; a later run with the same model and batch reuses it (delete
 it to measure again).
@@ -43,7 +44,7 @@ def measure(cfg, argv, out=print):
     if os.path.exists(path):
         out(f"auto: using the profile measured here before: {path}")
         return path
-    out(f"auto: measuring the workload profile here first (2 short runs, 1 thread each) -> "
+    out(f"auto: measuring the workload profile here first (3 short runs, 1 thread each) -> "
         f"{path}")
     brief = ["--noadapt", "--plan_profile=", "--plan_cluster=", "--emulate_bandwidth_schedule=",
              "--emulate_bandwidth_gbps=0", "--checkpoint_dir=", "--global_batch_size=0", "--threads=1", "--notensorboard",
@@ -51,7 +52,8 @@ def measure(cfg, argv, out=print):
              f"--train_examples={STEPS * cfg.batch_size_per_replica}"]
     with tempfile.TemporaryDirectory(prefix="tfdist-profile-") as tmp:
         for strategy in (["--strategy=one_device"],
-                         ["--strategy=multi_worker_mirrored", "--num_workers=1"]):
+                         ["--strategy=multi_worker_mirrored", "--num_workers=1"],
+                         ["--strategy=parameter_server", "--num_workers=1", "--num_ps=1"]):
             done = subprocess.run([sys.executable, "-m", "experiments.run", *argv[1:], *brief,
                                    *strategy, f"--results_dir={tmp}"],
                                   capture_output=True, text=True)
@@ -66,10 +68,11 @@ def measure(cfg, argv, out=print):
         for name in glob.glob(os.path.join(tmp, "records", "*.json")):
             with open(name) as f:
                 runs.append(json.load(f))
-        runs.sort(key=lambda r: r["strategy"])
-    mwms, baseline = runs  # sorted: multi_worker_mirrored, one_device
-    profile, _ = profile_of(setting_of(baseline), [baseline],
-                            {"multi_worker_mirrored": [mwms]}, [mwms])
+    by = {r["strategy"]: r for r in runs}
+    mwms, pss = by["multi_worker_mirrored"], by["parameter_server"]
+    profile, _ = profile_of(setting_of(by["one_device"]), [by["one_device"]],
+                            {"multi_worker_mirrored": [mwms], "parameter_server": [pss]},
+                            [mwms, pss])
     profile.source = f"measured here by experiments.run --strategy=auto ({profile.source})"
     os.makedirs(cfg.results_dir, exist_ok=True)
     records_io.write_text_atomic(path, profile.to_json())

@@ -3,8 +3,8 @@ ranking check on this machine, out of sample (docs/benchmarks.md has the protoco
 
     python -m experiments.bench.validate_ranking --results_dir=/tmp/ranking
 
-Per model: the workload profile is measured first (experiments/adaptive/profile_here.py: a
-one-device and a one-worker MWMS run, one thread each) and then held fixed. Per bandwidth B, the
+Per model: the workload profile is measured first (experiments/adaptive/profile_here.py: one
+device, one MWMS and one PSS worker, one thread each) and then held fixed. Per bandwidth B, the
 cluster spec is this machine as 2 one-core devices on one shaped loopback at B
 (shared medium); the planner predicts every configuration that trains the same updates at one
 global batch (experiments/adaptive/decide.candidates), and each runs as the spec describes it

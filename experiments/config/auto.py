@@ -6,7 +6,7 @@ runners-up and their predicted figures (record: config.plan).
         --plan_cluster=my_cluster.json --model=cnn --epochs=3
 
 Without --plan_profile the profile is measured here first (experiments/adaptive/profile_here.py:
-two short one-thread runs of the same model and batch), and reused by later runs.
+three short one-thread runs: one device, one MWMS and one PSS worker), and reused by later runs.
 
 The choice is the plan's best (the fastest configuration that fits and trains what the profile
 trained: experiments.plan's "Best"). A local run launches the chosen cluster; under a platform's
