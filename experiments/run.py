@@ -94,20 +94,38 @@ def _emulation(cfg, launch_cfg, role):
     return gbps, latency, best_effort, schedule
 
 
-def _profiled(cfg):
+def _profiled(cfg, written):
     """--strategy=auto without --plan_profile: the profile measured here first (its cluster spec
-    is read first: a bad one is refused before anything runs)."""
+    is read first: a bad one is refused before anything runs). What it writes is appended to
+    `written`, for _refuse to take back."""
     if cfg.plan_profile or not cfg.plan_cluster or os.environ.get("TF_CONFIG", "").strip():
         return cfg  # auto.resolve says what is missing or refused
     try:
         cost_model.load_cluster(cfg.plan_cluster, "plan_cluster")
     except cost_model.SpecError as e:
         raise ConfigError(str(e)) from None
+    new = [p for p in (profile_here.path_for(cfg), cfg.results_dir) if not os.path.exists(p)]
     try:
-        return dataclasses.replace(cfg, plan_profile=profile_here.measure(cfg, sys.argv))
+        path = profile_here.measure(cfg, sys.argv)
     except profile_here.ProfilingFailed as e:
         sys.stderr.write(f"{e}\n")
         sys.exit(1)
+    written += new
+    return dataclasses.replace(cfg, plan_profile=path)
+
+
+def _refuse(error, written):
+    """Bad input found after a profile was measured for it: the profile (and the results
+    directory it made) go again, so bad input leaves nothing written."""
+    for path in written:
+        if os.path.isdir(path):
+            try:
+                os.rmdir(path)  # only if empty: a directory the user had is not in `written`
+            except OSError:
+                pass
+        elif os.path.exists(path):
+            os.remove(path)
+    bad_input(error)
 
 
 def task_log_dir(cfg):
@@ -134,21 +152,22 @@ def main(argv):
     if os.environ.get("AIP_TENSORBOARD_LOG_DIR"):
         cfg = dataclasses.replace(cfg, tensorboard_dir=os.environ["AIP_TENSORBOARD_LOG_DIR"])
     extra_config = launch_cfg.recorded()
+    written = []  # a profile measured here for --strategy=auto (taken back on bad input)
     if cfg.adapt and not os.environ.get(segment.ADAPT_ENV):  # the chain of segments
         try:  # every check a segment would make, on the first one, before anything is written
             supervisor.check(cfg, bool(os.environ.get("TF_CONFIG", "").strip()))
-            cfg = _profiled(cfg)
+            cfg = _profiled(cfg, written)
             first = auto.resolve(cfg, False)[0]
             validate(first)
             check_fields(launch_cfg)
             if needs_cluster(first.strategy, first.num_workers):
                 _emulation(first, launch_cfg, None)
         except ConfigError as e:
-            bad_input(e)
+            _refuse(e, written)
         sys.exit(supervisor.supervise(cfg, sys.argv, launch_cfg.emulate_bandwidth_schedule))
     try:
         if cfg.strategy == auto.AUTO:
-            cfg, plan, choice = auto.resolve(_profiled(cfg),
+            cfg, plan, choice = auto.resolve(_profiled(cfg, written),
                                              bool(os.environ.get("TF_CONFIG", "").strip()))
             chosen = plan["chosen"]
             print(f"auto: {chosen['configuration']} ({chosen['predicted_examples_per_sec']:.0f} "
@@ -188,7 +207,7 @@ def main(argv):
                               f"--fail_at_step > {cfg.steps_per_execution}")
         shaping = _emulation(cfg, launch_cfg, role)
     except (ConfigError, TFConfigError) as e:
-        bad_input(e)
+        _refuse(e, written)
     # No cluster given: launch one locally. A one-worker MWMS needs no cluster (it runs like a
     # single worker), and a task that already has TF_CONFIG never launches another cluster.
     tf_settings.pin_cores(cfg.pin_cores)
