@@ -155,13 +155,16 @@ def main(argv):
     written = []  # a profile measured here for --strategy=auto (taken back on bad input)
     if cfg.adapt and not os.environ.get(segment.ADAPT_ENV):  # the chain of segments
         try:  # every check a segment would make, on the first one, before anything is written
-            supervisor.check(cfg, bool(os.environ.get("TF_CONFIG", "").strip()))
+            supervisor.check(cfg, bool(os.environ.get("TF_CONFIG", "").strip()),
+                             launch_cfg.emulate_bandwidth_schedule)
             cfg = _profiled(cfg, written)
             first = auto.resolve(cfg, False)[0]
             validate(first)
             check_fields(launch_cfg)
             if needs_cluster(first.strategy, first.num_workers):
                 _emulation(first, launch_cfg, None)
+                # each segment finds out again whether it can shape (and says so in its record)
+                os.environ.pop(netshape.APPLIED_ENV, None)
         except ConfigError as e:
             _refuse(e, written)
         sys.exit(supervisor.supervise(cfg, sys.argv, launch_cfg.emulate_bandwidth_schedule))

@@ -22,8 +22,8 @@ import collections
 import statistics
 
 from results import plots
-from results.cells import ADAPTIVE_PREFIX, is_adaptive_run
-from results.tables import experiment_section, fmt, markdown_table
+from results.cells import ADAPTIVE_PREFIX, workers_of
+from results.tables import Section, experiment_section, fmt, markdown_table
 from strategies import REGISTRY, kind
 
 SCENARIOS = ("steady", "changing")
@@ -105,8 +105,9 @@ def rows(records):
     """Rows by (model, scenario), each scenario with the single-process rows too, in LABELS'
     order; the latest record of a cell counts."""
     latest = {}
-    for r in (r for r in records if is_adaptive_run(r)):
-        latest[(r["model"], r["run_name"].split("/")[0])] = r
+    for r in records:  # the preset's cells (a --adapt run of one's own has no such name)
+        if (r.get("run_name") or "").startswith(ADAPTIVE_PREFIX):
+            latest[(r["model"], r["run_name"].split("/")[0])] = r
     out = []
     for model in dict.fromkeys(m for m, _ in latest):
         mine = [r for (m, _), r in latest.items() if m == model]
@@ -142,6 +143,8 @@ def checks(group):
     out = []
     initial = (adaptive["_record"].get("adapt") or {}).get("initial") or {}
     start = next((r for r in static if r["strategy"] == initial.get("strategy") and
+                  workers_of(r["_record"]) == initial.get("workers") and
+                  (r["_record"].get("num_ps") or 0) == initial.get("num_ps", 0) and
                   not kind(r["strategy"]).pipelined), None)
     if start is not None:
         out.append(f"against the configuration the plan chose at the start "
@@ -199,11 +202,18 @@ def plot(adaptive_rows, path):
 
 
 def section(records, path):
-    """The adaptive experiment's part of the report, its plot and CSV; None without one."""
+    """The adaptive experiment's part of the report, its plot and CSV; None without one. A
+    --adapt run outside the preset (no cell name) is only counted: its epochs ran under several
+    configurations, which no other table can hold."""
     found = rows(records)
+    alone = [r for r in records if r.get("adapt") and
+             not (r.get("run_name") or "").startswith(ADAPTIVE_PREFIX)]
+    note = (f"\n\n{len(alone)} --adapt run(s) outside the preset are in no table: their "
+            f"records' `adapt` and epochs say what they ran") if alone else ""
     if not found:
-        return None
-    return experiment_section(path, "adaptive", markdown(found), lambda png: plot(found, png),
+        return Section("## Adaptive" + note.replace("\n\n", "\n\n", 1)) if alone else None
+    return experiment_section(path, "adaptive", markdown(found) + note,
+                              lambda png: plot(found, png),
                               [{k: v for k, v in r.items() if k != "_record"} for r in found],
                               COLUMNS)
 

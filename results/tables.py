@@ -7,6 +7,8 @@ import csv
 import dataclasses
 import io
 
+from results.records import write_text_atomic
+
 
 @dataclasses.dataclass
 class Section:
@@ -19,8 +21,6 @@ class Section:
 def experiment_section(path, name, text, draw, csv_rows, columns, first=False):
     """One experiment's Section: its text, <name>.png drawn by draw(png_path) and <name>.csv of
     csv_rows (path(file name): where a file of the results directory goes)."""
-    from results.records import write_text_atomic  # records imports nothing from here
-
     return Section(text, plots=[draw(path(f"{name}.png"))],
                    files=[write_text_atomic(path(f"{name}.csv"), csv_text(csv_rows, columns))],
                    first=first)

@@ -2,8 +2,9 @@
 configuration's `experiments.run` from the last one's checkpoint), segment (inside a run: the
 chief's check after each epoch, the workers' agreement, the switch request, the record's
 account) and decide (the pure decision: drift, the network it implies, the best configuration
-and whether a switch pays).
+and whether a switch pays), and profile_here (--strategy=auto's profile measured here).
 
-May import: experiments.config, results (planner, cost_model, records), strategies, tf_config.
+May import: experiments.config, results (planner, cost_model, records, and the profile's
+builders: cells, workload_profile), strategies, tf_config.
 Not experiments.engine: the engine calls segment, not the other way round.
 """

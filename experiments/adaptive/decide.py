@@ -119,8 +119,8 @@ class Verdict:
     drift: float | None = None  # the last steady epoch's rate / the first's - 1
     inferred_gbps: float | None = None
     to: planner.Config | None = None
-    # predicted examples/s, corrected by this configuration's measured/predicted ratio
-    current_rate: float | None = None
+    current_rate: float | None = None  # measured: the last steady epoch's examples/s
+    # predicted for `to`, x this configuration's measured/predicted ratio
     to_rate: float | None = None
     predicted_gain_s: float | None = None
     predicted_cost_s: float | None = None
@@ -149,6 +149,9 @@ def check(profile, cluster, current, global_batch, steady_rates, examples_left, 
                                f"{straggler} rather than synchronizing: a straggler, which the "
                                f"cost model does not model (no switch)", drift)
     predicted = predicted_rate(profile, cluster, current, global_batch)
+    if predicted is None:
+        return Verdict("stay", f"drifted {drift:+.0%}, but the cost model has {current.name} "
+                               f"over the memory cap: nothing to compare with", drift)
     bias = reference / predicted  # the model's error on this machine, taken as the same for all
     gbps = infer_gbps(profile, cluster, current, global_batch, last / bias)
     if gbps is None:

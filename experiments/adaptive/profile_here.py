@@ -5,24 +5,28 @@
 Three short runs of the same model, data and batch, one thread each: one device (the compute of
 a replica's step on one core), and one MWMS worker and one PSS worker (with its ps and chief)
 with their communication probes (gradient and pull bytes, each strategy's own overhead: a PSS
-step's dispatch through the coordinator costs more than a small model's compute). The profile is built from their records as a comparison
-builds its own (results/workload_profile.py) and written to --results_dir as
-profile-<model>-b<batch>-here.json; a later run with the same model and batch reuses it (delete
-it to measure again).
+step's dispatch through the coordinator costs more than a small model's compute). The profile
+is built from their records as a comparison builds its own (results/workload_profile.py) and
+written to --results_dir as
+profile-<model>-b<batch>-<hash of the dataset, optimizer, learning rate and dtypes>-here.json;
+a later run that trains the same reuses it (delete it to measure again).
 """
 import glob
+import hashlib
 import json
 import os
 import subprocess
 import sys
 import tempfile
 
+from experiments.adaptive import supervisor
 from experiments.config.run_config import ConfigError
+from results import planner
 from results import records as records_io
 from results.cells import setting_of
 from results.workload_profile import profile_of
+from tf_config.events import BAD_INPUT_EXIT_CODE
 
-BAD_INPUT_EXIT_CODE = 2
 STEPS = 16  # per epoch: two steady epochs of 16 steps each, after the tracing one
 EPOCHS = 3
 
@@ -32,9 +36,13 @@ class ProfilingFailed(RuntimeError):
 
 
 def path_for(cfg):
+    """profile-<model>-b<batch>-<what else it trains: a short hash>-here.json"""
+    what = json.dumps([cfg.dataset, cfg.optimizer, cfg.learning_rate, cfg.float_dtype,
+                       cfg.gradient_sync_dtype, cfg.model_weights, cfg.steps_per_execution])
     return os.path.join(cfg.results_dir,
                         f"profile-{cfg.model.replace(':', '_').replace('/', '_')}"
-                        f"-b{cfg.batch_size_per_replica}-here.json")
+                        f"-b{cfg.batch_size_per_replica}-"
+                        f"{hashlib.sha1(what.encode()).hexdigest()[:8]}-here.json")
 
 
 def measure(cfg, argv, out=print):
@@ -46,24 +54,32 @@ def measure(cfg, argv, out=print):
         return path
     out(f"auto: measuring the workload profile here first (3 short runs, 1 thread each) -> "
         f"{path}")
-    brief = ["--noadapt", "--plan_profile=", "--plan_cluster=", "--emulate_bandwidth_schedule=",
-             "--emulate_bandwidth_gbps=0", "--checkpoint_dir=", "--global_batch_size=0", "--threads=1", "--notensorboard",
-             "--nocompute_probe", "--comm_probe", f"--epochs={EPOCHS}",
-             f"--train_examples={STEPS * cfg.batch_size_per_replica}"]
+    # the user's model, data, batch, optimizer and dtypes ride along; what would make a run of
+    # another kind (topology, pipeline, reducers, faults, emulation) goes back to its default
+    brief = ["--noadapt", "--plan_profile=", "--plan_cluster=", *supervisor.UNSHAPED,
+             "--checkpoint_dir=", "--global_batch_size=0", "--threads=1",
+             "--threads_per_worker=1", "--notensorboard", "--nocompute_probe", "--comm_probe",
+             "--straggler_task=", "--straggler_delay_ms=0", "--fail_task=",
+             *[f"--{k}={v}" for k, v in planner.TRAINING.items()
+               if k != "gradient_sync_dtype"],
+             f"--epochs={EPOCHS}", f"--train_examples={STEPS * cfg.batch_size_per_replica}"]
     with tempfile.TemporaryDirectory(prefix="tfdist-profile-") as tmp:
         for strategy in (["--strategy=one_device"],
                          ["--strategy=multi_worker_mirrored", "--num_workers=1"],
                          ["--strategy=parameter_server", "--num_workers=1", "--num_ps=1"]):
-            done = subprocess.run([sys.executable, "-m", "experiments.run", *argv[1:], *brief,
-                                   *strategy, f"--results_dir={tmp}"],
-                                  capture_output=True, text=True)
-            if done.returncode == BAD_INPUT_EXIT_CODE:  # the run's own one-line error
-                said = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
-                raise ConfigError(said[-1][len("error: "):] if said else done.stderr[-300:])
-            if done.returncode:
-                sys.stderr.write(done.stdout[-2000:] + done.stderr[-2000:])
+            code, stopped, (stdout, stderr) = supervisor.run_child(
+                [sys.executable, "-m", "experiments.run", *argv[1:], *brief, *strategy,
+                 f"--results_dir={tmp}"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                text=True)
+            if stopped:
+                sys.exit(stopped)
+            if code == BAD_INPUT_EXIT_CODE:  # the run's own one-line error
+                said = [line for line in stderr.splitlines() if line.startswith("error: ")]
+                raise ConfigError(said[-1][len("error: "):] if said else stderr[-300:])
+            if code:
+                sys.stderr.write(stdout[-2000:] + stderr[-2000:])
                 raise ProfilingFailed(f"auto: the profiling run {' '.join(strategy)} failed "
-                                      f"(exit {done.returncode}; its output is above)")
+                                      f"(exit {code}; its output is above)")
         runs = []
         for name in glob.glob(os.path.join(tmp, "records", "*.json")):
             with open(name) as f:

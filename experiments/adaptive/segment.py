@@ -36,6 +36,9 @@ class Adapter:
         if is_chief:
             self.profile = cost_model.load_profile(env["profile"], "plan_profile")
             self.cluster = cost_model.load_cluster(env["cluster"], "plan_cluster")
+            if env.get("network_gbps"):  # after a switch: the network that switch inferred,
+                # not the spec's, is what this configuration's first epochs ran on
+                self.cluster = decide.with_network(self.cluster, env["network_gbps"])
 
     def after_epoch(self, epochs, epochs_left, strategy):
         """Tags the epoch with its configuration; the chief's verdict goes into the epoch too.
@@ -75,10 +78,11 @@ class Adapter:
 
     def request(self, after_epoch, memory_bytes):
         """The chief, after the epoch's checkpoint: the switch request for the supervisor, with
-        the peak memory per device of the configuration it leaves (the record has the last
-        one's only)."""
+        memory_bytes() the peak memory per device of the configuration it leaves (the record has
+        the last one's only; None when not estimated)."""
         if not self.is_chief:
             return
+        memory_bytes = memory_bytes()
         write_json_atomic(os.path.join(self.env["checkpoint_dir"], REQUEST), {
             "after_epoch": after_epoch, "from": decide.config_json(self.current),
             "to": decide.config_json(self.verdict.to), "verdict": self.verdict.to_json(),

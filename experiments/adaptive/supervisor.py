@@ -5,12 +5,13 @@ configuration, resumed from the last one's checkpoint when the chief asks for a 
         --plan_cluster=CLUSTER.json --model=cnn --epochs=8 \
         --emulate_bandwidth_schedule=0:10,3:0.05      # the network slows after 3 epochs
 
-The first configuration is the plan's choice (--strategy=auto's). The global batch is fixed
-at its global batch (or --global_batch_size) for the whole run: every configuration trains the
+The global batch is fixed at the plan's choice's global batch (or --global_batch_size) for
+the whole run, and the first configuration is the fastest at it: every configuration trains the
 same updates, so the checkpoint's step count, the learning-rate schedule and the epochs' data
 stay consistent across switches; switches happen only between epochs. The checkpoint
-directory (--checkpoint_dir, else one under --results_dir) holds the journal (segment.JOURNAL):
-rerunning the same command resumes the run in the configuration it was in.
+directory holds the journal (segment.JOURNAL): with --checkpoint_dir, rerunning the same command
+resumes the run in the configuration it was in (without it, each run gets a new directory under
+--results_dir).
 """
 import datetime
 import json
@@ -23,16 +24,18 @@ import time
 from experiments.adaptive import decide, segment
 from experiments.config import auto
 from experiments.config.run_config import AUTO, ConfigError
-from results import planner
+from results import cost_model, planner
 from results.records import write_json_atomic
 from strategies import needs_cluster
+from tf_config import netshape, task_process
 
-# A single process has no network to shape: its segment runs without the emulation flags.
-_UNSHAPED = ["--emulate_bandwidth_schedule=", "--emulate_bandwidth_gbps=0",
-             "--emulate_latency_ms=0"]
+# A single process has no network to shape: its segment (and a profiling run) goes without
+# the emulation flags.
+UNSHAPED = ["--emulate_bandwidth_schedule=", "--emulate_bandwidth_gbps=0",
+            "--emulate_latency_ms=0"]
 
 
-def check(cfg, in_cluster):
+def check(cfg, in_cluster, schedule=""):
     """ConfigError (one line) when --adapt cannot run as asked."""
     if cfg.strategy != AUTO:
         raise ConfigError(f"--adapt switches between the plan's configurations: it needs "
@@ -44,6 +47,15 @@ def check(cfg, in_cluster):
     if cfg.accumulation_steps != 1:
         raise ConfigError(f"--adapt holds one global batch across configurations: "
                           f"--accumulation_steps={cfg.accumulation_steps} is not supported")
+    for flag in ("straggler_task", "fail_task"):  # they name a task a switch may not have
+        if getattr(cfg, flag):
+            raise ConfigError(f"--{flag}={getattr(cfg, flag)} names a task of one "
+                              f"configuration; --adapt switches between configurations")
+    if schedule:  # parsed here whatever the first configuration (one process ignores it)
+        try:
+            netshape.parse_schedule(schedule)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
 
 
 def checkpoint_dir(cfg):
@@ -58,51 +70,66 @@ def _segment_flags(config, global_batch, directory):
     flags = [f"--{key}={value}" for key, value in values.items()]
     flags += [f"--global_batch_size={global_batch}", f"--checkpoint_dir={directory}"]
     strategy, workers = values["strategy"], values["num_workers"]
-    return flags + ([] if needs_cluster(strategy, workers) else _UNSHAPED)
+    return flags + ([] if needs_cluster(strategy, workers) else UNSHAPED)
 
 
-def _run(command, env):
-    """Runs one segment; SIGINT/SIGTERM reach it (its launcher stops its tasks) and end the
-    chain. Returns its exit code."""
-    proc = subprocess.Popen(command, env=env)
-    stop = []
+def run_child(command, env=None, **popen):
+    """Runs a child command (a segment, a profiling run) in a session of its own that dies with
+    this process; SIGINT/SIGTERM reach it once, from here (its launcher then stops its tasks).
+    Returns (exit code, 128 + the signal when one stopped it, else None)."""
+    stop, proc = [], []
 
     def forward(signum, _frame):
         stop.append(signum)
-        proc.send_signal(signum)
+        if proc:
+            proc[0].send_signal(signum)
 
     previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        code = proc.wait()
+        proc.append(subprocess.Popen(command, env=env, start_new_session=True,
+                                     preexec_fn=task_process.die_with_parent, **popen))
+        if stop:  # asked to stop while it started
+            proc[0].send_signal(stop[0])
+        out = proc[0].communicate()
+        code = proc[0].returncode
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
-    return 128 + stop[0] if stop else code
+    return code, (128 + stop[0] if stop else None), out
 
 
 def supervise(cfg, argv, schedule=""):
     """Runs the chain; returns the exit code of the command (the last segment's). schedule:
     --emulate_bandwidth_schedule, noted in the journal (a one-device segment's record has no
     network to say it)."""
-    values, plan = auto.choose(cfg.plan_profile, cfg.plan_cluster)
+    _, plan = auto.choose(cfg.plan_profile, cfg.plan_cluster)
     directory = checkpoint_dir(cfg)
     journal_path = os.path.join(directory, segment.JOURNAL)
+    request_path = os.path.join(directory, segment.REQUEST)
     if os.path.exists(journal_path):  # a rerun: go on in the configuration the run was in
         with open(journal_path) as f:
             journal = json.load(f)
         print(f"adapt: resuming {journal_path} in {journal['segments'][-1]['configuration']}",
               flush=True)
     else:
-        first = planner.Config(**plan["chosen"]["config"])
-        global_batch = cfg.global_batch_size or cfg.batch_size_per_replica * decide.replicas(first)
+        chosen = planner.Config(**plan["chosen"]["config"])
+        global_batch = cfg.global_batch_size or \
+            cfg.batch_size_per_replica * decide.replicas(chosen)
+        # the fastest at the global batch the whole run keeps (what every later check compares)
+        profile = cost_model.load_profile(cfg.plan_profile, "plan_profile")
+        cluster = cost_model.load_cluster(cfg.plan_cluster, "plan_cluster")
+        first = (decide.best(profile, cluster, global_batch) or (chosen,))[0]
         journal = {"global_batch": global_batch, "profile": cfg.plan_profile,
                    "cluster": cfg.plan_cluster, "threshold": cfg.adapt_threshold,
                    "started_at": time.time(), "segments": [], "switches": [],
-                   "schedule": schedule,
-                   "initial": decide.config_json(first)}
-    current = decide.config_from(journal["switches"][-1]["to"] if journal["switches"]
-                                 else journal["initial"])
+                   "schedule": schedule, "initial": decide.config_json(first)}
     while True:
+        if os.path.exists(request_path):  # the last segment asked for a switch
+            with open(request_path) as f:
+                journal["switches"].append(json.load(f))
+            os.remove(request_path)
+        current = decide.config_from(journal["switches"][-1]["to"] if journal["switches"]
+                                     else journal["initial"])
         journal["segments"].append({"configuration": current.name,
                                     "config": decide.config_json(current),
                                     "started_at": time.time()})
@@ -118,14 +145,12 @@ def supervise(cfg, argv, schedule=""):
             "cluster": journal["cluster"], "global_batch": journal["global_batch"],
             "threshold": journal["threshold"], "current": decide.config_json(current),
             "left": [[s["from"], s["verdict"]["inferred_gbps"]] for s in journal["switches"]],
+            # the network the last switch inferred: this segment's predictions start from it
+            "network_gbps": journal["switches"][-1]["verdict"]["inferred_gbps"]
+            if journal["switches"] else None,
             "started_at": journal["segments"][-1]["started_at"],
             "run_started_at": journal["started_at"]})
-        code = _run([sys.executable, "-m", "experiments.run", *argv[1:], *flags], env)
-        request_path = os.path.join(directory, segment.REQUEST)
-        if code != 0 or not os.path.exists(request_path):
-            return code
-        with open(request_path) as f:
-            request = json.load(f)
-        os.remove(request_path)
-        journal["switches"].append(request)
-        current = decide.config_from(request["to"])
+        code, stopped, _ = run_child([sys.executable, "-m", "experiments.run", *argv[1:],
+                                      *flags], env)
+        if stopped or code != 0 or not os.path.exists(request_path):
+            return stopped or code

@@ -19,6 +19,7 @@ import dataclasses
 import glob
 import json
 import os
+import statistics
 import subprocess
 import sys
 
@@ -44,14 +45,33 @@ _WITHIN = flags.DEFINE_float("within", 0.05, "A first choice this close to the f
 _DATASETS = {"resnet": "synthetic_cifar"}
 
 
+def _ranks(xs):
+    """Ranks from 1, ties sharing their average rank."""
+    order = sorted(range(len(xs)), key=xs.__getitem__)
+    out = [0.0] * len(xs)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and xs[order[j + 1]] == xs[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            out[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return out
+
+
 def spearman(a, b):
-    """Rank correlation of two equal-length lists of values (no ties expected)."""
-    n = len(a)
-    if n < 2:
+    """Spearman's rank correlation (Pearson's of the ranks, ties averaged); None when either
+    side is constant (no order to compare) or has fewer than 2 values."""
+    if len(a) < 2:
         return None
-    rank = lambda xs: {i: r for r, i in enumerate(sorted(range(n), key=xs.__getitem__))}  # noqa
-    ra, rb = rank(a), rank(b)
-    return 1 - 6 * sum((ra[i] - rb[i]) ** 2 for i in range(n)) / (n * (n * n - 1))
+    ra, rb = _ranks(a), _ranks(b)
+    ma, mb = statistics.mean(ra), statistics.mean(rb)
+    va = sum((x - ma) ** 2 for x in ra)
+    vb = sum((y - mb) ** 2 for y in rb)
+    if not va or not vb:
+        return None
+    return sum((x - ma) * (y - mb) for x, y in zip(ra, rb)) / (va * vb) ** 0.5
 
 
 def _measure(model, config, gbps, directory):
@@ -112,11 +132,15 @@ def main(argv):
                 rho = spearman([predicted[c] for c in fits], [measured[c][0] for c in fits])
                 scenarios += 1
                 hits += hit
-                correlations.append(rho)
+                if rho is not None:
+                    correlations.append(rho)
+                tie = " (tied first: the planner's order among equals)" if \
+                    predicted[by_prediction[1]] == predicted[first] else ""
                 lines.append(f"{model} {gbps:g} Gbit/s cap {cap or 'none'}: first choice "
-                             f"{first.name} ({measured[first][0]:.0f} ex/s measured) vs fastest "
-                             f"{fastest.name} ({measured[fastest][0]:.0f}): "
-                             f"{'hit' if hit else 'MISS'}; rho {rho:+.2f}")
+                             f"{first.name}{tie} ({measured[first][0]:.0f} ex/s measured) vs "
+                             f"fastest {fastest.name} ({measured[fastest][0]:.0f}): "
+                             f"{'hit' if hit else 'MISS'}; rho "
+                             f"{'undefined (constant)' if rho is None else f'{rho:+.2f}'}")
                 for c in by_prediction:
                     lines.append(f"    {c.name:14s} predicted {predicted[c]:7.0f}  measured "
                                  f"{measured[c][0]:7.0f}  ratio {measured[c][0] / predicted[c]:.2f}"
@@ -124,9 +148,8 @@ def main(argv):
     for line in lines:
         print(line)
     print(f"first choice measured fastest or within {_WITHIN.value:.0%}: {hits} of {scenarios} "
-          f"scenarios; median rank correlation "
-          f"{sorted(correlations)[len(correlations) // 2]:+.2f}" if correlations else
-          "no scenario ranked")
+          f"scenarios; median rank correlation {statistics.median(correlations):+.2f} over "
+          f"{len(correlations)} with one" if correlations else "no scenario ranked")
 
 
 

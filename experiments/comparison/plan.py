@@ -174,7 +174,9 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
                 for repeat in range(repeats):
                     for cell, module, extra, cores in cells:
                         if k != 1 and (module in (floor, sharing) or cell.startswith(
-                                "collectives-")):  # calibrations: K=1 only (no step in them)
+                                ("collectives-", "adaptive-"))):
+                            # calibrations: K=1 only (no step in them); --adapt holds one
+                            # global batch with K=1, and its table compares at it
                             continue
                         name = f"{cell}/{model}/{size}/" + (f"k{k}/" if k != 1 else "") + \
                             f"r{repeat}"

@@ -116,10 +116,11 @@ def _pipeline(cfg, trainer, epochs):
 
 
 def peak_memory_per_device(cfg, trainer, epochs):
-    """The largest of the record's memory_per_device figures, in bytes (what --adapt notes of a
-    configuration it leaves: its record is never written)."""
-    return max(d["bytes"] for d in _memory_per_device(cfg, trainer, _pipeline(cfg, trainer,
-                                                                                 epochs)))
+    """The largest of the record's memory_per_device figures, in bytes, or None (what --adapt
+    notes of a configuration it leaves: its record is never written)."""
+    return max((d["bytes"] for d in _memory_per_device(cfg, trainer, _pipeline(cfg, trainer,
+                                                                                  epochs))),
+               default=None)  # none for a subclassed model
 
 
 def build_record(cfg, role, trainer, strategy, run_id, epochs, checksum, extra_config):

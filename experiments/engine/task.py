@@ -209,7 +209,9 @@ def run_task(cfg, role, extra_config=None):
                                               part[key] * 1e3)
             writer.flush()
         if switch:  # the next configuration goes on from this checkpoint (adaptive/supervisor)
-            adapter.request(epoch, peak_memory_per_device(cfg, trainer, epochs))
+            adapter.request(epoch, lambda: peak_memory_per_device(cfg, trainer, epochs))
+            if profiler is not None:
+                profiler.close()
             if not is_chief:
                 events.report_finished(role.name)
             return 0

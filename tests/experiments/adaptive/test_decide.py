@@ -1,5 +1,6 @@
 """The adaptive mode's decision (experiments/adaptive/decide.py) on made-up epochs: drift, the
 network it implies, the switch and when a switch does not pay."""
+import dataclasses
 import json
 
 import pytest
@@ -84,8 +85,11 @@ def test_a_profile_measured_here_before_is_reused(tmp_path):
 
     cfg = RunConfig(model="cnn", batch_size_per_replica=32, results_dir=str(tmp_path))
     path = profile_here.path_for(cfg)
-    assert path == str(tmp_path / "profile-cnn-b32-here.json")
-    (tmp_path / "profile-cnn-b32-here.json").write_text("{}")
+    assert path.startswith(str(tmp_path / "profile-cnn-b32-")) and path.endswith("-here.json")
+    # what else the profile trained is in its name: another optimizer is another profile
+    assert profile_here.path_for(dataclasses.replace(cfg, optimizer="adam")) != path
+    assert profile_here.path_for(dataclasses.replace(cfg, epochs=9)) == path
+    open(path, "w").write("{}")
     said = []
     assert profile_here.measure(cfg, ["run"], out=said.append) == path  # no run started
     assert said == [f"auto: using the profile measured here before: {path}"]
@@ -107,3 +111,16 @@ def test_a_straggler_is_not_read_as_a_slower_network():
     steady = [rate(MWMS, 10.0), rate(MWMS, 0.05)]
     verdict = decide.check(PROFILE, CLUSTER, MWMS, G, steady, 6144, 1.0, straggler="worker:0")
     assert verdict.action == "stay" and "waiting for worker:0" in verdict.why
+
+
+def test_after_a_switch_predictions_start_from_the_network_it_inferred(tmp_path):
+    from experiments.adaptive import segment
+
+    cluster = tmp_path / "cluster.json"
+    cluster.write_text(json.dumps({"hosts": 2, "inter_host_gbps": 10.0}))
+    env = {"profile": "docs/default_report/profile-cnn-14336-b64-k1-float32.json",
+           "cluster": str(cluster), "current": decide.config_json(MWMS), "global_batch": G}
+    assert segment.Adapter(env, True, True, 2048).cluster.inter_host_gbps == 10.0
+    after = segment.Adapter({**env, "network_gbps": 0.05}, True, True, 2048)
+    # else the slow network of its first epochs would be taken for the model's error
+    assert after.cluster.inter_host_gbps == after.cluster.intra_host_gbps == 0.05
