@@ -49,22 +49,29 @@ config_flags.define(LaunchConfig)
 flags.adopt_module_key_flags(config_flags)  # --help lists them as this command's own
 
 
+def _schedule(launch_cfg):
+    """--emulate_bandwidth_schedule as [(epoch, gbps)] ([] without one); ConfigError for a bad
+    one, or one given beside --emulate_bandwidth_gbps."""
+    text, gbps = launch_cfg.emulate_bandwidth_schedule, launch_cfg.emulate_bandwidth_gbps
+    if not text:
+        return []
+    if gbps:
+        raise ConfigError(f"--emulate_bandwidth_schedule={text} already gives the rate: drop "
+                          f"--emulate_bandwidth_gbps={gbps:g}")
+    try:
+        return netshape.parse_schedule(text)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+
+
 def _emulation(cfg, launch_cfg, role):
     """(gbps, latency_ms, best_effort, schedule) when an emulated network is asked for, else
     None (schedule: [(epoch, gbps)], or empty for one rate all run long); raises
     ConfigError for bad values or a run without a local cluster. When the machine cannot shape
     (no namespace, no tc, no netem), strict mode refuses and best effort runs unshaped."""
     gbps, latency = launch_cfg.emulate_bandwidth_gbps, launch_cfg.emulate_latency_ms
-    schedule = []
-    if launch_cfg.emulate_bandwidth_schedule:
-        if gbps:
-            raise ConfigError(f"--emulate_bandwidth_schedule="
-                              f"{launch_cfg.emulate_bandwidth_schedule} already gives the rate: "
-                              f"drop --emulate_bandwidth_gbps={gbps:g}")
-        try:
-            schedule = netshape.parse_schedule(launch_cfg.emulate_bandwidth_schedule)
-        except ValueError as e:
-            raise ConfigError(str(e)) from None
+    schedule = _schedule(launch_cfg)
+    if schedule:
         gbps = schedule[0][1]
     if not gbps and not latency:
         return None
@@ -155,8 +162,8 @@ def main(argv):
     written = []  # a profile measured here for --strategy=auto (taken back on bad input)
     if cfg.adapt and not os.environ.get(segment.ADAPT_ENV):  # the chain of segments
         try:  # every check a segment would make, on the first one, before anything is written
-            supervisor.check(cfg, bool(os.environ.get("TF_CONFIG", "").strip()),
-                             launch_cfg.emulate_bandwidth_schedule)
+            supervisor.check(cfg, bool(os.environ.get("TF_CONFIG", "").strip()))
+            _schedule(launch_cfg)  # whatever the first configuration (one process ignores it)
             cfg = _profiled(cfg, written)
             first = auto.resolve(cfg, False)[0]
             validate(first)

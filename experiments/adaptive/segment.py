@@ -108,9 +108,13 @@ def start_cost(epochs, started_at):
     estimate of what a switch costs."""
     if not epochs or epochs[0].get("started_at") is None:
         return 0.0
-    first, steady = epochs[0], [e["time_s"] for e in epochs[1:]]
-    excess = max(0.0, first["time_s"] - statistics.median(steady)) if steady else 0.0
-    return max(0.0, first["started_at"] - started_at) + excess
+    return max(0.0, epochs[0]["started_at"] - started_at) + _tracing_excess(epochs)
+
+
+def _tracing_excess(segment):
+    """A segment's first epoch's time beyond its steady epochs' median (0 without any)."""
+    steady = [e["time_s"] for e in segment[1:]]
+    return max(0.0, segment[0]["time_s"] - statistics.median(steady)) if steady else 0.0
 
 
 def measured_switch(epochs, switch):
@@ -121,13 +125,11 @@ def measured_switch(epochs, switch):
     if not after or before is None or after[0].get("started_at") is None:
         return None
     segment = [e for e in after if e.get("configuration") == after[0].get("configuration")]
-    steady = segment[1:]
-    if not steady:
+    if len(segment) < 2:
         return None
-    rate_after = statistics.median(e["examples_per_sec"] for e in steady)
-    steady_time = statistics.median(e["time_s"] for e in steady)
+    rate_after = statistics.median(e["examples_per_sec"] for e in segment[1:])
     examples = sum(e["examples_per_sec"] * e["time_s"] for e in segment)
     return {"cost_s": after[0]["started_at"] - switch["requested_at"] +
-            max(0.0, after[0]["time_s"] - steady_time),
+            _tracing_excess(segment),
             "rate_before": before["examples_per_sec"], "rate_after": rate_after,
             "gain_s": examples * (1 / before["examples_per_sec"] - 1 / rate_after)}

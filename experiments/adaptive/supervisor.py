@@ -27,7 +27,7 @@ from experiments.config.run_config import AUTO, ConfigError
 from results import cost_model, planner
 from results.records import write_json_atomic
 from strategies import needs_cluster
-from tf_config import netshape, task_process
+from tf_config import task_process
 
 # A single process has no network to shape: its segment (and a profiling run) goes without
 # the emulation flags.
@@ -35,7 +35,7 @@ UNSHAPED = ["--emulate_bandwidth_schedule=", "--emulate_bandwidth_gbps=0",
             "--emulate_latency_ms=0"]
 
 
-def check(cfg, in_cluster, schedule=""):
+def check(cfg, in_cluster):
     """ConfigError (one line) when --adapt cannot run as asked."""
     if cfg.strategy != AUTO:
         raise ConfigError(f"--adapt switches between the plan's configurations: it needs "
@@ -51,11 +51,6 @@ def check(cfg, in_cluster, schedule=""):
         if getattr(cfg, flag):
             raise ConfigError(f"--{flag}={getattr(cfg, flag)} names a task of one "
                               f"configuration; --adapt switches between configurations")
-    if schedule:  # parsed here whatever the first configuration (one process ignores it)
-        try:
-            netshape.parse_schedule(schedule)
-        except ValueError as e:
-            raise ConfigError(str(e)) from None
 
 
 def checkpoint_dir(cfg):
