@@ -10,7 +10,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.mark.parametrize("strategy, extra, named", [
     ("multi_worker_mirrored", [], r"worker:1 last in (\d+)% of steps, median ([\d.]+) ms late"),
-    ("parameter_server", ["--num_ps=1"], r"worker:1 slowest: median step ([\d.]+) ms, ([\d.]+)x")])
+    ("parameter_server", ["--num_ps=1"], r"worker:1 slowest: median step ([\d.]+) ms, ([\d.]+)x the others' median \(([\d.]+) ms\)")])
 def test_the_slowed_worker_is_named(tmp_path, strategy, extra, named):
     import re
 
@@ -31,7 +31,10 @@ def test_the_slowed_worker_is_named(tmp_path, strategy, extra, named):
         assert last["per_worker"]["worker:0"]["wait_s"] > 0.02
         assert last["per_worker"]["worker:1"]["wait_s"] < 0.01
     else:
-        assert float(found[2]) > 1.5  # its step (input included) well over the other's
+        # its input pipeline prefetches, so the 40 ms sleep runs beside its steps and paces them:
+        # its median step is about the sleep (40.4 ms seen, the other's 23-29 ms), and whatever
+        # the shared cores make of the other worker's step, worker:1's is the slower
+        assert float(found[1]) > 0.9 * 40 and float(found[1]) > float(found[3])
     steps = len(record["timeline"]["stamps"]["worker:0"])
     assert steps > 0 and all(len(s) == 3 and s[0] <= s[1] for s in
                              record["timeline"]["stamps"]["worker:1"])
