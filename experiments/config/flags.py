@@ -25,7 +25,7 @@ def define(config_class, flag_values=flags.FLAGS):
     for f in _flag_fields(config_class):
         text, choices = f.metadata["help"], f.metadata.get("choices")
         if choices:
-            text = f"{text} One of: {', '.join(choices)}."
+            text = f"{text} One of: {', '.join(map(str, choices))}."
         _DEFINE[f.type](f.name, f.default, text, flag_values=flag_values)
 
 

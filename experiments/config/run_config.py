@@ -123,6 +123,9 @@ class RunConfig:
                                "largest RATIO of each gradient's values), powersgd:RANK, or bf16 "
                                "(the cast of --gradient_sync_dtype=bfloat16; PSS takes this one "
                                "only). experiments/engine/compressed_sync.py.")
+    zero: int = setting(0, "ZeRO stage under MWMS: 1 keeps each worker's optimizer state for "
+                        "1/N of the parameters (gradients reduce-scattered, the shard updated, "
+                        "parameters all-gathered; experiments/engine/zero.py); 0: off.", (0, 1))
     bytes_per_pack: int = setting(0, "MWMS / hybrid: all-reduce the gradients in packs of about "
                                   "this many bytes, each as soon as its gradients are ready "
                                   "(overlapping the rest of the backward); 0: one pack after "

@@ -22,7 +22,7 @@ def check_fields(cfg):
             f.metadata.get("bound")
         if choices is not None and value not in choices:
             raise ConfigError(f"--{f.name}={value!r} is not valid; choose one of: "
-                              f"{', '.join(choices)}")
+                              f"{', '.join(map(str, choices))}")
         if bound is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
                                   or (value <= 0 if bound == "> 0" else value < 0)):
             raise ConfigError(f"--{f.name}={value!r} must be {bound}")
@@ -119,6 +119,24 @@ def _check_compression(cfg):
                           f"--strategy={cfg.strategy} has one here")
 
 
+def _check_zero(cfg):
+    if not cfg.zero:
+        return
+    if cfg.strategy != "multi_worker_mirrored":
+        raise ConfigError(f"--zero={cfg.zero} shards the optimizer over MWMS workers; use "
+                          f"--strategy=multi_worker_mirrored, not --strategy={cfg.strategy}")
+    if cfg.num_workers < 2:
+        raise ConfigError(f"--zero={cfg.zero} needs 2 or more workers to shard over; "
+                          f"--num_workers={cfg.num_workers}")
+    for name, plain in (("compression", "none"), ("gradient_sync_dtype", "float32"),
+                        ("bytes_per_pack", 0)):
+        given = getattr(cfg, name)
+        if given != plain:
+            raise ConfigError(f"--zero={cfg.zero} reduce-scatters the gradients itself, in "
+                              f"the model's dtype; --{name}={given} cannot go with it (use "
+                              f"--{name}={plain})")
+
+
 def validate(cfg):
     """Raises ConfigError for the first bad value, naming it and what is allowed: first each
     field's own rule (its choices and bound, declared with it in run_config.py), then the rules
@@ -157,6 +175,7 @@ def validate(cfg):
             raise ConfigError(f"--straggler_delay_ms={cfg.straggler_delay_ms:g} must be in "
                               f"(0, 60000]")
     _check_compression(cfg)
+    _check_zero(cfg)
     if cfg.collective != "auto" and not kind(cfg.strategy).all_reduce:
         raise ConfigError(f"--collective={cfg.collective} applies to --strategy="
                           f"{' or '.join(ALL_REDUCE)}, not --strategy={cfg.strategy}")

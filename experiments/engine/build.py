@@ -273,10 +273,13 @@ def build(cfg, info, strategy, coordinator=None, is_chief=True):
     with strategy.scope(), floatx(cfg.float_dtype):
         if kind(cfg.strategy).pipelined:
             stages, devices = split_stages(cfg, info, strategy, model, batches.per_replica_batch)
+        if not cfg.zero:
+            optimizer = make_optimizer(cfg.optimizer, WarmupScaledLR(rate, warmup_steps))
+            # Create slot variables now, in scope: lazily created Adam slots break under
+            # MirroredStrategy with 2 replicas ("You must feed a value for placeholder ...").
+            optimizer.build(model.trainable_variables)
+    if cfg.zero:  # outside the scope: this worker's own state, built on its shard (zero.py)
         optimizer = make_optimizer(cfg.optimizer, WarmupScaledLR(rate, warmup_steps))
-        # Create slot variables now, in scope: lazily created Adam slots break under
-        # MirroredStrategy with 2 replicas ("You must feed a value for placeholder ...").
-        optimizer.build(model.trainable_variables)
     check_input(cfg, info, model, is_chief)
     return Workload(model, batches, optimizer, train_input(cfg, info, strategy, batches,
                                                            coordinator), rate,

@@ -56,6 +56,7 @@ class Checkpoints:
 
     def __init__(self, directory, trainer, is_chief, task_name, every_steps=0, resolver=None):
         self.is_chief, self.every_steps, self.trainer = is_chief, every_steps, trainer
+        self.root = directory  # the chief's; under --zero every worker writes its shard there
         self.directory = directory if is_chief else os.path.join(
             directory, ".scratch", task_name.replace(":", "-"))
         self.stats_path = os.path.join(directory, _STATS)
@@ -91,6 +92,8 @@ class Checkpoints:
         self._checkpoint.restore(self._shared_latest).expect_partial()
         steps = int(self.steps_done.numpy())
         self._check_digest(steps)
+        if self.trainer.zero is not None:  # this worker's optimizer shard, not the chief's
+            self.trainer.zero.restore(self.root, steps)
         per_epoch = self.trainer.steps_per_epoch
         stats = []
         if tf.io.gfile.exists(self.stats_path):
@@ -177,6 +180,8 @@ class Checkpoints:
         start, at = time.perf_counter(), time.time()
         self.manager.save()
         self._saved_at = int(self.steps_done.numpy())
+        if self.trainer.zero is not None:
+            self.trainer.zero.save(self.root, self._saved_at)
         self.saves.append({"step": self._saved_at, "at_time": at,
                            "s": time.perf_counter() - start})
         if self.is_chief:

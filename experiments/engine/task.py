@@ -11,7 +11,7 @@ import sys
 import tensorflow as tf
 
 from experiments.adaptive import segment
-from experiments.engine import compressed_sync, gpipe
+from experiments.engine import compressed_sync, gpipe, zero
 from experiments.engine.checkpoints import Checkpoints
 from experiments.engine.record import build_record, new_run_id, peak_memory_per_device, write
 from experiments.engine.build import build, input_context
@@ -148,6 +148,13 @@ def run_task(cfg, role, extra_config=None):
         return 2
     trainer = Trainer(cfg, info, strategy, workload, coordinator=coordinator, is_chief=is_chief,
                       cpu=cpu)
+    if cfg.checkpoint_dir and tf.train.latest_checkpoint(cfg.checkpoint_dir):
+        try:  # before anything is written or restored (the shapes would not match)
+            zero.check_resumable(cfg.checkpoint_dir, trainer.zero)
+        except zero.ZeroError as e:  # flags that do not match the checkpoint: bad input
+            sys.stderr.write(f"error: {e}\n")
+            sys.stderr.flush()
+            return 2
     run_id = new_run_id(cfg)
     writer = profiler = None
     logdir = os.path.join(cfg.tensorboard_dir or os.path.join(cfg.results_dir, "tensorboard"),
@@ -263,6 +270,7 @@ def run_task(cfg, role, extra_config=None):
         record["communication"] = {**probe, "step_time_s": step, "fraction": share}
         record["communication_fraction"] = share
     record["compression"] = compressed_sync.summary(trainer, strategy.num_replicas_in_sync)
+    record["zero"] = trainer.zero.summary() if trainer.zero is not None else None
     if cfg.compute_probe:
         record["compute"] = flops.summary(
             compute[0], (record["steady_state"].get("examples_per_sec") or {}).get("median"),

@@ -22,7 +22,7 @@ import time
 import keras
 import tensorflow as tf
 
-from experiments.engine import build, compressed_sync, gpipe, step_clock
+from experiments.engine import build, compressed_sync, gpipe, step_clock, zero
 from experiments.measure import comm_probe, cpu_usage, memory
 from strategies import compression, kind
 from tf_config import events
@@ -158,6 +158,10 @@ class Trainer:
                       for v in layer.trainable_variables}
             self.reducer.build(self.model.trainable_variables, tables)
             compressed_sync.without_reduction(self.optimizer)
+        self.zero = None
+        if cfg.zero:  # --zero=1: this worker updates its shard only (zero.py)
+            self.zero = zero.ShardedUpdate(self.optimizer, strategy,
+                                           self.model.trainable_variables)
         self.pipeline = None
         if self.stages is not None:
             self.pipeline = gpipe.Pipeline(self.stages, self.stage_devices, cfg.microbatches,
@@ -236,7 +240,10 @@ class Trainer:
                 t1, grads = step_clock.gradients_ready(grads, gate=self._gate_sync)
             if self.reducer is not None:
                 grads = self.reducer(grads)
-            self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables))
+            if self.zero is not None:
+                self.zero(grads)
+            else:
+                self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables))
             stamps = None
             if self.step_timeline:
                 replica = tf.distribute.get_replica_context().replica_id_in_sync_group

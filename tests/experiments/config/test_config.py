@@ -23,7 +23,7 @@ def test_every_field_makes_one_flag_with_its_default_help_and_choices(config_cla
         assert flag.default == f.default, f.name
         assert flag.help.startswith(f.metadata["help"]), f.name
         for choice in f.metadata.get("choices") or ():
-            assert choice in flag.help, (f.name, choice)
+            assert str(choice) in flag.help, (f.name, choice)
     assert set(values) == {f.name for f in _fields(config_class)}
     # and read() gives back the dataclass from the parsed values
     values(["prog"])
@@ -90,6 +90,17 @@ def test_the_defaults_are_valid(tmp_path):
      "multi_worker_mirrored or hybrid, not --strategy=parameter_server"),
     (dict(strategy="multi_worker_mirrored", num_workers=2, bytes_per_pack=4096,
           compression="int8"), "--compression=int8 exchanges its own forms: give one"),
+    (dict(zero=2), "--zero=2 is not valid; choose one of: 0, 1"),
+    (dict(strategy="mirrored", num_replicas=2, zero=1),
+     "--zero=1 shards the optimizer over MWMS workers; use --strategy=multi_worker_mirrored, "
+     "not --strategy=mirrored"),
+    (dict(strategy="multi_worker_mirrored", num_workers=1, zero=1),
+     "--zero=1 needs 2 or more workers to shard over; --num_workers=1"),
+    (dict(strategy="multi_worker_mirrored", num_workers=2, zero=1, compression="int8"),
+     r"--zero=1 reduce-scatters the gradients itself, in the model's dtype; "
+     r"--compression=int8 cannot go with it \(use --compression=none\)"),
+    (dict(strategy="multi_worker_mirrored", num_workers=2, zero=1, bytes_per_pack=4096),
+     "--bytes_per_pack=4096 cannot go with it"),
 ])
 def test_cross_field_rules_name_the_bad_value(tmp_path, changes, message):
     with pytest.raises(ConfigError, match=message):

@@ -1,0 +1,190 @@
+"""ZeRO stage 1 under MWMS (--zero=1; Rajbhandari et al., SC'20): each of the N workers keeps
+the optimizer state of 1/N of the parameters and updates only that part.
+
+    python -m experiments.run --strategy=multi_worker_mirrored --num_workers=2 --zero=1 \
+        --optimizer=adam
+
+Per step, inside the replica context, on every worker:
+1. its gradients, flattened into one vector padded to N x c values, are reduce-scattered: an
+   all-to-all of the [N, c] rows (row i to rank i) and a sum of the N rows it receives.
+   tf.distribute has no reduce-scatter and TF 2.21's CollectiveReduceScatterV2 has no CPU kernel
+   (../shared/NOTES.md); all-to-all has one. A worker sends (N-1) c values, as a ring
+   reduce-scatter would.
+2. the Keras optimizer (built on this worker's c values only: Adam keeps 2c values, not 2 N c)
+   updates its shard of the parameters, a float copy kept here;
+3. the shards are all-gathered, and every worker assigns the whole parameters to the model.
+Traffic: 2 (N-1) c values a step against a ring all-reduce's 2 (N-1)/N x N c: the same.
+
+The shard a worker owns is the all-to-all's rank of its device, found once by an all-to-all of
+the ranks themselves, so nothing assumes how TensorFlow orders the group.
+The collectives use their own group key, far above MWMS's (which start at 1), and instance keys
+taken while tracing, in the same order on every worker (another order would deadlock).
+
+Checkpoints: the model and this worker's optimizer shard. The chief's checkpoint holds the model,
+as always; every worker writes its own shard to <checkpoint_dir>/zero/rank<r>-of<N> beside it
+(that is the point of the sharding: no worker has the whole state). A resume restores each
+rank's shard; another N, or a checkpoint written without --zero, is refused in one line.
+IndexedSlices (an embedding's rows) are made dense: their values join the flat vector.
+"""
+import itertools
+import json
+import os
+
+import keras
+import numpy as np
+import tensorflow as tf
+from tensorflow.python.ops import collective_ops
+
+_GROUP_KEY = 4_000_000  # MWMS's group keys start at 1: far from them
+_INSTANCE_KEYS = itertools.count(1)
+SHARD_DIR = "zero"
+
+
+class ZeroError(RuntimeError):
+    """A checkpoint this configuration cannot resume (one line)."""
+
+
+def _dense(g, v):
+    if g is None:
+        return tf.zeros_like(v.value if isinstance(v, keras.Variable) else v)
+    return tf.convert_to_tensor(g)
+
+
+class ShardedUpdate:
+    """Replaces `optimizer.apply_gradients` inside `strategy.run` (MWMS, one replica a worker).
+    `optimizer` must have been made outside the strategy's scope: its state is this worker's
+    own, not mirrored."""
+
+    def __init__(self, optimizer, strategy, variables):
+        self.optimizer, self.strategy = optimizer, strategy
+        self.variables = list(variables)
+        self.n = strategy.num_replicas_in_sync
+        self.sizes = [int(np.prod(v.shape)) for v in self.variables]
+        self.total = sum(self.sizes)
+        self.chunk = -(-self.total // self.n)  # c: the last shard is padded
+        self.dtype = tf.as_dtype(self.variables[0].dtype)
+        self.rank = self._my_rank()
+        # this worker's float copy of its shard, the variable its optimizer updates
+        self.shard = keras.Variable(self._my_slice(), dtype=self.dtype.name, trainable=False,
+                                    name="zero_shard")
+        optimizer.build([self.shard])
+
+    def _collective(self, op, t):
+        return op(t, group_size=self.n, group_key=_GROUP_KEY,
+                  instance_key=next(_INSTANCE_KEYS))
+
+    def _my_rank(self):
+        """Row i of the all-to-all goes to rank i: sending i to everyone, each worker receives
+        its own rank from all."""
+        n = self.n
+
+        @tf.function
+        def probe():
+            def fn():
+                return self._collective(collective_ops.all_to_all_v2,
+                                        tf.range(n, dtype=tf.int32))
+            return self.strategy.run(fn)
+
+        (ranks,) = self.strategy.experimental_local_results(probe())
+        ranks = set(ranks.numpy().tolist())
+        assert len(ranks) == 1, ranks
+        return ranks.pop()
+
+    def _flat(self, tensors):
+        flat = tf.concat([tf.reshape(tf.cast(t, self.dtype), [-1]) for t in tensors], 0)
+        return tf.pad(flat, [[0, self.n * self.chunk - self.total]])
+
+    def _my_slice(self):
+        flat = self._flat([v.numpy() for v in self.variables])
+        return flat[self.rank * self.chunk:(self.rank + 1) * self.chunk]
+
+    def resync(self):
+        """The shard from the model's weights (after a restore wrote them)."""
+        self.shard.assign(self._my_slice())
+
+    def __call__(self, grads):
+        """One update (replica context): reduce-scatter, this shard's step, all-gather."""
+        flat = self._flat([_dense(g, v) for g, v in zip(grads, self.variables)])
+        rows = self._collective(collective_ops.all_to_all_v2,
+                                tf.reshape(flat, [self.n, self.chunk]))
+        opt = self.optimizer
+        opt.update_step(tf.reduce_sum(rows, 0), self.shard, opt.learning_rate)
+        opt.iterations.assign_add(1)
+        params = self._collective(collective_ops.all_gather_v2,
+                                  tf.convert_to_tensor(self.shard))[:self.total]
+        values = [tf.reshape(p, v.shape) for p, v in
+                  zip(tf.split(params, self.sizes), self.variables)]
+        tf.__internal__.distribute.interim.maybe_merge_call(
+            _assign_all, self.strategy, list(zip(self.variables, values)))
+
+    # -- checkpoints -------------------------------------------------------------------------
+
+    def _path(self, directory, n=None):
+        return os.path.join(directory, SHARD_DIR, f"rank{self.rank}-of{n or self.n}")
+
+    def save(self, directory, step):
+        """This worker's optimizer shard at `step` (every worker: the state is sharded)."""
+        path = self._path(directory)
+        ckpt = tf.train.Checkpoint(optimizer=self.optimizer)
+        written = ckpt.write(os.path.join(path, "shard"))
+        tmp = os.path.join(path, "step.json.tmp")
+        with tf.io.gfile.GFile(tmp, "w") as f:
+            json.dump({"step": int(step), "checkpoint": os.path.basename(written)}, f)
+        tf.io.gfile.rename(tmp, os.path.join(path, "step.json"), overwrite=True)
+
+    def restore(self, directory, step):
+        """This worker's shard saved at `step` (check_resumable passed); the shard's weights
+        from the restored model."""
+        mine = os.path.join(self._path(directory), "step.json")
+        with tf.io.gfile.GFile(mine) as f:
+            saved = json.load(f)
+        if saved["step"] != step:
+            raise ZeroError(f"{mine}: the optimizer shard is of step {saved['step']}, the model "
+                            f"of step {step}; resume from a checkpoint both wrote")
+        tf.train.Checkpoint(optimizer=self.optimizer).read(
+            os.path.join(self._path(directory), saved["checkpoint"])).assert_consumed()
+        self.resync()
+
+    def summary(self):
+        """The record's `zero`: the shard, the optimizer state this worker keeps against an
+        unsharded optimizer's, and the bytes it sends per step against a ring all-reduce."""
+        itemsize = self.dtype.size
+        state = sum(int(np.prod(v.shape)) * tf.as_dtype(v.dtype).size
+                    for v in self.optimizer.variables if v.shape.rank)  # slots, not scalars
+        per_value = state / self.chunk
+        n = self.n
+        return {"stage": 1, "shards": n, "rank": self.rank, "values": self.total,
+                "shard_values": self.chunk,
+                "optimizer_state_bytes_per_worker": state,
+                "unsharded_optimizer_state_bytes": per_value * self.total,
+                "sent_bytes_per_step": 2.0 * (n - 1) * self.chunk * itemsize,
+                "plain_bytes_per_step": 2.0 * (n - 1) / n * self.total * itemsize,
+                "how": "state: the optimizer's slot variables on this worker; bytes: all-to-all "
+                       "(N-1) c values + ring all-gather (N-1) c values, against a ring "
+                       "all-reduce's 2 (N-1)/N values"}
+
+
+def check_resumable(directory, update):
+    """Raises ZeroError (one line) when the checkpoint in `directory` holds its optimizer state
+    otherwise than `update` (a ShardedUpdate, or None without --zero) keeps it: before anything
+    is restored, as the shapes would not match."""
+    root = os.path.join(directory, SHARD_DIR)
+    names = tf.io.gfile.listdir(root) if tf.io.gfile.isdir(root) else []
+    over = sorted({int(name.rstrip("/").split("-of")[-1]) for name in names})
+    if update is None and over:
+        raise ZeroError(f"{directory} was written with --zero=1 over {over[0]} workers, each "
+                        f"holding part of the optimizer state; resume with --zero=1 "
+                        f"--num_workers={over[0]}")
+    if update is not None and over != [update.n]:
+        raise ZeroError(f"{directory} was written " + (
+            f"with --zero=1 over {over[0]} workers; resume with --num_workers={over[0]}" if over
+            else "without --zero (one optimizer state, not shards); resume without --zero") +
+            f", not --zero=1 over {update.n}")
+
+
+def _assign_all(distribution, pairs):
+    """Keras's own path for updating mirrored variables from a replica context (keras/src/
+    backend/tensorflow/optimizer.py _distributed_tf_update_step)."""
+    for var, value in pairs:
+        var = var.value if isinstance(var, keras.Variable) else var
+        distribution.extended.update(var, lambda v, x: v.assign(x), args=(value,), group=False)

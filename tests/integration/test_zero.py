@@ -1,0 +1,85 @@
+"""ZeRO-1 on real 2-worker MWMS clusters (--zero=1; experiments/engine/zero.py): the sharded
+update trains plain MWMS's weights with half the optimizer state per worker, and its checkpoint
+resumes only as it was sharded."""
+import re
+
+import pytest
+
+from tests.helpers import TOLERANCE_FLOAT64, processes_mentioning, records_in, run_module
+
+pytestmark = pytest.mark.integration
+
+# float64, so the tolerance holds on any CPU (tests/helpers.py); the probes are not checked here
+COMMON = ["--strategy=multi_worker_mirrored", "--model=mlp", "--learning_rate=0.001",
+          "--train_examples=512", "--eval_examples=128", "--batch_size_per_replica=32",
+          "--float_dtype=float64", "--nocomm_probe", "--nocompute_probe",
+          "--cluster_timeout=120"]
+
+
+def _run(results_dir, *args):
+    proc = run_module("experiments.run", *COMMON, *args, f"--results_dir={results_dir}")
+    sums = {k: float(v) for k, v in
+            re.findall(r"\] (\w+:\d) weights checksum (\S+)", proc.stdout)}
+    return proc, sums
+
+
+@pytest.mark.parametrize("optimizer, slots", [("adam", 2), ("momentum", 1)])
+def test_sharded_optimizer_trains_plain_mwms_weights_with_half_the_state(tmp_path, optimizer,
+                                                                          slots):
+    """Reduce-scatter (all-to-all), each worker's Keras optimizer on its half, all-gather: the
+    same updates as plain MWMS's all-reduce and whole optimizer, summed in another order
+    (float64 rounding apart). The record: each worker keeps 1/2 of the optimizer's slots and
+    sends what a ring all-reduce sends."""
+    sums = {}
+    for z in (0, 1):
+        proc, sums[z] = _run(tmp_path / f"z{z}", "--num_workers=2", "--epochs=2",
+                             f"--optimizer={optimizer}", f"--zero={z}")
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        assert set(sums[z]) == {"worker:0", "worker:1"} and len(set(sums[z].values())) == 1
+    plain, sharded = sums[0]["worker:0"], sums[1]["worker:0"]
+    assert abs(sharded - plain) <= TOLERANCE_FLOAT64 * abs(plain)
+    (record,) = records_in(tmp_path / "z1")
+    z = record["zero"]
+    assert (z["stage"], z["shards"]) == (1, 2) and z["shard_values"] == -(-z["values"] // 2)
+    assert z["optimizer_state_bytes_per_worker"] == slots * 8 * z["shard_values"]
+    assert z["unsharded_optimizer_state_bytes"] == slots * 8 * z["values"]
+    assert z["plain_bytes_per_step"] <= z["sent_bytes_per_step"] <= \
+        z["plain_bytes_per_step"] + 2 * 8  # one padded value at most
+    (plain_record,) = records_in(tmp_path / "z0")
+    assert plain_record["zero"] is None
+    assert not processes_mentioning(str(tmp_path))
+
+
+def test_each_worker_resumes_its_own_shard_and_other_shardings_are_refused(tmp_path):
+    """Adam, 1 epoch then resumed to 2: every worker's moments come back from its own shard
+    file, so the resumed run ends where plain MWMS resumed the same way ends (float64 rounding
+    apart); with the moments of the chief's shard, or none, it would not. A checkpoint is
+    resumed only as it was sharded: another N, or no --zero, exits 2 in one line and writes
+    nothing."""
+    ends = {}
+    for z in (0, 1):
+        ckpt = tmp_path / f"ckpt{z}"
+        for epochs in (1, 2):
+            proc, sums = _run(tmp_path / f"r{z}-{epochs}", "--num_workers=2", "--optimizer=adam",
+                              f"--epochs={epochs}", f"--zero={z}", f"--checkpoint_dir={ckpt}")
+            assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        assert "resumed from" in proc.stdout
+        assert len(set(sums.values())) == 1
+        ends[z] = sums["worker:0"]
+    assert abs(ends[1] - ends[0]) <= TOLERANCE_FLOAT64 * abs(ends[0])
+    assert sorted(p.name for p in (tmp_path / "ckpt1" / "zero").iterdir()) == \
+        ["rank0-of2", "rank1-of2"]
+    for args, line in [
+            (["--num_workers=3", "--zero=1", f"--checkpoint_dir={tmp_path / 'ckpt1'}"],
+             "was written with --zero=1 over 2 workers; resume with --num_workers=2, not "
+             "--zero=1 over 3"),
+            (["--num_workers=2", f"--checkpoint_dir={tmp_path / 'ckpt1'}"],
+             "was written with --zero=1 over 2 workers, each holding part of the optimizer "
+             "state; resume with --zero=1 --num_workers=2"),
+            (["--num_workers=2", "--zero=1", f"--checkpoint_dir={tmp_path / 'ckpt0'}"],
+             "was written without --zero")]:
+        proc, _ = _run(tmp_path / "refused", "--optimizer=adam", "--epochs=3", *args)
+        assert proc.returncode == 2, proc.stdout[-3000:] + proc.stderr[-3000:]
+        assert line in proc.stderr.strip().splitlines()[-1]
+        assert not (tmp_path / "refused").exists()
+    assert not processes_mentioning(str(tmp_path))
