@@ -35,6 +35,10 @@ Per-replica step time:  t = compute / device_speedup + overhead + communication
       measured payload C of one replica's compressed gradient all-gathered ((N-1) C / B, int8
       and top-k) or all-reduced like a gradient (PowerSGD's factors), plus the compression's own
       compute, scaled with the device; its per-replica state (error feedback) adds to memory
+    ZeRO-1 (--zero=1, MWMS; experiments/engine/zero.py): the gradient reduce-scattered and the
+      parameters all-gathered, both in the model's dtype: per worker the bytes of a ring
+      all-reduce of the parameters, 2 (N-1)/N W (dense, whatever the gradient's kind), after
+      the whole backward (no overlap); a device holds 1/N of the optimizer state
     shared medium (the emulated network, tc tbf on one loopback): every byte of every link
       goes through one bucket of B: all-reduce 2 (N-1) G / B per step; a PSS worker (G + P)/B
       per step, and the cluster at most B / (G + P) steps per second
@@ -55,6 +59,7 @@ PIPELINES = tuple(n for n in REGISTRY if kind(n).pipelined)
 SWEEP_SPLIT_BYTES = 65536  # the sweep's message cut into 1, 4, 16 tensors (per-tensor cost)
 SYNC_DTYPES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}  # bytes per element
 OPTIMIZER_SLOTS = {"sgd": 0, "momentum": 1, "adam": 2}  # slot variables per weight
+ZERO_STRATEGIES = ("multi_worker_mirrored",)  # --zero=1 (experiments/engine/zero.py)
 
 
 class SpecError(ValueError):
@@ -327,14 +332,15 @@ class Prediction:
     bound: str = ""  # what limits it beyond the step ("the shared link")
 
 
-def memory_per_device(profile, strategy, stages=1):
+def memory_per_device(profile, strategy, stages=1, zero_shards=1):
     """Bytes one device holds: its parameters, their gradients and the activations of its
     batch, and under all-reduce strategies the optimizer state too (under PSS that lives on the
-    parameter servers; a worker holds what it pulled). A pipeline's device holds 1/S of all of
-    it (equal stages; GPipe keeps every micro-batch's activations of its stage until backward)."""
+    parameter servers; a worker holds what it pulled), 1/zero_shards of it under ZeRO-1. A
+    pipeline's device holds 1/S of all of it (equal stages; GPipe keeps every micro-batch's
+    activations of its stage until backward)."""
     held = 2 * profile.parameter_bytes + profile.activation_bytes
     if not kind(strategy).parameter_servers:
-        held += profile.optimizer_state_bytes
+        held += profile.optimizer_state_bytes // zero_shards
     return held // stages
 
 
@@ -358,10 +364,11 @@ def pipeline_s(profile, stages, microbatches, cluster):
 
 
 def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None, stages=1,
-            microbatches=1, compression="none"):
+            microbatches=1, compression="none", zero=0):
     """The step, throughput and efficiency of `strategy` for `profile` on `cluster`; overlap:
     the share of synchronization hidden behind compute (None: the profile's measured one);
-    compression: an all-reduce's --compression form, from the profile's `reducers`.
+    compression: an all-reduce's --compression form, from the profile's `reducers`; zero: the
+    ZeRO stage (1: MWMS's optimizer state sharded over its workers).
     Pipelines: `stages` devices of one host per pipeline, `microbatches` per step; model_parallel
     is one pipeline, hybrid one per host (an MWMS worker per host all-reducing the gradients)."""
     if overlap is None:
@@ -380,12 +387,19 @@ def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None, stag
             raise SpecError(f"compression {compression!r} under {strategy}: the profile "
                             f"measured {', '.join(profile.reducers) or 'no reducer'} (all-reduce "
                             f"strategies and dense gradients only)")
+    if zero and (strategy not in ZERO_STRATEGIES or compression != "none" or
+                 sync_dtype != "float32"):
+        raise SpecError(f"ZeRO-{zero} under {strategy} with {compression!r} and {sync_dtype} "
+                        f"sync: the toolkit shards under {', '.join(ZERO_STRATEGIES)} with "
+                        f"neither compression nor a 16-bit sync")
+    if zero:  # the parameters' bytes, reduce-scattered and all-gathered, hidden by nothing
+        gradient, overlap = profile.parameter_bytes, 0.0
     # the compression's own compute: on the step's path, hidden by no overlap
     compress = ((reducer or {}).get("compress_s") or 0.0) / cluster.device_speedup
 
     def sync(part):  # one step's all-reduce (or the reducer's exchange) on `part`
         return reducer_s(reducer, part) if reducer else \
-            allreduce_s(gradient, part, profile.gradient_kind)
+            allreduce_s(gradient, part, "dense" if zero else profile.gradient_kind)
 
     replicas, devices = cluster.workers, cluster.workers
     if kind(strategy).pipelined:
@@ -409,7 +423,7 @@ def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None, stag
     alone = profile.batch / (profile.compute_s / cluster.device_speedup + overhead)
     speedup = rate / alone
     split = stages if kind(strategy).pipelined else 1
-    memory = memory_per_device(profile, strategy, split) + \
+    memory = memory_per_device(profile, strategy, split, replicas if zero else 1) + \
         ((reducer or {}).get("state_bytes") or 0) // split
     return Prediction(strategy, devices, step, compute, overhead, comm_exposed, rate,
                       speedup, speedup / devices, comm_exposed / step, memory,

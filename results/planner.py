@@ -10,7 +10,9 @@ with gradient accumulation A (A micro-batches per update: compute x A, one synch
 the gradient sync dtype (float32, or bfloat16: half the bytes). N runs over powers of two up to
 the cluster's devices (and all of them), laid out host by host (a host's devices first). MWMS
 also under each gradient compression the profile measured (its `reducers`: int8, topk,
-powersgd), marked as a change (lossy: check the accuracy).
+powersgd), marked as a change (lossy: check the accuracy), and with ZeRO-1 (float32: the
+optimizer state 1/N per device, the same updates; it wins a tie with plain MWMS only when plain
+MWMS does not fit).
 Pipelines, where the profile says what crosses a stage boundary (boundary_activation_bytes):
 model_parallel over S = 2, 4, ... devices of a host with M micro-batches, and hybrid, one such
 pipeline per host on 2, 4, ... hosts (equal stages: the profile has no per-layer times).
@@ -38,6 +40,7 @@ class Config:
     stages: int = 1  # pipelines: devices per pipeline (one host's)
     microbatches: int = 1
     compression: str = "none"  # --compression (all-reduce only; the profile's reducers)
+    zero: int = 0  # --zero (MWMS only: the optimizer state sharded over its workers)
 
     @property
     def name(self):
@@ -57,6 +60,8 @@ class Config:
             parts.append(self.sync_dtype)
         if self.compression != "none":
             parts.append(self.compression)
+        if self.zero:
+            parts.append(f"ZeRO-{self.zero}")
         return " ".join(parts)
 
 
@@ -126,6 +131,8 @@ def configurations(profile, cluster):
                 if not kind(strategy).parameter_servers:  # measured at the profile's dtype
                     out += [Config(strategy, n, hosts, per_host, 0, a, dtypes[0], compression=f)
                             for f in profile.reducers]
+                if strategy in cost_model.ZERO_STRATEGIES and "float32" in dtypes:
+                    out += [Config(strategy, n, hosts, per_host, 0, a, zero=1)]
     return out
 
 
@@ -171,7 +178,7 @@ def predict(profile, cluster, config):
     else:
         prediction = cost_model.predict(p, part, config.strategy, config.sync_dtype,
                                         stages=config.stages, microbatches=config.microbatches,
-                                        compression=config.compression)
+                                        compression=config.compression, zero=config.zero)
     dropped = "" if prediction.fits_memory else (
         f"needs {prediction.memory_per_device_bytes / 1e6:.0f} MB per device, over the "
         f"{cluster.memory_per_device_mb:g} MB cap")
@@ -194,7 +201,7 @@ def plan(profile, cluster):
     fits = sorted((p for p in planned if not p.dropped),
                   key=lambda p: (-p.prediction.examples_per_sec, p.config.workers,
                                  p.config.accumulation, p.config.sync_dtype != "float32",
-                                 p.config.num_ps))
+                                 p.config.num_ps, p.config.zero))
     return fits + [p for p in planned if p.dropped]
 
 
@@ -202,10 +209,13 @@ def tasks(config):
     """(strategy to run, workers, local replicas per worker, devices per worker) of `config`:
     all-reduce over hosts is one MWMS worker per host whose devices are its local replicas, on
     one host MirroredStrategy's replicas (the same ring); a PSS worker is one device on a host
-    of its own; a pipeline's worker holds its S stages."""
+    of its own; a pipeline's worker holds its S stages; ZeRO on one host is MWMS, a worker per
+    device (mirrored does not shard)."""
     if kind(config.strategy).pipelined:
         return config.strategy, config.hosts, 1, config.stages
     if kind(config.strategy).parameter_servers or kind(config.strategy).single_device:
+        return config.strategy, config.workers, 1, 1
+    if config.hosts == 1 and config.zero:
         return config.strategy, config.workers, 1, 1
     if config.hosts == 1:
         return MIRRORED[0], 1, config.workers, config.workers
@@ -231,7 +241,7 @@ class CommandTarget:
 # (RunConfig's defaults): what --strategy=auto replaces, whatever the command line said.
 TOPOLOGY = {"strategy": None, "num_replicas": 1, "num_workers": 1, "num_ps": 0}
 TRAINING = {"num_stages": 1, "microbatches": 1, "accumulation_steps": 1,
-            "gradient_sync_dtype": "float32", "compression": "none"}
+            "gradient_sync_dtype": "float32", "compression": "none", "zero": 0}
 
 
 def settings(config):
@@ -248,7 +258,7 @@ def settings(config):
     if k.pipelined:
         out.update(num_stages=config.stages, microbatches=config.microbatches)
     out.update(accumulation_steps=config.accumulation, gradient_sync_dtype=config.sync_dtype,
-               compression=config.compression)
+               compression=config.compression, zero=config.zero)
     return out
 
 

@@ -40,10 +40,11 @@ def at_batch(profile, batch):
 
 def candidates(profile, cluster, global_batch):
     """The configurations a run may switch between: the planner's, without what trains
-    differently (accumulation, 16-bit sync, compression) and with a whole replica batch."""
+    differently (accumulation, 16-bit sync, compression) and with a whole replica batch; not
+    ZeRO's, whose sharded checkpoints resume only under the same sharding."""
     out, dtype = [], planner.sync_dtypes(profile)[0]
     for config in planner.configurations(profile, cluster):
-        if config.accumulation != 1 or config.compression != "none" or \
+        if config.accumulation != 1 or config.compression != "none" or config.zero or \
                 config.sync_dtype != dtype or \
                 global_batch % replicas(config) or \
                 (config.microbatches > 1 and (global_batch // replicas(config)) %

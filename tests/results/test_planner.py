@@ -77,13 +77,37 @@ def test_what_does_not_fit_is_dropped_with_the_reason_and_never_best():
     cap_mb = (mwms + pss) / 2 / 1e6
     planned = planner.plan(PROFILE, dataclasses.replace(CLUSTER, memory_per_device_mb=cap_mb))
     dropped = [p for p in planned if p.dropped]
-    assert dropped and all(p.config.strategy != "parameter_server" for p in dropped)
+    # ZeRO-1 keeps 1/N of the optimizer state: under the cap from N = 2 on
+    assert dropped and all(p.config.strategy != "parameter_server" and not p.config.zero
+                           for p in dropped)
     assert all(f"over the {cap_mb:g} MB cap" in p.dropped for p in dropped)
     best = planner.best(planned)
-    assert best.config.strategy == "parameter_server" and not best.dropped
+    assert (best.config.strategy == "parameter_server" or best.config.zero) and not best.dropped
     # an impossible cap: nothing fits, no best
     assert planner.best(planner.plan(PROFILE, dataclasses.replace(
         CLUSTER, memory_per_device_mb=1))) is None
+
+
+def test_zero_shards_the_optimizer_state_and_moves_the_parameters_bytes():
+    """ZeRO-1 on N devices: 1/N of the optimizer state each; reduce-scatter + all-gather move a
+    ring all-reduce's bytes of the parameters, after the backward (no overlap); without a memory
+    cap plain MWMS wins the tie; with one that drops plain MWMS, ZeRO is its answer."""
+    planned = _by_name(planner.plan(PROFILE, CLUSTER))
+    plain, sharded = planned["MWMS N=8 (4x2)"], planned["MWMS N=8 (4x2) ZeRO-1"]
+    state = PROFILE.optimizer_state_bytes
+    assert plain.prediction.memory_per_device_bytes - \
+        sharded.prediction.memory_per_device_bytes == state - state // 8
+    part = dataclasses.replace(CLUSTER, hosts=4, devices_per_host=2)
+    assert sharded.prediction.communication_s == pytest.approx(
+        cost_model.allreduce_s(PROFILE.parameter_bytes, part))
+    assert not sharded.changes and sharded.global_batch == plain.global_batch
+    assert planner.settings(sharded.config)["zero"] == 1
+    assert planner.settings(planned["MWMS N=2 ZeRO-1"].config)["strategy"] == \
+        "multi_worker_mirrored"  # one host: a worker per device, not mirrored
+    order = [p.config.name for p in planner.plan(PROFILE, CLUSTER)]
+    assert order.index("MWMS N=8 (4x2)") < order.index("MWMS N=8 (4x2) ZeRO-1")
+    with pytest.raises(cost_model.SpecError, match="ZeRO-1 under parameter_server"):
+        cost_model.predict(PROFILE, CLUSTER, "parameter_server", zero=1)
 
 
 def test_the_best_trains_what_the_profile_trained():

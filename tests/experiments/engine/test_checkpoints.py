@@ -23,7 +23,7 @@ def _trainer(extra_layer=False, seed=0):
     optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables),
                                   model.trainable_variables))
     return types.SimpleNamespace(model=model, optimizer=optimizer, steps_per_epoch=1,
-                                 coordinator=None)
+                                 coordinator=None, zero=None)
 
 
 def test_the_restored_state_is_the_saved_one(tmp_path):
