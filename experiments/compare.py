@@ -85,8 +85,9 @@ _BANDWIDTHS = flags.DEFINE_list("bandwidths", "0.02,0.1,0.5,0", "Network and red
                                 "cluster's links; 0: the real loopback, which the model is fitted "
                                 "to; --preset=reducers: 0.1,1,0).")
 _REDUCERS = flags.DEFINE_list("reducers", list(REDUCERS), "Reducers experiment: the "
-                              "--compression forms run against plain MWMS, and packs:BYTES (the "
-                              "plain all-reduce in packs, --bytes_per_pack).")
+                              "--compression forms run against plain MWMS, packs:BYTES (the "
+                              "plain all-reduce in packs, --bytes_per_pack) and zero:1 (the "
+                              "sharded optimizer, --zero=1).")
 _DELAYS = flags.DEFINE_list("straggler_delays", "0,25,50,100",
                             "Straggler experiment: per-step delays (ms) of the last worker.")
 _STRAGGLER_WORKERS = flags.DEFINE_integer("straggler_workers", 2,

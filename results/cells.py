@@ -129,10 +129,12 @@ def is_network_run(record):
 
 
 def reducer_of(record):
-    """How the run synchronized its gradients besides plain: its --compression form, or
-    "packs:BYTES" for a packed all-reduce (--bytes_per_pack), else "none" (records from before
-    either too)."""
+    """How the run synchronized its gradients besides plain: its --compression form,
+    "packs:BYTES" for a packed all-reduce (--bytes_per_pack), "zero:STAGE" for a sharded
+    optimizer (--zero), else "none" (records from before any of them too)."""
     config = record.get("config") or {}
+    if config.get("zero"):
+        return f"zero:{config['zero']}"
     if (config.get("compression") or "none") != "none":
         return config["compression"]
     return f"packs:{config['bytes_per_pack']}" if config.get("bytes_per_pack") else "none"

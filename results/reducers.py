@@ -28,7 +28,8 @@ from strategies.compression import sent_per_replica
 PLAIN = "none"
 COLUMNS = (*SETTING_KEYS, "compression", "n", "bandwidth_gbps", "runs", "examples_per_sec",
            "predicted_examples_per_sec", "error", "vs_plain", "sent_mb_per_step",
-           "plain_mb_per_step", "compress_ms", "state_mb", "final_eval_accuracy",
+           "plain_mb_per_step", "compress_ms", "state_mb", "optimizer_state_mb",
+           "final_eval_accuracy",
            "accuracy_delta", "note")
 
 
@@ -59,9 +60,10 @@ def _bytes(record, plain=False):
     comm = record.get("communication") or {}
     sparse = comm.get("sparse_gradient_bytes") or 0
     dense = (comm.get("gradient_bytes") or 0) - sparse
-    c = record.get("compression")
+    c = record.get("compression") or record.get("zero")
     if c and c.get("payload_bytes") is not None and not plain:
-        return c["payload_bytes"], c["exchange"], sparse
+        # ZeRO densifies IndexedSlices: its payload is every parameter, nothing sparse beside
+        return c["payload_bytes"], c["exchange"], 0 if record.get("zero") else sparse
     return dense, "reduce", sparse
 
 
@@ -131,7 +133,9 @@ def rows(records):
             (predicted - measured) / measured if predicted and measured and gbps else None,
             measured / plain if measured and plain else None, mb(_sent(runs[0], n)),
             mb(_sent(runs[0], n, plain=True)), compress_s * 1e3 if compress_s else None,
-            mb(metrics.median([x.get("state_bytes_per_replica") for x in c])), accuracy,
+            mb(metrics.median([x.get("state_bytes_per_replica") for x in c])),
+            mb(metrics.median([(r.get("zero") or {}).get("optimizer_state_bytes_per_worker")
+                               for r in runs])), accuracy,
             accuracy - plain_acc if accuracy is not None and plain_acc is not None else None,
             "" if gbps else "fit point (real loopback)"))))
     out.sort(key=lambda r: sort_key(tuple(r[k] for k in SETTING_KEYS)) + (
@@ -168,8 +172,8 @@ def _said(crossing):
 
 def markdown(table, crossings):
     head = ("model", "compression", "emulated Gbit/s", "measured ex/s", "predicted ex/s", "error",
-            "vs plain", "sent MB/step", "plain MB/step", "compress ms", "state MB", "accuracy",
-            "Δ accuracy")
+            "vs plain", "sent MB/step", "plain MB/step", "compress ms", "state MB",
+            "optimizer MB", "accuracy", "Δ accuracy")
     f = lambda v, fmt: format(v, fmt) if v is not None else "–"  # noqa: E731
     cells = [[r["model"], r["compression"],
               f"{r['bandwidth_gbps']:g}" if r["bandwidth_gbps"] else "real loopback",
@@ -179,11 +183,13 @@ def markdown(table, crossings):
               f(r["vs_plain"], ".2f") + ("x" if r["vs_plain"] is not None else ""),
               f(r["sent_mb_per_step"], ".3f"), f(r["plain_mb_per_step"], ".3f"),
               f(r["compress_ms"], ".2f"), f(r["state_mb"], ".2f"),
-              f(r["final_eval_accuracy"], ".3f"),
+              f(r["optimizer_state_mb"], ".2f"), f(r["final_eval_accuracy"], ".3f"),
               f"{r['accuracy_delta']:+.3f}" if r["accuracy_delta"] is not None else "–"]
              for r in table]
     lines = ["## Reducers: gradient compression against plain MWMS", "",
-             "MWMS at N=2, plain (none) and with each --compression, on the real loopback and "
+             "MWMS at N=2, plain (none) and with each --compression (packs:BYTES: the plain "
+             "all-reduce in packs; zero:1: ZeRO-1's sharded optimizer, whose 'optimizer MB' is "
+             "the optimizer state one worker keeps), on the real loopback and "
              "with the cluster's loopback shaped to B Gbit/s shared by every link. 'sent': bytes "
              "one replica sends per step (ring algorithms; strategies/compression.py), 'state': "
              "its error-feedback residuals (and PowerSGD's Q), 'compress': the compression's "

@@ -6,7 +6,7 @@ valid choices, which `experiments.compare` turns into one line and exit 2).
 """
 import dataclasses
 
-from experiments.comparison.plan import PACKS, REDUCERS_STRATEGY
+from experiments.comparison.plan import PACKS, REDUCERS_STRATEGY, ZERO
 from experiments.comparison.presets import (EXPERIMENT_NAMES, MODEL_DATASETS, PRESETS,
                                             REDUCER_BANDWIDTHS, REDUCERS, ZOO_SIZES)
 from experiments.config import check_dataset, check_model
@@ -102,10 +102,15 @@ def resolve(preset_name, *, models=None, dataset=None, strategies, experiments=N
                 raise ValueError(f"--reducers: {form!r} is not valid; packs:BYTES takes a "
                                  f"positive number of bytes (e.g. packs:262144)")
             continue
+        if form.startswith(ZERO):  # the sharded optimizer: --zero
+            if form != f"{ZERO}1":
+                raise ValueError(f"--reducers: {form!r} is not valid; the sharded optimizer is "
+                                 f"zero:1 (ZeRO stage 1)")
+            continue
         try:
             compression.parse(form)
         except ValueError as e:
-            raise ValueError(f"--reducers: {e} (or packs:BYTES)") from None
+            raise ValueError(f"--reducers: {e} (or packs:BYTES, zero:1)") from None
         if form in ("none", "bf16"):
             raise ValueError(f"--reducers: {form!r} is not a reducer; the experiment runs plain "
                              f"MWMS (none) itself and bf16 is --gradient_sync_dtype's cast; "

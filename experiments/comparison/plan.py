@@ -13,6 +13,15 @@ from strategies import ALL_REDUCE, kind
 # The reducers experiment's strategy: whole replicas per worker that all-reduce (MWMS)
 REDUCERS_STRATEGY = next(n for n in ALL_REDUCE if not kind(n).pipelined)
 PACKS = "packs:"  # a reducers form: the plain all-reduce in packs of BYTES (--bytes_per_pack)
+ZERO = "zero:"  # a reducers form: ZeRO at STAGE (--zero)
+
+
+def reducer_flag(form):
+    """The experiments.run flag of a reducers form (packs:BYTES, zero:STAGE, a compression)."""
+    for prefix, flag in ((PACKS, "bytes_per_pack"), (ZERO, "zero")):
+        if form.startswith(prefix):
+            return f"--{flag}={form[len(prefix):]}"
+    return f"--compression={form}"
 
 
 # A collectives cell's training per worker and epoch, before its sweep: a few steps (32 at the
@@ -159,8 +168,7 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
                 for b in shaped_at:
                     shaped = [f"--emulate_bandwidth_gbps={b:g}"] if b else []
                     for form in ("none", *reducers):
-                        how = f"--bytes_per_pack={form[len(PACKS):]}" if form.startswith(
-                            PACKS) else f"--compression={form}"
+                        how = reducer_flag(form)
                         cells.append((f"reducers-{form.replace(':', '')}-n2-b{b:g}", run,
                                       strategy_flags(REDUCERS_STRATEGY, 2, num_ps, threads) + shaped +
                                       [how], 2 * threads))

@@ -48,4 +48,4 @@ EXPERIMENT_NAMES = ("scaling", "straggler", "network", "parallelism", "reducers"
 REDUCER_BANDWIDTHS = {"wide_mlp": "1,5,0"}
 # The reducers experiment's forms unless --reducers says otherwise (experiments.run's
 # --compression; strategies/compression.py).
-REDUCERS = ("int8", "topk:0.01", "powersgd:4", "packs:262144")
+REDUCERS = ("int8", "topk:0.01", "powersgd:4", "packs:262144", "zero:1")

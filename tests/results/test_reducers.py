@@ -74,3 +74,20 @@ def test_profiles_take_the_reducers_measured_on_the_same_model_and_batch():
     assert key == ("cnn", 64, "float32")
     assert found == {key: {"int8": {"payload_bytes": MB, "exchange": "gather",
                                     "compress_s": pytest.approx(0.003), "state_bytes": 4 * MB}}}
+
+
+def test_zero_is_a_row_with_the_optimizer_state_a_worker_keeps():
+    """--zero=1 in the reducers experiment: its own form (zero:1), the parameters' bytes
+    reduce-scattered and all-gathered (a ring all-reduce's, as plain sends), and the optimizer
+    state one worker keeps beside it."""
+    zero = _run("none", 0, 0.84)
+    zero["run_name"] = zero["run_name"].replace("reducers-none", "reducers-zero1")
+    zero["config"]["zero"] = 1
+    zero["zero"] = {"stage": 1, "payload_bytes": 4 * MB, "exchange": "reduce",
+                    "optimizer_state_bytes_per_worker": 2 * MB}
+    table = reducers.rows([_run("none", 0, 0.8), zero])
+    (plain,) = [r for r in table if r["compression"] == "none"]
+    (sharded,) = [r for r in table if r["compression"] == "zero:1"]
+    assert sharded["sent_mb_per_step"] == pytest.approx(plain["sent_mb_per_step"]) == 4.0
+    assert sharded["optimizer_state_mb"] == 2.0 and plain["optimizer_state_mb"] is None
+    assert sharded["vs_plain"] == pytest.approx(0.8 / 0.84)
