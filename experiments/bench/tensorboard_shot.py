@@ -3,8 +3,9 @@ browser. Starts `tensorboard --logdir=LOGDIR` on a free loopback port, opens its
 dashboard in Chromium, and saves one PNG per view (table, parallel coordinates) plus the time
 series of the per-step timing scalars.
 
-    apt-get install chromium; pip install playwright==1.63.0   # once; the product needs neither
-    python -m experiments.bench.tensorboard_shot --logdir=runs/compare/tensorboard --out=docs/tensorboard
+    apt-get install chromium; .venv/bin/pip install -e '.[browser]'  # once; training needs neither
+    python -m experiments.bench.tensorboard_shot --logdir=runs/compare/tensorboard \
+        --out=docs/screenshots
 
 The browser is started with the flags this machine's closed network needs (no background
 networking, no component updates); TensorBoard is stopped however the script ends.
@@ -19,17 +20,17 @@ import urllib.request
 from absl import app, flags
 
 _LOGDIR = flags.DEFINE_string("logdir", "runs/compare/tensorboard", "A report's tensorboard/.")
-_OUT = flags.DEFINE_string("out", "docs/tensorboard", "Folder for the PNGs.")
+_OUT = flags.DEFINE_string("out", "docs/screenshots", "Folder for the PNGs.")
 _CHROMIUM = flags.DEFINE_string("chromium", "/usr/bin/chromium", "The browser to drive.")
 
 _BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update",
                  "--disable-sync"]
 # (file name, the dashboard's URL fragment, a tab to click or None, {search box: text to type})
-_VIEWS = [("hparams_table", "hparams", None, {}),
-          ("hparams_parallel_coordinates", "hparams", "PARALLEL COORDINATES VIEW", {}),
+_VIEWS = [("tensorboard-hparams-table", "hparams", None, {}),
+          ("tensorboard-hparams-parallel", "hparams", "PARALLEL COORDINATES VIEW", {}),
           # the per-epoch step timings of the training runs (not the HParams trials' metrics)
-          ("step_ms_scalars", "timeseries", None,
+          ("tensorboard-step-ms", "timeseries", None,
            {"Filter tags (regex)": "^step_ms/", "Filter runs (regex)": r"T\d{6}-"})]
 
 

@@ -60,7 +60,9 @@ def _memory_per_device(cfg, trainer, pipe):
     if pipe is not None:
         return [{"stage": s["stage"], "device": s["device"], "bytes": s["peak_memory_bytes"],
                  "kind": s["peak_memory_kind"]} for s in pipe["stages"]]
-    return memory.of_replica(trainer.model, trainer.per_replica_batch, cfg.optimizer)
+    zero = getattr(trainer, "zero", None)  # the engine floor's plain loop has none
+    return memory.of_replica(trainer.model, trainer.per_replica_batch, cfg.optimizer,
+                             zero.n if zero is not None else 1)
 
 
 def _startup(trainer):

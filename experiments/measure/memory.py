@@ -4,10 +4,11 @@ measures one of them alone).
 
 The estimate for a device holding layers L with a batch of B examples in flight:
 
-    parameters x (1 + 1 for their gradients + the optimizer's slots per weight)
+    parameters x (1 + 1 for their gradients + the optimizer's slots per weight / Z)
     + B x (every output of L per example)        activations, held from forward to backward
 
-One device, or a data-parallel replica, holds the whole model and its per-replica batch (with
+(Z: the workers ZeRO-1 shards the optimizer state over, else 1.) One device, or a data-parallel
+replica, holds the whole model and its per-replica batch (with
 --accumulation_steps, one micro-batch at a time); a GPipe stage holds its own layers and every
 micro-batch of the step (experiments/engine/gpipe.py). Temporaries and allocator overhead are not
 counted, so the estimate is a floor: compare it across configurations, not with a device's size.
@@ -21,36 +22,39 @@ ESTIMATE = "estimate (tensor sizes)"
 MEASURED = "measured (GPU allocator peak)"
 
 
-def _estimate(stage, batch, optimizer):
+def _estimate(stage, batch, optimizer, shards=1):
     if stage.activation_bytes_per_example is None:  # a size known only at run time
         return None
-    return (stage.parameter_bytes * (2 + OPTIMIZER_SLOTS.get(optimizer, 0))
+    return (stage.parameter_bytes * 2
+            + stage.parameter_bytes * OPTIMIZER_SLOTS.get(optimizer, 0) // shards
             + stage.activation_bytes_per_example * batch)
 
 
-def per_device(stages, devices, batch, optimizer):
+def per_device(stages, devices, batch, optimizer, shards=1):
     """[{device, bytes, kind}] for each of `stages` (models.stages.Stage) on `devices`, with
-    `batch` examples in flight on each."""
+    `batch` examples in flight on each and the optimizer state over `shards` workers."""
     out = []
     for stage, device in zip(stages, devices):
         if "GPU" in device.upper():
             peak = tf.config.experimental.get_memory_info(device.split("device:")[-1])["peak"]
             out.append({"device": device, "bytes": peak, "kind": MEASURED})
         else:
-            out.append({"device": device, "bytes": _estimate(stage, batch, optimizer),
+            out.append({"device": device, "bytes": _estimate(stage, batch, optimizer, shards),
                         "kind": ESTIMATE})
     return out
 
 
-def of_replica(model, batch, optimizer):
-    """One replica holding the whole `model` with `batch` examples in flight: [{device, bytes,
-    kind}] on this process's first device; [] for a model without a layer graph (subclassed)."""
+def of_replica(model, batch, optimizer, shards=1):
+    """One replica holding the whole `model` with `batch` examples in flight (its optimizer
+    state over `shards` workers: ZeRO-1): [{device, bytes, kind}] on this process's first
+    device; [] for a model without a layer graph (subclassed)."""
     try:
         (whole,) = model_stages.split(model, 1)
     except model_stages.StageError:
         return []
     gpus = tf.config.list_physical_devices("GPU")
-    return per_device([whole], ["/device:GPU:0" if gpus else "/device:CPU:0"], batch, optimizer)
+    return per_device([whole], ["/device:GPU:0" if gpus else "/device:CPU:0"], batch, optimizer,
+                      shards)
 
 
 def reset_gpu_peaks():
