@@ -38,7 +38,8 @@ Per-replica step time:  t = compute / device_speedup + overhead + communication
     ZeRO-1 (--zero=1, MWMS; experiments/engine/zero.py): the gradient reduce-scattered and the
       parameters all-gathered, both in the model's dtype: per worker the bytes of a ring
       all-reduce of the parameters, 2 (N-1)/N W (dense, whatever the gradient's kind), after
-      the whole backward (no overlap); a device holds 1/N of the optimizer state
+      the whole backward (no overlap); a device holds 1/N of the optimizer state and a copy of
+      1/N of the parameters
     shared medium (the emulated network, tc tbf on one loopback): every byte of every link
       goes through one bucket of B: all-reduce 2 (N-1) G / B per step; a PSS worker (G + P)/B
       per step, and the cluster at most B / (G + P) steps per second
@@ -335,12 +336,15 @@ class Prediction:
 def memory_per_device(profile, strategy, stages=1, zero_shards=1):
     """Bytes one device holds: its parameters, their gradients and the activations of its
     batch, and under all-reduce strategies the optimizer state too (under PSS that lives on the
-    parameter servers; a worker holds what it pulled), 1/zero_shards of it under ZeRO-1. A
+    parameter servers; a worker holds what it pulled), 1/zero_shards of it under ZeRO-1, plus
+    the worker's copy of its 1/zero_shards of the parameters (zero.py's shard). A
     pipeline's device holds 1/S of all of it (equal stages; GPipe keeps every micro-batch's
     activations of its stage until backward)."""
     held = 2 * profile.parameter_bytes + profile.activation_bytes
     if not kind(strategy).parameter_servers:
         held += profile.optimizer_state_bytes // zero_shards
+    if zero_shards > 1:
+        held += profile.parameter_bytes // zero_shards
     return held // stages
 
 

@@ -10,9 +10,9 @@ with gradient accumulation A (A micro-batches per update: compute x A, one synch
 the gradient sync dtype (float32, or bfloat16: half the bytes). N runs over powers of two up to
 the cluster's devices (and all of them), laid out host by host (a host's devices first). MWMS
 also under each gradient compression the profile measured (its `reducers`: int8, topk,
-powersgd), marked as a change (lossy: check the accuracy), and with ZeRO-1 (float32: the
-optimizer state 1/N per device, the same updates; it wins a tie with plain MWMS only when plain
-MWMS does not fit).
+powersgd), marked as a change (lossy: check the accuracy), and with ZeRO-1 on hosts of one
+device each (float32: 1/N of the optimizer state per device, the same updates; it wins a tie
+with plain MWMS only when plain MWMS does not fit).
 Pipelines, where the profile says what crosses a stage boundary (boundary_activation_bytes):
 model_parallel over S = 2, 4, ... devices of a host with M micro-batches, and hybrid, one such
 pipeline per host on 2, 4, ... hosts (equal stages: the profile has no per-layer times).
@@ -131,7 +131,9 @@ def configurations(profile, cluster):
                 if not kind(strategy).parameter_servers:  # measured at the profile's dtype
                     out += [Config(strategy, n, hosts, per_host, 0, a, dtypes[0], compression=f)
                             for f in profile.reducers]
-                if strategy in cost_model.ZERO_STRATEGIES and "float32" in dtypes:
+                # ZeRO's worker holds one replica (zero.py): hosts of one device each
+                if strategy in cost_model.ZERO_STRATEGIES and "float32" in dtypes and \
+                        per_host == 1:
                     out += [Config(strategy, n, hosts, per_host, 0, a, zero=1)]
     return out
 
@@ -209,13 +211,10 @@ def tasks(config):
     """(strategy to run, workers, local replicas per worker, devices per worker) of `config`:
     all-reduce over hosts is one MWMS worker per host whose devices are its local replicas, on
     one host MirroredStrategy's replicas (the same ring); a PSS worker is one device on a host
-    of its own; a pipeline's worker holds its S stages; ZeRO on one host is MWMS, a worker per
-    device (mirrored does not shard)."""
+    of its own; a pipeline's worker holds its S stages."""
     if kind(config.strategy).pipelined:
         return config.strategy, config.hosts, 1, config.stages
     if kind(config.strategy).parameter_servers or kind(config.strategy).single_device:
-        return config.strategy, config.workers, 1, 1
-    if config.hosts == 1 and config.zero:
         return config.strategy, config.workers, 1, 1
     if config.hosts == 1:
         return MIRRORED[0], 1, config.workers, config.workers

@@ -10,6 +10,8 @@ the finished epochs' stats go into `epochs.json` beside it, so the final record 
 epoch (restored ones marked `resumed`, a partly restored one `resumed_at_step`).
 Under MWMS every worker must take part in saving (the save is collective): the chief writes to the
 directory, the others to a scratch directory they delete (the TF multi-worker tutorial's pattern).
+With --zero=1 every worker also writes its own optimizer shard beside it first
+(experiments/engine/zero.py).
 MWMS also gets TensorFlow's `PreemptionCheckpointHandler`: a worker that receives SIGTERM (a
 platform's preemption notice) makes every worker save at the same step and exit with
 PREEMPTED_EXIT_CODE; a local launcher then restarts the cluster, which resumes from that step
@@ -38,6 +40,12 @@ from tf_config.events import PREEMPTED_EXIT_CODE
 _STATS = "epochs.json"
 _RECORD = "record_written.json"
 _DIGEST = "state_digest.json"
+KEEP = 2  # checkpoints kept (and --zero's shards per rank)
+
+
+def saved_step(path):
+    """The finished steps of the checkpoint at `path` (read from its file: nothing restored)."""
+    return int(tf.train.load_variable(path, "steps_done/.ATTRIBUTES/VARIABLE_VALUE"))
 
 
 def state_digest(model, optimizer):
@@ -68,7 +76,7 @@ class Checkpoints:
         self.steps_done = tf.Variable(0, dtype=tf.int64, trainable=False)
         self._checkpoint = tf.train.Checkpoint(model=trainer.model, optimizer=trainer.optimizer,
                                                steps_done=self.steps_done)
-        self.manager = tf.train.CheckpointManager(self._checkpoint, self.directory, max_to_keep=2)
+        self.manager = tf.train.CheckpointManager(self._checkpoint, self.directory, max_to_keep=KEEP)
         self._shared_latest = tf.train.latest_checkpoint(directory)
         self._epochs = []  # finished epochs' stats, as last handed to save()
         self._saved_at = None  # global step of the last checkpoint this process wrote
@@ -178,10 +186,10 @@ class Checkpoints:
         if self.trainer.coordinator is not None:
             self.trainer.coordinator.join()  # PSS: the scheduled steps are in the variables
         start, at = time.perf_counter(), time.time()
+        if self.trainer.zero is not None:  # every rank's shard first: then the model (zero.py)
+            self.trainer.zero.save(self.root, int(self.steps_done.numpy()))
         self.manager.save()
         self._saved_at = int(self.steps_done.numpy())
-        if self.trainer.zero is not None:
-            self.trainer.zero.save(self.root, self._saved_at)
         self.saves.append({"step": self._saved_at, "at_time": at,
                            "s": time.perf_counter() - start})
         if self.is_chief:

@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from experiments.adaptive import segment
 from experiments.engine import compressed_sync, gpipe, zero
-from experiments.engine.checkpoints import Checkpoints
+from experiments.engine.checkpoints import Checkpoints, saved_step
 from experiments.engine.record import build_record, new_run_id, peak_memory_per_device, write
 from experiments.engine.build import build, input_context
 from experiments.engine.training import Trainer
@@ -146,11 +146,17 @@ def run_task(cfg, role, extra_config=None):
         sys.stderr.write(f"error: {e}\n")
         sys.stderr.flush()
         return 2
-    trainer = Trainer(cfg, info, strategy, workload, coordinator=coordinator, is_chief=is_chief,
-                      cpu=cpu)
-    if cfg.checkpoint_dir and tf.train.latest_checkpoint(cfg.checkpoint_dir):
+    try:
+        trainer = Trainer(cfg, info, strategy, workload, coordinator=coordinator,
+                          is_chief=is_chief, cpu=cpu)
+    except zero.ZeroError as e:  # a model or a worker --zero cannot shard: bad input
+        sys.stderr.write(f"error: {e}\n")
+        sys.stderr.flush()
+        return 2
+    latest = tf.train.latest_checkpoint(cfg.checkpoint_dir) if cfg.checkpoint_dir else None
+    if latest:
         try:  # before anything is written or restored (the shapes would not match)
-            zero.check_resumable(cfg.checkpoint_dir, trainer.zero)
+            zero.check_resumable(cfg.checkpoint_dir, trainer.zero, saved_step(latest))
         except zero.ZeroError as e:  # flags that do not match the checkpoint: bad input
             sys.stderr.write(f"error: {e}\n")
             sys.stderr.flush()

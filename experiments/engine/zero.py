@@ -20,20 +20,29 @@ the ranks themselves, so nothing assumes how TensorFlow orders the group.
 The collectives use their own group key, far above MWMS's (which start at 1), and instance keys
 taken while tracing, in the same order on every worker (another order would deadlock).
 
-Checkpoints: the model and this worker's optimizer shard. The chief's checkpoint holds the model,
-as always; every worker writes its own shard to <checkpoint_dir>/zero/rank<r>-of<N> beside it
-(that is the point of the sharding: no worker has the whole state). A resume restores each
-rank's shard; another N, or a checkpoint written without --zero, is refused in one line.
-IndexedSlices (an embedding's rows) are made dense: their values join the flat vector.
+Checkpoints: the model and this worker's optimizer shard. Every worker writes its own shard to
+<checkpoint_dir>/zero/rank<r>-of<N>/shard-<step> (that is the point of the sharding: no worker
+has the whole state), all meet at a barrier, and only then is the model saved (the chief's
+checkpoint, as always): a model checkpoint of step S means every rank's shard of S is there. A
+resume restores each rank's shard of the model's step; another N, a checkpoint written without
+--zero, or a missing shard is refused in one line before anything is restored.
+IndexedSlices (an embedding's rows) are made dense: their values join the flat vector. A variable
+with no gradient gets zeros: SGD, momentum and Adam then leave it and its slots at rest (they
+start at zero), as Keras's apply does by skipping it.
+Memory: a worker keeps 1/N of the slots plus its float copy of its 1/N of the parameters (the
+variable its optimizer updates): momentum at N=2 saves nothing, Adam at N=2 an eighth of
+parameters + gradients + slots. The flat exchange's full-size temporaries (the gradient vector,
+the gathered parameters) come on top; docs/benchmarks.md has the host's peak.
 """
 import itertools
-import json
 import os
 
 import keras
 import numpy as np
 import tensorflow as tf
 from tensorflow.python.ops import collective_ops
+
+from experiments.engine.checkpoints import KEEP  # the model checkpoints kept: as many shards
 
 _GROUP_KEY = 4_000_000  # MWMS's group keys start at 1: far from them
 _INSTANCE_KEYS = itertools.count(1)
@@ -59,6 +68,15 @@ class ShardedUpdate:
         self.optimizer, self.strategy = optimizer, strategy
         self.variables = list(variables)
         self.n = strategy.num_replicas_in_sync
+        local = len(strategy.extended.worker_devices)
+        if local != 1:  # one shard and one rank per worker (a GPU host's MWMS worker has more)
+            raise ZeroError(f"--zero=1 shards over workers of one replica each; this worker "
+                            f"has {local} ({', '.join(strategy.extended.worker_devices)}): give "
+                            f"each worker one device (CUDA_VISIBLE_DEVICES) or drop --zero")
+        dtypes = sorted({tf.as_dtype(v.dtype).name for v in self.variables})
+        if len(dtypes) != 1:  # one flat vector, one optimizer
+            raise ZeroError(f"--zero=1 flattens the trained variables into one vector of one "
+                            f"dtype; this model has {', '.join(dtypes)}: use one float dtype")
         self.sizes = [int(np.prod(v.shape)) for v in self.variables]
         self.total = sum(self.sizes)
         self.chunk = -(-self.total // self.n)  # c: the last shard is padded
@@ -68,6 +86,7 @@ class ShardedUpdate:
         self.shard = keras.Variable(self._my_slice(), dtype=self.dtype.name, trainable=False,
                                     name="zero_shard")
         optimizer.build([self.shard])
+        self._barrier_fn = None
 
     def _collective(self, op, t):
         return op(t, group_size=self.n, group_key=_GROUP_KEY,
@@ -114,35 +133,46 @@ class ShardedUpdate:
                                   tf.convert_to_tensor(self.shard))[:self.total]
         values = [tf.reshape(p, v.shape) for p, v in
                   zip(tf.split(params, self.sizes), self.variables)]
+        # as Keras's apply does after its update (a kernel constraint, say)
+        values = [v.constraint(x) if getattr(v, "constraint", None) is not None else x
+                  for x, v in zip(values, self.variables)]
         tf.__internal__.distribute.interim.maybe_merge_call(
             _assign_all, self.strategy, list(zip(self.variables, values)))
 
     # -- checkpoints -------------------------------------------------------------------------
 
-    def _path(self, directory, n=None):
-        return os.path.join(directory, SHARD_DIR, f"rank{self.rank}-of{n or self.n}")
+    def _dir(self, directory):
+        return os.path.join(directory, SHARD_DIR, f"rank{self.rank}-of{self.n}")
 
     def save(self, directory, step):
-        """This worker's optimizer shard at `step` (every worker: the state is sharded)."""
-        path = self._path(directory)
-        ckpt = tf.train.Checkpoint(optimizer=self.optimizer)
-        written = ckpt.write(os.path.join(path, "shard"))
-        tmp = os.path.join(path, "step.json.tmp")
-        with tf.io.gfile.GFile(tmp, "w") as f:
-            json.dump({"step": int(step), "checkpoint": os.path.basename(written)}, f)
-        tf.io.gfile.rename(tmp, os.path.join(path, "step.json"), overwrite=True)
+        """This worker's optimizer shard at `step` (every worker: the state is sharded), then a
+        barrier: the caller saves the model after it, so a model checkpoint of step S means
+        every rank's shard of S is written. Keeps the shards of the last KEEP steps (the model's
+        CheckpointManager keeps as many); the chief drops shards of another N."""
+        mine = self._dir(directory)
+        tf.train.Checkpoint(optimizer=self.optimizer).write(os.path.join(mine, f"shard-{step}"))
+        for old in _steps(mine)[:-KEEP]:
+            for path in tf.io.gfile.glob(os.path.join(mine, f"shard-{old}.*")):
+                tf.io.gfile.remove(path)
+        if self.rank == 0:
+            for name in _shardings(directory):
+                for stale in tf.io.gfile.glob(os.path.join(directory, SHARD_DIR,
+                                                           f"rank*-of{name}")):
+                    if name != self.n:
+                        tf.io.gfile.rmtree(stale)
+        self._barrier()
+
+    def _barrier(self):
+        if self._barrier_fn is None:  # traced once: the same instance key on every worker
+            self._barrier_fn = tf.function(lambda: self.strategy.run(
+                lambda: self._collective(collective_ops.all_gather_v2, tf.ones([1]))))
+        self._barrier_fn()
 
     def restore(self, directory, step):
-        """This worker's shard saved at `step` (check_resumable passed); the shard's weights
-        from the restored model."""
-        mine = os.path.join(self._path(directory), "step.json")
-        with tf.io.gfile.GFile(mine) as f:
-            saved = json.load(f)
-        if saved["step"] != step:
-            raise ZeroError(f"{mine}: the optimizer shard is of step {saved['step']}, the model "
-                            f"of step {step}; resume from a checkpoint both wrote")
+        """This worker's shard saved at `step` (check_resumable found every rank's); the
+        shard's weights from the restored model."""
         tf.train.Checkpoint(optimizer=self.optimizer).read(
-            os.path.join(self._path(directory), saved["checkpoint"])).assert_consumed()
+            os.path.join(self._dir(directory), f"shard-{step}")).assert_consumed()
         self.resync()
 
     def summary(self):
@@ -166,22 +196,42 @@ class ShardedUpdate:
                        "all-reduce's 2 (N-1)/N values"}
 
 
-def check_resumable(directory, update):
-    """Raises ZeroError (one line) when the checkpoint in `directory` holds its optimizer state
-    otherwise than `update` (a ShardedUpdate, or None without --zero) keeps it: before anything
-    is restored, as the shapes would not match."""
+def _steps(shard_dir):
+    """The steps whose shard is in `shard_dir`, oldest first."""
+    found = tf.io.gfile.glob(os.path.join(shard_dir, "shard-*.index"))
+    return sorted(int(os.path.basename(p)[len("shard-"):-len(".index")]) for p in found)
+
+
+def _shardings(directory):
+    """The numbers of workers the shards in `directory` were written over."""
     root = os.path.join(directory, SHARD_DIR)
     names = tf.io.gfile.listdir(root) if tf.io.gfile.isdir(root) else []
-    over = sorted({int(name.rstrip("/").split("-of")[-1]) for name in names})
+    return sorted({int(name.rstrip("/").split("-of")[-1]) for name in names})
+
+
+def check_resumable(directory, update, step):
+    """Raises ZeroError (one line) when the checkpoint of `step` in `directory` holds its
+    optimizer state otherwise than `update` (a ShardedUpdate, or None without --zero) keeps it,
+    or a rank's shard of that step is missing: before anything is restored (the shapes would
+    not match), on every worker alike."""
+    over = _shardings(directory)
     if update is None and over:
-        raise ZeroError(f"{directory} was written with --zero=1 over {over[0]} workers, each "
+        raise ZeroError(f"{directory} was written with --zero=1 over {over[-1]} workers, each "
                         f"holding part of the optimizer state; resume with --zero=1 "
-                        f"--num_workers={over[0]}")
-    if update is not None and over != [update.n]:
+                        f"--num_workers={over[-1]}")
+    if update is None:
+        return
+    if update.n not in over:
         raise ZeroError(f"{directory} was written " + (
-            f"with --zero=1 over {over[0]} workers; resume with --num_workers={over[0]}" if over
+            f"with --zero=1 over {over[-1]} workers; resume with --num_workers={over[-1]}" if over
             else "without --zero (one optimizer state, not shards); resume without --zero") +
             f", not --zero=1 over {update.n}")
+    missing = [r for r in range(update.n) if step not in _steps(os.path.join(
+        directory, SHARD_DIR, f"rank{r}-of{update.n}"))]
+    if missing:
+        raise ZeroError(f"{directory}: the model of step {step} has no optimizer shard of rank "
+                        f"{', '.join(map(str, missing))}; it cannot be resumed (start in another "
+                        f"--checkpoint_dir)")
 
 
 def _assign_all(distribution, pairs):

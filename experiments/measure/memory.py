@@ -4,7 +4,8 @@ measures one of them alone).
 
 The estimate for a device holding layers L with a batch of B examples in flight:
 
-    parameters x (1 + 1 for their gradients + the optimizer's slots per weight / Z)
+    parameters x (1 + 1 for their gradients + the optimizer's slots per weight / Z
+                  + 1/Z for ZeRO's copy of its shard when Z > 1)
     + B x (every output of L per example)        activations, held from forward to backward
 
 (Z: the workers ZeRO-1 shards the optimizer state over, else 1.) One device, or a data-parallel
@@ -27,6 +28,7 @@ def _estimate(stage, batch, optimizer, shards=1):
         return None
     return (stage.parameter_bytes * 2
             + stage.parameter_bytes * OPTIMIZER_SLOTS.get(optimizer, 0) // shards
+            + (stage.parameter_bytes // shards if shards > 1 else 0)
             + stage.activation_bytes_per_example * batch)
 
 

@@ -89,23 +89,25 @@ def test_what_does_not_fit_is_dropped_with_the_reason_and_never_best():
 
 
 def test_zero_shards_the_optimizer_state_and_moves_the_parameters_bytes():
-    """ZeRO-1 on N devices: 1/N of the optimizer state each; reduce-scatter + all-gather move a
-    ring all-reduce's bytes of the parameters, after the backward (no overlap); without a memory
-    cap plain MWMS wins the tie; with one that drops plain MWMS, ZeRO is its answer."""
-    planned = _by_name(planner.plan(PROFILE, CLUSTER))
-    plain, sharded = planned["MWMS N=8 (4x2)"], planned["MWMS N=8 (4x2) ZeRO-1"]
+    """ZeRO-1 on N hosts of one device: 1/N of the optimizer state each, plus its copy of 1/N
+    of the parameters; reduce-scatter + all-gather move a ring all-reduce's bytes of the
+    parameters, after the backward (no overlap); plain MWMS wins the tie; not offered on hosts
+    of several devices (a ZeRO worker holds one replica); refused outside MWMS."""
+    single = dataclasses.replace(CLUSTER, hosts=8, devices_per_host=1)
+    planned = _by_name(planner.plan(PROFILE, single))
+    plain, sharded = planned["MWMS N=8"], planned["MWMS N=8 ZeRO-1"]
     state = PROFILE.optimizer_state_bytes
     assert plain.prediction.memory_per_device_bytes - \
-        sharded.prediction.memory_per_device_bytes == state - state // 8
-    part = dataclasses.replace(CLUSTER, hosts=4, devices_per_host=2)
+        sharded.prediction.memory_per_device_bytes == \
+        state - state // 8 - PROFILE.parameter_bytes // 8  # its copy of its shard
     assert sharded.prediction.communication_s == pytest.approx(
-        cost_model.allreduce_s(PROFILE.parameter_bytes, part))
+        cost_model.allreduce_s(PROFILE.parameter_bytes, single))
     assert not sharded.changes and sharded.global_batch == plain.global_batch
     assert planner.settings(sharded.config)["zero"] == 1
-    assert planner.settings(planned["MWMS N=2 ZeRO-1"].config)["strategy"] == \
-        "multi_worker_mirrored"  # one host: a worker per device, not mirrored
-    order = [p.config.name for p in planner.plan(PROFILE, CLUSTER)]
-    assert order.index("MWMS N=8 (4x2)") < order.index("MWMS N=8 (4x2) ZeRO-1")
+    assert "--zero=1" in planner.run_flags(sharded.config, planner.CommandTarget("cnn", 64))
+    order = [p.config.name for p in planner.plan(PROFILE, single)]
+    assert order.index("MWMS N=8") < order.index("MWMS N=8 ZeRO-1")
+    assert not [p for p in planner.plan(PROFILE, CLUSTER) if p.config.zero]  # 2 per host
     with pytest.raises(cost_model.SpecError, match="ZeRO-1 under parameter_server"):
         cost_model.predict(PROFILE, CLUSTER, "parameter_server", zero=1)
 
