@@ -50,7 +50,8 @@ SHARD_DIR = "zero"
 
 
 class ZeroError(RuntimeError):
-    """A checkpoint this configuration cannot resume (one line)."""
+    """What --zero=1 cannot serve: a worker of several replicas, a model of several dtypes, a
+    checkpoint sharded otherwise or incomplete (one line)."""
 
 
 def _dense(g, v):
@@ -133,9 +134,13 @@ class ShardedUpdate:
                                   tf.convert_to_tensor(self.shard))[:self.total]
         values = [tf.reshape(p, v.shape) for p, v in
                   zip(tf.split(params, self.sizes), self.variables)]
-        # as Keras's apply does after its update (a kernel constraint, say)
-        values = [v.constraint(x) if getattr(v, "constraint", None) is not None else x
-                  for x, v in zip(values, self.variables)]
+        if any(getattr(v, "constraint", None) is not None for v in self.variables):
+            # as Keras's apply does after its update (a kernel constraint, say); the shard
+            # takes the constrained values too, or the next update would start from others
+            values = [v.constraint(x) if getattr(v, "constraint", None) is not None else x
+                      for x, v in zip(values, self.variables)]
+            self.shard.assign(self._flat(values)[self.rank * self.chunk:
+                                                 (self.rank + 1) * self.chunk])
         tf.__internal__.distribute.interim.maybe_merge_call(
             _assign_all, self.strategy, list(zip(self.variables, values)))
 

@@ -2,6 +2,7 @@
 update trains plain MWMS's weights with half the optimizer state per worker, and its checkpoint
 resumes only as it was sharded."""
 import re
+import shutil
 
 import pytest
 
@@ -59,8 +60,8 @@ def test_each_worker_resumes_its_own_shard_and_other_shardings_are_refused(tmp_p
     file, so the resumed run ends where plain MWMS resumed the same way ends (float64 rounding
     apart; the equal-weights test of Adam); with the moments of the chief's shard, or none, it
     would not. A checkpoint is
-    resumed only as it was sharded: another N, or no --zero, exits 2 in one line and writes
-    nothing."""
+    resumed only as it was sharded and whole: another N, no --zero, or a rank's shard of the
+    model's step missing exits 2 in one line and writes nothing."""
     ends = {}
     for z in (0, 1):
         ckpt = tmp_path / f"ckpt{z}"
@@ -74,6 +75,12 @@ def test_each_worker_resumes_its_own_shard_and_other_shardings_are_refused(tmp_p
     assert abs(ends[1] - ends[0]) <= TOLERANCE_FLOAT64 * abs(ends[0])
     assert sorted(p.name for p in (tmp_path / "ckpt1" / "zero").iterdir()) == \
         ["rank0-of2", "rank1-of2"]
+    # a model checkpoint of step 16 whose rank-1 shard of 16 is lost (as if that worker died
+    # before writing it; the barrier keeps the chief from saving the model then)
+    broken = tmp_path / "broken"
+    shutil.copytree(tmp_path / "ckpt1", broken)
+    lost = list((broken / "zero" / "rank1-of2").glob("shard-16.*"))
+    assert lost and all(p.unlink() is None for p in lost)
     for args, line in [
             (["--num_workers=3", "--zero=1", f"--checkpoint_dir={tmp_path / 'ckpt1'}"],
              "was written with --zero=1 over 2 workers; resume with --num_workers=2, not "
@@ -82,7 +89,9 @@ def test_each_worker_resumes_its_own_shard_and_other_shardings_are_refused(tmp_p
              "was written with --zero=1 over 2 workers, each holding part of the optimizer "
              "state; resume with --zero=1 --num_workers=2"),
             (["--num_workers=2", "--zero=1", f"--checkpoint_dir={tmp_path / 'ckpt0'}"],
-             "was written without --zero")]:
+             "was written without --zero"),
+            (["--num_workers=2", "--zero=1", f"--checkpoint_dir={broken}"],
+             "the model of step 16 has no optimizer shard of rank 1")]:
         proc, _ = _run(tmp_path / "refused", "--optimizer=adam", "--epochs=3", *args)
         assert proc.returncode == 2, proc.stdout[-3000:] + proc.stderr[-3000:]
         assert line in proc.stderr.strip().splitlines()[-1]
