@@ -76,7 +76,8 @@ class Checkpoints:
         self.steps_done = tf.Variable(0, dtype=tf.int64, trainable=False)
         self._checkpoint = tf.train.Checkpoint(model=trainer.model, optimizer=trainer.optimizer,
                                                steps_done=self.steps_done)
-        self.manager = tf.train.CheckpointManager(self._checkpoint, self.directory, max_to_keep=KEEP)
+        self.manager = tf.train.CheckpointManager(self._checkpoint, self.directory,
+                                                  max_to_keep=KEEP)
         self._shared_latest = tf.train.latest_checkpoint(directory)
         self._epochs = []  # finished epochs' stats, as last handed to save()
         self._saved_at = None  # global step of the last checkpoint this process wrote

@@ -102,6 +102,13 @@ def _compute(cfg, trainer):
     return forward, flops.matmul_peak(), processes
 
 
+def _bad_input(error):
+    """One line on stderr and exit code 2 (the launcher passes the line on)."""
+    sys.stderr.write(f"error: {error}\n")
+    sys.stderr.flush()
+    return 2
+
+
 def run_task(cfg, role, extra_config=None):
     """Plays this process's role. Returns the process exit code."""
     watchdog.enable_dumps()  # under a local launcher: Python stacks to the log when hung
@@ -113,8 +120,7 @@ def run_task(cfg, role, extra_config=None):
     try:  # before serving or training: a GPU pool's task without GPUs must not run on the CPU
         check_gpus(cfg.require_gpus)
     except MissingGPUs as e:
-        sys.stderr.write(f"error: {e}\n")
-        return 2
+        return _bad_input(e)
     if role is not None and strategy_kind.parameter_servers and role.task_type in ("worker",
                                                                                    "ps"):
         return _serve(role, cfg.threads)
@@ -129,10 +135,8 @@ def run_task(cfg, role, extra_config=None):
                                 tpu_timeout_s=cfg.tpu_timeout_s, num_stages=cfg.num_stages,
                                 bytes_per_pack=cfg.bytes_per_pack,
                                 cross_device_ops=cfg.cross_device_ops)
-    except (TPUUnavailable, MissingGPUs) as e:  # before any file: exit 2 (a blocked connect thread is a daemon)
-        sys.stderr.write(f"error: {e}\n")
-        sys.stderr.flush()
-        return 2
+    except (TPUUnavailable, MissingGPUs) as e:
+        return _bad_input(e)  # before any file (a blocked connect thread is a daemon)
     coordinator = None
     if strategy_kind.parameter_servers:
         coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
@@ -143,24 +147,15 @@ def run_task(cfg, role, extra_config=None):
         info = dataset_info(cfg.dataset, input_context(strategy))
         workload = build(cfg, info, strategy, coordinator, is_chief)
     except UserCodeError as e:  # before any step and any file: bad input, exit 2
-        sys.stderr.write(f"error: {e}\n")
-        sys.stderr.flush()
-        return 2
+        return _bad_input(e)
     try:
         trainer = Trainer(cfg, info, strategy, workload, coordinator=coordinator,
                           is_chief=is_chief, cpu=cpu)
-    except zero.ZeroError as e:  # a model or a worker --zero cannot shard: bad input
-        sys.stderr.write(f"error: {e}\n")
-        sys.stderr.flush()
-        return 2
-    latest = tf.train.latest_checkpoint(cfg.checkpoint_dir) if cfg.checkpoint_dir else None
-    if latest:
-        try:  # before anything is written or restored (the shapes would not match)
+        latest = tf.train.latest_checkpoint(cfg.checkpoint_dir) if cfg.checkpoint_dir else None
+        if latest:  # before anything is written or restored (the shapes would not match)
             zero.check_resumable(cfg.checkpoint_dir, trainer.zero, saved_step(latest))
-        except zero.ZeroError as e:  # flags that do not match the checkpoint: bad input
-            sys.stderr.write(f"error: {e}\n")
-            sys.stderr.flush()
-            return 2
+    except zero.ZeroError as e:  # a worker, model or checkpoint --zero cannot serve: bad input
+        return _bad_input(e)
     run_id = new_run_id(cfg)
     writer = profiler = None
     logdir = os.path.join(cfg.tensorboard_dir or os.path.join(cfg.results_dir, "tensorboard"),

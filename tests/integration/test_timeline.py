@@ -10,7 +10,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.mark.parametrize("strategy, extra, named", [
     ("multi_worker_mirrored", [], r"worker:1 last in (\d+)% of steps, median ([\d.]+) ms late"),
-    ("parameter_server", ["--num_ps=1"], r"worker:1 slowest: median step ([\d.]+) ms, ([\d.]+)x the others' median \(([\d.]+) ms\)")])
+    ("parameter_server", ["--num_ps=1"], r"worker:1 slowest: median step ([\d.]+) ms")])
 def test_the_slowed_worker_is_named(tmp_path, strategy, extra, named):
     import re
 
