@@ -207,8 +207,11 @@ def _straggler_delay_us(cfg, worker_index):
         cfg.straggler_delay_ms * 1000)
 
 
-def worker_dataset(cfg, info, batches, num_pipelines, pipeline_id):
-    """One worker's pipeline of per-replica batches: its own shard, in its own order.
+def worker_dataset(cfg, info, batches, num_pipelines, pipeline_id, start_step=0):
+    """One worker's pipeline of per-replica batches: its own shard, in its own order, from
+    where `start_step` finished steps left it (a step takes global_batch examples, 1/P of them
+    from each of the P pipelines; PSS workers run steps in no fixed share: there, 1/N is where
+    it resumes, not where it stopped).
     pipeline_id may be a tensor: `create_per_worker_dataset` traces the PSS dataset function
     once and runs that graph on every worker, so what must differ between PSS workers has to
     come from the worker index evaluated there, not from Python or the global seed."""
@@ -217,22 +220,25 @@ def worker_dataset(cfg, info, batches, num_pipelines, pipeline_id):
         info, cfg.train_examples, batches.per_replica_batch * batches.accumulation, cfg.seed,
         cfg.data_dir or None, num_shards=num_pipelines, shard_index=pipeline_id,
         shuffle_seed=cfg.seed + pipeline_id, delay_us=_straggler_delay_us(cfg, pipeline_id),
-        replicas_in_sync=batches.replicas)
+        replicas_in_sync=batches.replicas,
+        start_example=start_step * batches.global_batch // num_pipelines)
 
 
-def pss_dataset(cfg, info, batches, worker_index):
+def pss_dataset(cfg, info, batches, worker_index, start_step=0):
     """A PSS worker's dataset, traced once by the coordinator with the worker index a tensor."""
     return worker_dataset(cfg, info, batches, max(1, cfg.num_workers),
-                          tf.cast(worker_index, tf.int64))
+                          tf.cast(worker_index, tf.int64), start_step)
 
 
-def train_input(cfg, info, strategy, batches, coordinator=None):
-    """What the train step iterates: per-worker datasets made by the coordinator (parameter
-    servers), this worker's plain dataset (one local replica), or the strategy's distributed
-    dataset (several local replicas, or central variables)."""
+def train_input(cfg, info, strategy, batches, coordinator=None, start_step=0):
+    """What the train step iterates, from `start_step` finished steps on (a resumed run): per-
+    worker datasets made by the coordinator (parameter servers), this worker's plain dataset
+    (one local replica), or the strategy's distributed dataset (several local replicas, or
+    central variables)."""
     if coordinator is not None:
         return coordinator.create_per_worker_dataset(lambda: pss_dataset(
-            cfg, info, batches, tf.distribute.coordinator.experimental_get_current_worker_index()))
+            cfg, info, batches, tf.distribute.coordinator.experimental_get_current_worker_index(),
+            start_step))
     if local_replicas(strategy) == 1 and not kind(cfg.strategy).central_variables:
         # One replica per process: feed strategy.run from this worker's plain tf.data
         # iterator. Iterating a strategy's distributed dataset ran the same step at half
@@ -240,13 +246,14 @@ def train_input(cfg, info, strategy, batches, coordinator=None):
         # there is nothing for it to split, so the plain iterator gives the replica the same
         # batch.
         ctx = input_context(strategy)
-        return worker_dataset(cfg, info, batches, ctx.num_input_pipelines, ctx.input_pipeline_id)
+        return worker_dataset(cfg, info, batches, ctx.num_input_pipelines, ctx.input_pipeline_id,
+                              start_step)
     # Several local replicas (mirrored), and central_storage at any N: the distributed
     # dataset places each replica's batch on its compute device (CentralStorageStrategy's
     # documented input path; its variables live on another device than its replicas).
     return strategy.distribute_datasets_from_function(
         lambda ctx: worker_dataset(cfg, info, batches, ctx.num_input_pipelines,
-                                   ctx.input_pipeline_id))
+                                   ctx.input_pipeline_id, start_step))
 
 
 @dataclasses.dataclass
@@ -262,9 +269,10 @@ class Workload:
     stage_devices: list = None
 
 
-def build(cfg, info, strategy, coordinator=None, is_chief=True):
-    """The task's model, stages, optimizer and input, in the strategy's scope (the model from
-    --seed). UserCodeError (one line) for user code that cannot be used."""
+def build(cfg, info, strategy, coordinator=None, is_chief=True, start_step=0):
+    """The task's model, stages, optimizer and input (from `start_step` finished steps on), in
+    the strategy's scope (the model from --seed). UserCodeError (one line) for user code that
+    cannot be used."""
     model = build_model(cfg, info, strategy)
     batches = batching(cfg, strategy.num_replicas_in_sync)
     stages = devices = None
@@ -282,7 +290,7 @@ def build(cfg, info, strategy, coordinator=None, is_chief=True):
         optimizer = make_optimizer(cfg.optimizer, WarmupScaledLR(rate, warmup_steps))
     check_input(cfg, info, model, is_chief)
     return Workload(model, batches, optimizer, train_input(cfg, info, strategy, batches,
-                                                           coordinator), rate,
+                                                           coordinator, start_step), rate,
                     inputs.eval_dataset(info, cfg.eval_examples, 512, cfg.seed,
                                         cfg.data_dir or None) if is_chief else None,
                     stages, devices)

@@ -34,14 +34,15 @@ def input_ready(inputs):
         return t0, tf.nest.map_structure(tf.identity, inputs)
 
 
-def gradients_ready(grads, gate=True):
-    """(t1, the gradients): t1 once every gradient is computed; with `gate`, the gradients are
+def gradients_ready(grads, gate=True, after=()):
+    """(t1, the gradients): t1 once every gradient is computed (and the tensors `after`: a
+    pipeline's block stamps, which nothing else orders before it); with `gate`, the gradients are
     made to wait for it, so the synchronization cannot start before the stamp. Without (PSS,
     whose per-variable pushes may start while the backward still runs, and MWMS's packs of
     --bytes_per_pack: gating would take that overlap away), t1 may be stamped a little late and
     "synchronization" is then what was left of it after the backward."""
     done = [g.values if isinstance(g, tf.IndexedSlices) else g for g in grads if g is not None]
-    with tf.control_dependencies(done):
+    with tf.control_dependencies(done + list(after)):
         t1 = timestamp()
     if not gate:
         return t1, grads

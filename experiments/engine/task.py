@@ -142,18 +142,20 @@ def run_task(cfg, role, extra_config=None):
         coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
     is_chief = role is None or role.is_chief
     cpu = cpu_usage.CpuMeter(in_cluster=role is not None) if is_chief else None
+    # A resumed run's input starts where the checkpoint's steps left it (inputs.train_dataset)
+    latest = tf.train.latest_checkpoint(cfg.checkpoint_dir) if cfg.checkpoint_dir else None
+    start_step = saved_step(latest) if latest else 0
     try:  # the user's model and data: what needs TensorFlow to check (config/validation.py did
         # the rest)
         info = dataset_info(cfg.dataset, input_context(strategy))
-        workload = build(cfg, info, strategy, coordinator, is_chief)
+        workload = build(cfg, info, strategy, coordinator, is_chief, start_step)
     except UserCodeError as e:  # before any step and any file: bad input, exit 2
         return _bad_input(e)
     try:
         trainer = Trainer(cfg, info, strategy, workload, coordinator=coordinator,
                           is_chief=is_chief, cpu=cpu)
-        latest = tf.train.latest_checkpoint(cfg.checkpoint_dir) if cfg.checkpoint_dir else None
         if latest:  # before anything is written or restored (the shapes would not match)
-            zero.check_resumable(cfg.checkpoint_dir, trainer.zero, saved_step(latest))
+            zero.check_resumable(cfg.checkpoint_dir, trainer.zero, start_step)
     except zero.ZeroError as e:  # a worker, model or checkpoint --zero cannot serve: bad input
         return _bad_input(e)
     run_id = new_run_id(cfg)

@@ -237,7 +237,8 @@ class Trainer:
             self.gradients = comm_probe.describe(grads)
             t1 = None
             if self.step_timeline:
-                t1, grads = step_clock.gradients_ready(grads, gate=self._gate_sync)
+                t1, grads = step_clock.gradients_ready(
+                    grads, gate=self._gate_sync, after=[] if blocks is None else [blocks])
             if self.reducer is not None:
                 grads = self.reducer(grads)
             if self.zero is not None:

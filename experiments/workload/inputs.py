@@ -150,7 +150,7 @@ def _with_explicit_sharding_policy(ds, policy):
 
 
 def train_dataset(info, count, batch_size, seed, data_dir=None, num_shards=1, shard_index=0,
-                  shuffle_seed=None, delay_us=None, replicas_in_sync=1):
+                  shuffle_seed=None, delay_us=None, replicas_in_sync=1, start_example=0):
     """Endless shuffled batches of this input pipeline's shard of the training split.
 
     Sharding is done here, by example, and tf.data auto-sharding is switched OFF explicitly: with
@@ -159,6 +159,10 @@ def train_dataset(info, count, batch_size, seed, data_dir=None, num_shards=1, sh
     runs exactly the number of steps the loop asks for (MWMS hangs if workers disagree).
 
     shard_index and shuffle_seed may be scalar tensors (a PSS worker computes its own).
+    With a shuffle_seed, pass k of the shard is a permutation of its own, keyed on (seed, k),
+    and the stream of passes starts `start_example` examples in: a run resumed after S steps
+    (S x its examples per step, per pipeline) meets the examples, in the order, that the
+    uninterrupted run met from there.
     replicas_in_sync: for the InputContext a MODULE:FUNCTION dataset is given.
     delay_us (straggler injection): microseconds every batch waits, applied *after* prefetch so
     the consumer's step itself is delayed rather than hidden by the prefetch buffer. An int or a
@@ -172,8 +176,18 @@ def train_dataset(info, count, batch_size, seed, data_dir=None, num_shards=1, sh
         ds = ds.shard(num_shards, shard_index)
     # The largest shard's size: shard_index may be a tensor (a PSS worker's own index).
     shard_size = -(-count // num_shards)
-    ds = ds.cache().shuffle(shard_size, seed=shuffle_seed, reshuffle_each_iteration=True)
-    ds = ds.repeat().batch(batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
+    if shuffle_seed is None:
+        ds = ds.cache().shuffle(shard_size, reshuffle_each_iteration=True).repeat()
+    else:
+        cached = ds.cache()
+        # this shard's own size (ds.shard takes every num_shards-th example from shard_index)
+        size = (count - tf.cast(shard_index, tf.int64) + num_shards - 1) // num_shards
+        start = tf.cast(start_example, tf.int64)
+        seed64 = tf.cast(shuffle_seed, tf.int64)
+        ds = tf.data.Dataset.counter(start // size).flat_map(
+            lambda k: cached.shuffle(shard_size, seed=seed64 * 1_000_003 + k,
+                                     reshuffle_each_iteration=False)).skip(start % size)
+    ds = ds.batch(batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
     if delay_us is not None:
         ds = ds.apply(_sleep_dataset(tf.cast(delay_us, tf.int64)))
     return _with_explicit_sharding_policy(ds, tf.data.experimental.AutoShardPolicy.OFF)

@@ -50,6 +50,28 @@ def test_shards_are_disjoint_and_cover_the_split():
     assert not seen[0] & seen[1] and seen[0] | seen[1] == everything
 
 
+def _stream(ds, batches):
+    return np.concatenate([x.numpy().reshape(x.shape[0], -1).sum(1) for x, _ in
+                           ds.take(batches)])
+
+
+def test_a_resumed_stream_continues_where_the_uninterrupted_one_was():
+    """Shard 1 of 2 of 63 examples holds 31: passes of 31 in batches of 4 straddle passes. A
+    pipeline resumed after 5 or 9 batches (20, 36 examples: inside pass 1 and pass 2) meets
+    what the uninterrupted one met from there; each pass is a permutation of the shard, and
+    passes differ."""
+    info = get_info("synthetic")
+    kw = dict(seed=3, num_shards=2, shard_index=1, shuffle_seed=4)
+    whole = _stream(inputs.train_dataset(info, 63, 4, **kw), 24)  # 96 examples: 3+ passes
+    for skipped in (5, 9):
+        resumed = _stream(inputs.train_dataset(info, 63, 4, start_example=4 * skipped, **kw),
+                          24 - skipped)
+        assert np.array_equal(resumed, whole[4 * skipped:])
+    first, second = whole[:31], whole[31:62]
+    assert sorted(first.tolist()) == sorted(second.tolist()) and len(set(first.tolist())) == 31
+    assert not np.array_equal(first, second)
+
+
 def test_tfds_path_with_mock_data():
     info = get_info("mnist")
     # mock_data ignores split slicing ("train[:16]"), so it is asked for exactly 16 examples.
