@@ -9,7 +9,7 @@ import time
 import pytest
 import tensorflow as tf
 
-from tests.helpers import TINY, processes_mentioning, records_in, run_module
+from tests.helpers import FAST, processes_mentioning, records_in, run_module
 from tf_config.events import RUN_TAG_ENV, running_tasks
 
 pytestmark = pytest.mark.integration
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.integration
 
 def test_pss_run_survives_a_killed_worker(tmp_path):
     proc = run_module("experiments.run", "--strategy=parameter_server", "--num_workers=2",
-                      "--num_ps=1", "--model=mlp", *TINY, "--fail_task=worker:1",
+                      "--num_ps=1", "--model=mlp", *FAST, "--fail_task=worker:1",
                       "--fail_at_step=10", f"--checkpoint_dir={tmp_path / 'ckpt'}",
                       "--checkpoint_every_steps=4", f"--results_dir={tmp_path}")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -61,7 +61,7 @@ def test_pss_worker_killed_while_the_cluster_forms(tmp_path):
     killer = threading.Thread(target=_kill_when_started, args=(tag, "worker:0", found))
     killer.start()
     proc = run_module("experiments.run", "--strategy=parameter_server", "--num_workers=2",
-                      "--num_ps=1", "--model=mlp", *TINY, f"--results_dir={tmp_path}",
+                      "--num_ps=1", "--model=mlp", *FAST, f"--results_dir={tmp_path}",
                       env={RUN_TAG_ENV: tag})
     killer.join()
     assert found, "worker:0 never started"
@@ -77,7 +77,7 @@ def test_pss_worker_killed_while_the_cluster_forms(tmp_path):
 def test_mwms_fails_fast_when_a_worker_is_killed(tmp_path):
     start = time.monotonic()
     proc = run_module("experiments.run", "--strategy=multi_worker_mirrored", "--num_workers=2",
-                      "--model=mlp", *TINY, "--epochs=50", "--fail_task=worker:1",
+                      "--model=mlp", *FAST, "--epochs=50", "--fail_task=worker:1",
                       "--fail_at_step=5", f"--results_dir={tmp_path}")
     elapsed = time.monotonic() - start
     assert proc.returncode == 1
@@ -120,7 +120,7 @@ def test_mwms_lost_worker_restarts_the_cluster_from_the_last_checkpoint(tmp_path
     killed at step 12 (epoch 2); the launcher restarts both workers, which resume from the last
     5-step checkpoint and lose only the steps after it."""
     proc = run_module("experiments.run", "--strategy=multi_worker_mirrored", "--num_workers=2",
-                      "--model=mlp", *TINY, "--epochs=3", f"--checkpoint_dir={tmp_path / 'ckpt'}",
+                      "--model=mlp", *FAST, "--epochs=3", f"--checkpoint_dir={tmp_path / 'ckpt'}",
                       "--checkpoint_every_steps=5", "--max_restarts=2", "--fail_task=worker:1",
                       "--fail_at_step=12", f"--results_dir={tmp_path}")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -149,7 +149,7 @@ def test_mwms_lost_worker_restarts_the_cluster_from_the_last_checkpoint(tmp_path
 
 def test_lost_parameter_server_restarts_the_cluster_from_the_last_checkpoint(tmp_path):
     proc = run_module("experiments.run", "--strategy=parameter_server", "--num_workers=2",
-                      "--num_ps=1", "--model=mlp", *TINY, "--epochs=3",
+                      "--num_ps=1", "--model=mlp", *FAST, "--epochs=3",
                       f"--checkpoint_dir={tmp_path / 'ckpt'}", "--checkpoint_every_steps=4",
                       "--max_restarts=2", "--fail_task=ps:0", "--fail_at_step=20",
                       f"--results_dir={tmp_path}")
@@ -171,7 +171,7 @@ def test_mwms_preemption_restarts_the_cluster_without_losing_a_step(tmp_path):
     save at the same step and exit 75; the launcher restarts them and they continue from exactly
     that step."""
     proc = run_module("experiments.run", "--strategy=multi_worker_mirrored", "--num_workers=2",
-                      "--model=mlp", *TINY, "--epochs=3", f"--checkpoint_dir={tmp_path / 'ckpt'}",
+                      "--model=mlp", *FAST, "--epochs=3", f"--checkpoint_dir={tmp_path / 'ckpt'}",
                       "--fail_task=worker:1", "--fail_at_step=12", "--fail_mode=preempt",
                       f"--results_dir={tmp_path}")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -190,7 +190,7 @@ def test_mwms_preemption_restarts_the_cluster_without_losing_a_step(tmp_path):
 
 
 def test_preemption_without_restarts_left_exits_75_and_a_rerun_resumes(tmp_path):
-    common = ["--strategy=multi_worker_mirrored", "--num_workers=2", "--model=mlp", *TINY,
+    common = ["--strategy=multi_worker_mirrored", "--num_workers=2", "--model=mlp", *FAST,
               "--epochs=3", f"--checkpoint_dir={tmp_path / 'ckpt'}", f"--results_dir={tmp_path}"]
     preempted = run_module("experiments.run", *common, "--fail_task=worker:1",
                            "--fail_at_step=12", "--fail_mode=preempt", "--max_restarts=0")
@@ -217,7 +217,7 @@ def test_preemption_without_restarts_left_exits_75_and_a_rerun_resumes(tmp_path)
 
 
 def test_resume_single_device_keeps_every_epoch(tmp_path):
-    common = ["--strategy=one_device", "--model=mlp", *TINY, f"--checkpoint_dir={tmp_path / 'c'}"]
+    common = ["--strategy=one_device", "--model=mlp", *FAST, f"--checkpoint_dir={tmp_path / 'c'}"]
     first = run_module("experiments.run", *common, "--epochs=1", f"--results_dir={tmp_path / 'a'}")
     assert first.returncode == 0
     second = run_module("experiments.run", *common, "--epochs=3", f"--results_dir={tmp_path / 'b'}")
@@ -242,7 +242,7 @@ def test_straggler_paces_mwms_but_not_pss(tmp_path):
     so its epoch takes at least ~(steps - 2) x 150 ms; PSS gives most steps to worker:0."""
     delay = ["--straggler_task=worker:1", "--straggler_delay_ms=150"]
     mwms = run_module("experiments.run", "--strategy=multi_worker_mirrored", "--num_workers=2",
-                      "--model=mlp", *TINY, *delay, f"--results_dir={tmp_path / 'mwms'}")
+                      "--model=mlp", *FAST, *delay, f"--results_dir={tmp_path / 'mwms'}")
     assert mwms.returncode == 0, mwms.stdout[-3000:] + mwms.stderr[-3000:]
     (record,) = records_in(tmp_path / "mwms")
     assert record["straggler"] == {"task": "worker:1", "delay_ms": 150.0}
@@ -251,7 +251,7 @@ def test_straggler_paces_mwms_but_not_pss(tmp_path):
     # already slept), so (steps - 2) sleeps are the lower bound of a steady epoch.
     assert record["epochs"][-1]["time_s"] >= (steps - 2) * 0.150
     pss = run_module("experiments.run", "--strategy=parameter_server", "--num_workers=2",
-                     "--num_ps=1", "--model=mlp", *TINY, *delay,
+                     "--num_ps=1", "--model=mlp", *FAST, *delay,
                      f"--results_dir={tmp_path / 'pss'}")
     assert pss.returncode == 0, pss.stdout[-3000:] + pss.stderr[-3000:]
     (record,) = records_in(tmp_path / "pss")
@@ -276,7 +276,7 @@ def test_hung_worker_is_named_by_the_watchdog(tmp_path, strategy, extra, waiting
     naming the frozen task and where the others wait; nothing is left running."""
     start = time.monotonic()
     proc = run_module("experiments.run", f"--strategy={strategy}", "--num_workers=2", *extra,
-                      "--model=mlp", *TINY, "--epochs=20", "--fail_task=worker:1",
+                      "--model=mlp", *FAST, "--epochs=20", "--fail_task=worker:1",
                       "--fail_mode=hang", "--fail_at_step=10", "--watchdog_s=4",
                       f"--results_dir={tmp_path}")
     elapsed = time.monotonic() - start

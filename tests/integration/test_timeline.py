@@ -3,7 +3,7 @@ step_clock.py, results/timeline.py): a worker slowed on purpose is the one named
 (last to have its gradients ready) and under PSS (its steps the slowest)."""
 import pytest
 
-from tests.helpers import TINY, processes_mentioning, records_in, run_module
+from tests.helpers import FAST, processes_mentioning, records_in, run_module
 
 pytestmark = pytest.mark.integration
 
@@ -15,7 +15,7 @@ def test_the_slowed_worker_is_named(tmp_path, strategy, extra, named):
     import re
 
     proc = run_module("experiments.run", f"--strategy={strategy}", "--num_workers=2", *extra,
-                      "--model=mlp", *TINY, "--train_examples=1024", "--straggler_task=worker:1",
+                      "--model=mlp", *FAST, "--train_examples=1024", "--straggler_task=worker:1",
                       "--straggler_delay_ms=40", f"--results_dir={tmp_path}")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     (record,) = records_in(tmp_path)
@@ -45,7 +45,7 @@ def test_mwms_stamps_are_ordered_and_account_for_the_step(tmp_path):
     """Without a straggler: every worker's stamps come in order (input, gradients, update), and
     compute + waiting + synchronization is the stamped step."""
     proc = run_module("experiments.run", "--strategy=multi_worker_mirrored", "--num_workers=2",
-                      "--model=cnn", *TINY, f"--results_dir={tmp_path}")
+                      "--model=cnn", *FAST, f"--results_dir={tmp_path}")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     (record,) = records_in(tmp_path)
     for rows in record["timeline"]["stamps"].values():
@@ -59,7 +59,7 @@ def test_a_pipelines_stages_and_checkpoints_are_in_its_trace(tmp_path):
     (GPipe's order: the M forwards, then the backwards from the last micro-batch), and the
     checkpoints the run saved are in the record, so the trace can place them."""
     proc = run_module("experiments.run", "--strategy=model_parallel", "--num_stages=2",
-                      "--microbatches=2", "--model=mlp", *TINY, "--epochs=2",
+                      "--microbatches=2", "--model=mlp", *FAST, "--epochs=2",
                       f"--checkpoint_dir={tmp_path / 'ckpt'}", "--checkpoint_every_steps=5",
                       f"--results_dir={tmp_path / 'out'}")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

@@ -3,13 +3,13 @@ well above chance (vit: 10 image classes; gpt: 64 next tokens), data parallel, o
 servers and cut into a pipeline between its blocks."""
 import pytest
 
-from tests.helpers import records_in, run_module
+from tests.helpers import NO_PROBES, records_in, run_module
 
 pytestmark = pytest.mark.integration
 
 SIZE = ["--epochs=3", "--train_examples=2048", "--eval_examples=512",
         "--batch_size_per_replica=32", "--cluster_timeout=120", "--optimizer=adam",
-        "--learning_rate=0.002"]
+        "--learning_rate=0.002", *NO_PROBES]
 # Mirrored's replicas run the same replica step and all-reduce as MWMS's workers, in one process
 # (tests/experiments/test_run.py trains it): left out here to keep CI's time (2 x ~18 s).
 STRATEGIES = {
