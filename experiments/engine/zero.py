@@ -153,17 +153,17 @@ class ShardedUpdate:
         """This worker's optimizer shard at `step` (every worker: the state is sharded), then a
         barrier: the caller saves the model after it, so a model checkpoint of step S means
         every rank's shard of S is written. Keeps the shards of the last KEEP steps (the model's
-        CheckpointManager keeps as many); the chief drops shards of another N."""
+        CheckpointManager keeps as many); rank 0 drops shards of another N."""
         mine = self._dir(directory)
         tf.train.Checkpoint(optimizer=self.optimizer).write(os.path.join(mine, f"shard-{step}"))
         for old in _steps(mine)[:-KEEP]:
             for path in tf.io.gfile.glob(os.path.join(mine, f"shard-{old}.*")):
                 tf.io.gfile.remove(path)
-        if self.rank == 0:
-            for name in _shardings(directory):
-                for stale in tf.io.gfile.glob(os.path.join(directory, SHARD_DIR,
-                                                           f"rank*-of{name}")):
-                    if name != self.n:
+        if self.rank == 0:  # shards over another N (a reused directory): never resumable here
+            for n in _shardings(directory):
+                if n != self.n:
+                    for stale in tf.io.gfile.glob(os.path.join(directory, SHARD_DIR,
+                                                               f"rank*-of{n}")):
                         tf.io.gfile.rmtree(stale)
         self._barrier()
 
