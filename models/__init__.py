@@ -16,5 +16,8 @@ TOKEN_MODELS = ("embedding", "gpt", "gpt_small")
 # Token models whose classes are the tokens themselves (next-token prediction): their dataset's
 # vocabulary must equal its classes.
 NEXT_TOKEN_MODELS = ("gpt", "gpt_small")
+# Models whose transformer blocks --tensor_parallel splits over devices
+# (models/tensor_parallel.py).
+TENSOR_PARALLEL_MODELS = ("vit", "vit_small", "gpt", "gpt_small")
 # How models/stages.py balances pipeline stages: parameter count, or measured time.
 STAGE_COSTS = ("params", "time")

@@ -25,14 +25,15 @@ class LastPosition(keras.layers.Layer):
         return (input_shape[0], input_shape[-1])
 
 
-def build_gpt(input_shape, num_classes, name="gpt"):
+def build_gpt(input_shape, num_classes, name="gpt", tensor_parallel=1):
     width, blocks, heads, mlp = size_of(name)
     (length,) = input_shape
     inputs = keras.Input(shape=(length,), dtype="int32")
     x = keras.layers.Embedding(num_classes, width, name="tokens")(inputs)
     x = PositionEmbedding(name="positions")(x)
     for i in range(blocks):
-        x = block(x, heads, mlp, causal=True, name=f"block{i}")
+        x = block(x, heads, mlp, causal=True, name=f"block{i}",
+                  tensor_parallel=tensor_parallel)
     x = keras.layers.LayerNormalization(epsilon=1e-6, name="norm")(x)
     x = LastPosition(name="last")(x)
     outputs = keras.layers.Dense(num_classes, name="head")(x)

@@ -3,7 +3,7 @@
     with strategy.scope():
         model = build("cnn", input_shape=(28, 28, 1), num_classes=10)
 """
-from models import MODELS
+from models import MODELS, TENSOR_PARALLEL_MODELS
 from models.cnn import build_cnn
 from models.embedding import build_embedding
 from models.gpt import build_gpt
@@ -13,8 +13,15 @@ from models.vit import build_vit
 from models.wide_mlp import build_wide_mlp
 
 
-def build(name, input_shape, num_classes, batchnorm=False, sync_batchnorm=False):
-    """Returns an uncompiled keras.Model producing logits of shape (batch, num_classes)."""
+def build(name, input_shape, num_classes, batchnorm=False, sync_batchnorm=False,
+          tensor_parallel=1):
+    """Returns an uncompiled keras.Model producing logits of shape (batch, num_classes);
+    tensor_parallel: the transformers' blocks split over that many devices
+    (models/tensor_parallel.py)."""
+    if tensor_parallel > 1 and name not in TENSOR_PARALLEL_MODELS:
+        raise ValueError(f"--tensor_parallel={tensor_parallel} splits transformer blocks; "
+                         f"model {name!r} has none (choose one of: "
+                         f"{', '.join(TENSOR_PARALLEL_MODELS)})")
     if name == "mlp":
         return build_mlp(input_shape, num_classes)
     if name == "cnn":
@@ -27,7 +34,9 @@ def build(name, input_shape, num_classes, batchnorm=False, sync_batchnorm=False)
     if name == "embedding":
         return build_embedding(input_shape, num_classes)
     if name in ("vit", "vit_small"):
-        return build_vit(input_shape, num_classes, name=name)
+        return build_vit(input_shape, num_classes, name=name,
+                         tensor_parallel=tensor_parallel)
     if name in ("gpt", "gpt_small"):
-        return build_gpt(input_shape, num_classes, name=name)
+        return build_gpt(input_shape, num_classes, name=name,
+                         tensor_parallel=tensor_parallel)
     raise ValueError(f"unknown model {name!r}; valid models: {', '.join(MODELS)}")

@@ -17,7 +17,7 @@ from models.transformer import PositionEmbedding, block, size_of
 PATCHES = (4, 7, 2, 1)
 
 
-def build_vit(input_shape, num_classes, name="vit"):
+def build_vit(input_shape, num_classes, name="vit", tensor_parallel=1):
     width, blocks, heads, mlp = size_of(name)
     if len(input_shape) != 3:
         raise ValueError(f"model {name!r} reads images (height, width, channels), not features "
@@ -29,7 +29,7 @@ def build_vit(input_shape, num_classes, name="vit"):
     x = keras.layers.Reshape(((height // patch) * (side // patch), width), name="tokens")(x)
     x = PositionEmbedding(name="positions")(x)
     for i in range(blocks):
-        x = block(x, heads, mlp, name=f"block{i}")
+        x = block(x, heads, mlp, name=f"block{i}", tensor_parallel=tensor_parallel)
     x = keras.layers.LayerNormalization(epsilon=1e-6, name="norm")(x)
     x = keras.layers.GlobalAveragePooling1D(name="pool")(x)
     outputs = keras.layers.Dense(num_classes, name="head")(x)

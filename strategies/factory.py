@@ -108,22 +108,22 @@ def _local_devices(num_replicas):
     return [f"/cpu:{i}" for i in range(num_replicas)]
 
 
-def stage_devices(num_stages):
-    """Device names of `num_stages` pipeline stages: GPUs when there are enough, otherwise the
-    CPU's logical devices (get_strategy split it). Partial names: inside an MWMS worker's replica
-    they keep the worker's job and task."""
+def stage_devices(model_devices):
+    """Names of the `model_devices` devices a model is spread over (pipeline stages x tensor
+    shards): GPUs when there are enough, otherwise the CPU's logical devices (get_strategy split
+    it). Partial names: inside an MWMS worker's replica they keep the worker's job and task."""
     gpus = tf.config.list_physical_devices("GPU")
-    kind = "GPU" if len(gpus) >= num_stages else "CPU"
-    return [f"/device:{kind}:{i}" for i in range(num_stages)]
+    kind = "GPU" if len(gpus) >= model_devices else "CPU"
+    return [f"/device:{kind}:{i}" for i in range(model_devices)]
 
 
-def _split_for_stages(num_stages):
-    """Before the runtime starts: enough devices for `num_stages` stages (the CPU split into
-    logical devices on a host without that many GPUs)."""
-    if len(tf.config.list_physical_devices("GPU")) < num_stages:
+def _split_for_stages(model_devices):
+    """Before the runtime starts: `model_devices` devices for the model's stages and shards (the
+    CPU split into logical devices on a host without that many GPUs)."""
+    if len(tf.config.list_physical_devices("GPU")) < model_devices:
         cpu = tf.config.list_physical_devices("CPU")[0]
         tf.config.set_logical_device_configuration(
-            cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(num_stages)])
+            cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(model_devices)])
 
 
 def _partitioner(ps_shards):
@@ -133,7 +133,7 @@ def _partitioner(ps_shards):
 
 
 def get_strategy(name, num_replicas=1, cluster_resolver=None, collective="auto", ps_shards=0,
-                 tpu="", tpu_timeout_s=180.0, num_stages=1, bytes_per_pack=0,
+                 tpu="", tpu_timeout_s=180.0, model_devices=1, bytes_per_pack=0,
                  cross_device_ops="auto"):
     """Returns the tf.distribute.Strategy called `name`.
 
@@ -166,11 +166,11 @@ def get_strategy(name, num_replicas=1, cluster_resolver=None, collective="auto",
     if name == "model_parallel":
         # No tf.distribute strategy splits a model: one replica on the default strategy, whose
         # step places each stage on its own device (experiments/engine/gpipe.py).
-        _split_for_stages(num_stages)
+        _split_for_stages(model_devices)
         return tf.distribute.get_strategy()
     if name in ("multi_worker_mirrored", "hybrid"):
         if name == "hybrid":  # MWMS whose replica (one per worker) runs the stage pipeline
-            _split_for_stages(num_stages)
+            _split_for_stages(model_devices)
             if tf.config.list_physical_devices("GPU"):
                 # MWMS makes every local GPU a replica; a hybrid worker's GPUs are its stages'.
                 # MWMS counts the GPUs its resolver reports: one, the replica's (not run here).

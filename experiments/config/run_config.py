@@ -145,6 +145,10 @@ class RunConfig:
     microbatches: int = setting(1, f"{' / '.join(PIPELINED)}: micro-batches per step pipelined "
                                 "through the stages (GPipe); divides the per-replica batch.",
                                 bound="> 0")
+    tensor_parallel: int = setting(1, f"{' / '.join(PIPELINED)}: split each transformer block's "
+                                   "attention (by heads) and MLP (by hidden units) over this "
+                                   "many devices per stage (Megatron-style; with "
+                                   "--num_stages=1: no pipeline).", bound="> 0")
     stage_cost: str = setting("params", f"{' / '.join(PIPELINED)}: balance stages by parameter "
                               "count, or by measured forward+backward seconds.", STAGE_COSTS)
     profile_steps: str = setting("", "FIRST,LAST: TF profiler trace of these global steps on the "
@@ -174,6 +178,10 @@ class RunConfig:
 
     def replicas_in_sync(self):
         return replicas_in_sync(self.strategy, self.num_replicas, self.num_workers)
+
+    def model_devices(self):
+        """Devices one replica's model is spread over: pipeline stages x tensor shards."""
+        return self.num_stages * self.tensor_parallel
 
     def resolved_global_batch(self):
         return self.global_batch_size or self.batch_size_per_replica * self.replicas_in_sync()

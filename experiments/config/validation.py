@@ -10,7 +10,7 @@ import re
 from experiments.config.run_config import ConfigError
 from experiments.workload import npz_data, user_code
 from experiments.workload.datasets import DATASETS, is_user_dataset
-from models import MODELS, NEXT_TOKEN_MODELS, TOKEN_MODELS
+from models import MODELS, NEXT_TOKEN_MODELS, TENSOR_PARALLEL_MODELS, TOKEN_MODELS
 from strategies import (ALL_REDUCE, COMPRESSIBLE, LOCAL_REPLICAS, MIRRORED, MULTI_WORKER,
                         PARAMETER_SERVERS, PIPELINED, compression, kind)
 
@@ -76,14 +76,20 @@ def check_dataset(dataset):
 
 def _check_pipeline(cfg):
     if cfg.strategy not in PIPELINED:
-        if cfg.num_stages != 1 or cfg.microbatches != 1:
-            raise ConfigError(f"--num_stages={cfg.num_stages} and --microbatches="
-                              f"{cfg.microbatches} apply to --strategy={' or '.join(PIPELINED)} "
-                              f"only (got --strategy={cfg.strategy})")
+        if cfg.num_stages != 1 or cfg.microbatches != 1 or cfg.tensor_parallel != 1:
+            raise ConfigError(f"--num_stages={cfg.num_stages}, --microbatches="
+                              f"{cfg.microbatches} and --tensor_parallel={cfg.tensor_parallel} "
+                              f"apply to --strategy={' or '.join(PIPELINED)} only (got "
+                              f"--strategy={cfg.strategy})")
         return
-    if cfg.num_stages < 2:
+    if cfg.tensor_parallel > 1 and cfg.model not in TENSOR_PARALLEL_MODELS:
+        raise ConfigError(f"--tensor_parallel={cfg.tensor_parallel} splits transformer blocks; "
+                          f"--model={cfg.model} has none (choose one of: "
+                          f"{', '.join(TENSOR_PARALLEL_MODELS)})")
+    if cfg.model_devices() < 2:
         raise ConfigError(f"--num_stages={cfg.num_stages}: --strategy={cfg.strategy} splits the "
-                          f"model into 2 or more stages; give --num_stages >= 2")
+                          f"model over 2 or more devices; give --num_stages >= 2 or "
+                          f"--tensor_parallel >= 2")
     if cfg.accumulation_steps != 1:
         raise ConfigError(f"--accumulation_steps={cfg.accumulation_steps} does not combine with "
                           f"--strategy={cfg.strategy}: its --microbatches already split each "

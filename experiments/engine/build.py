@@ -20,6 +20,7 @@ from experiments.workload import inputs, user_data, user_model
 from experiments.workload.datasets import FUNCTION
 from experiments.workload.user_code import UserCodeError
 from models import stages as model_stages
+from models import tensor_parallel
 from strategies import kind
 from strategies.factory import stage_devices
 
@@ -111,19 +112,27 @@ def build_model(cfg, info, strategy):
     """The run's model (a built-in, MODULE:FUNCTION or PATH.keras), built from --seed in the
     strategy's scope and in --float_dtype. UserCodeError (one line) for a user model that
     cannot be built."""
-    keras.utils.set_random_seed(cfg.seed)  # --seed covers initialization too: reruns compare
-    with strategy.scope(), floatx(cfg.float_dtype):
+    def make(tensor_parallel=1):
+        keras.utils.set_random_seed(cfg.seed)  # --seed covers initialization: reruns compare
         return user_model.build(cfg.model, info.feature_shape, info.num_classes,
                                 batchnorm=cfg.batchnorm, sync_batchnorm=cfg.sync_batchnorm,
-                                weights=cfg.model_weights)
+                                weights=cfg.model_weights, tensor_parallel=tensor_parallel)
+
+    with strategy.scope(), floatx(cfg.float_dtype):
+        model = make()
+        if cfg.tensor_parallel > 1:  # the same weights, in shards (models/tensor_parallel.py)
+            split = make(cfg.tensor_parallel)
+            tensor_parallel.load_from(split, model)
+            model = split
+    return model
 
 
 def split_stages(cfg, info, strategy, model, per_replica_batch):
     """(stages, their devices) of the model (models/stages.py), in the strategy's scope. Under a
     pipeline alone each stage's variables are re-created on its stage's device, before the
-    optimizer builds its slots next to them; under all-reduce workers (hybrid) MWMS keeps every
-    variable mirrored on the worker's one replica device, and the stages place their compute
-    only."""
+    optimizer builds its slots next to them (a tensor-parallel layer's shard t on the stage's
+    t-th device); under all-reduce workers (hybrid) MWMS keeps every variable mirrored on the
+    worker's one replica device, and the stages and shards place their compute only."""
     if model.losses:
         raise UserCodeError(f"--strategy={cfg.strategy}: model {cfg.model!r} adds losses of its "
                             f"own (model.losses, e.g. weight regularizers); the pipeline "
@@ -152,13 +161,20 @@ def split_stages(cfg, info, strategy, model, per_replica_batch):
         stages = model_stages.split(model, cfg.num_stages, cfg.stage_cost, sample, wrap, agree)
     except model_stages.StageError as e:
         raise UserCodeError(str(e)) from None
-    devices = stage_devices(cfg.num_stages)
-    if not all_reduce:  # no mirrored copy to keep
-        for stage, device in zip(stages, devices):
-            with tf.device(device):
-                for v in stage.model.weights:
-                    # Keras's own creation path (TF backend): a new tf.Variable holding the
-                    # same value, created under the stage's device scope.
+    shards = cfg.tensor_parallel
+    everything = stage_devices(cfg.model_devices())
+    devices = everything[::shards]  # each stage's first device: where its unsplit layers run
+    for s, stage in enumerate(stages):
+        placed = {}  # id(variable) -> its device: a split layer's shard t on the stage's t-th
+        for layer in tensor_parallel.split_layers(stage.model):
+            layer.devices = everything[s * shards:(s + 1) * shards]
+            for device, variables in zip(layer.devices, layer.shard_variables()):
+                placed.update({id(v): device for v in variables})
+        if not all_reduce:  # no mirrored copy to keep
+            for v in stage.model.weights:
+                # Keras's own creation path (TF backend): a new tf.Variable holding the same
+                # value, created under its device's scope.
+                with tf.device(placed.get(id(v), devices[s])):
                     v._initialize(tf.identity(v.value))
     return stages, devices
 

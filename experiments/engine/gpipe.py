@@ -188,9 +188,10 @@ def transfer_probe(stages, devices, micro_batch, microbatches, repeats=20):
     """Seconds to move one step's boundary tensors between the stages' devices alone (each
     boundary's activation forward and its gradient back, for every micro-batch), as the spread of
     `repeats` timings. Between logical devices of one CPU the tensors stay in host memory. None
-    when a boundary's shape is known only at run time."""
+    for one stage (no boundary: tensor parallelism alone) and when a boundary's shape is known
+    only at run time."""
     shapes = [(micro_batch, *s.output_shape) for s in stages[:-1]]
-    if any(d is None for shape in shapes for d in shape):
+    if not shapes or any(d is None for shape in shapes for d in shape):
         return None
 
     @tf.function

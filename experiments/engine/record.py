@@ -18,6 +18,7 @@ import psutil
 from experiments.engine import gpipe
 from experiments.measure import cpu_usage, environment, memory
 from models import stages as model_stages
+from models import tensor_parallel
 from results import metrics, records
 from strategies import all_reduce_workers, kind
 from tf_config import events, netshape
@@ -54,9 +55,12 @@ def _peak_memory(trainer):
 
 
 def _memory_per_device(cfg, trainer, pipe):
-    """experiments/measure/memory.py: each pipeline stage's device (`pipe`: the record's pipeline
-    section), or the one replica's (under PSS the estimate counts the optimizer's slots, which
+    """experiments/measure/memory.py: every device of a tensor-parallel run, each pipeline
+    stage's device (`pipe`: the record's pipeline section), or the one replica's (under PSS the estimate counts the optimizer's slots, which
     live on the ps)."""
+    if cfg.tensor_parallel > 1:
+        return memory.per_tensor_device(trainer.stages, trainer.per_replica_batch,
+                                        cfg.optimizer)
     if pipe is not None:
         return [{"stage": s["stage"], "device": s["device"], "bytes": s["peak_memory_bytes"],
                  "kind": s["peak_memory_kind"]} for s in pipe["stages"]]
@@ -117,6 +121,28 @@ def _pipeline(cfg, trainer, epochs):
             if getattr(trainer, "pipeline", None) is not None else None)
 
 
+def _tensor_parallel(cfg, trainer):
+    """The record's tensor_parallel section (--tensor_parallel >= 2), else None: what one
+    replica's step all-reduces across each stage's shards (models/tensor_parallel.py)."""
+    if cfg.tensor_parallel < 2:
+        return None
+    shards = cfg.tensor_parallel
+    per_example = tensor_parallel.reduced_bytes_per_example(trainer.model)
+    per_step = per_example * trainer.per_replica_batch  # every micro-batch of the step
+    return {
+        "shards": shards,
+        "split_layers": len(tensor_parallel.split_layers(trainer.model)),
+        "devices": [tensor_parallel.split_layers(stage.model)[0].devices
+                    if tensor_parallel.split_layers(stage.model) else None
+                    for stage in trainer.stages],
+        "reduced_bytes_per_example": per_example,
+        "reduced_bytes_per_step": per_step,
+        # a ring all-reduce of B bytes over T devices sends 2 (T-1)/T B from each
+        "ring_bytes_sent_per_device_per_step": int(2 * (shards - 1) * per_step / shards),
+        "how": "each split layer's output summed over the shards forward and its input's "
+               "gradient summed backward, per example x the replica's examples per step"}
+
+
 def peak_memory_per_device(cfg, trainer, epochs):
     """The largest of the record's memory_per_device figures, in bytes, or None (what --adapt
     notes of a configuration it leaves: its record is never written)."""
@@ -170,6 +196,7 @@ def build_record(cfg, role, trainer, strategy, run_id, epochs, checksum, extra_c
                           "microbatches": cfg.microbatches} if trainer.trace_blocks else {})}
                      if getattr(trainer, "trace_stamps", None) else None),
         "pipeline": pipe,
+        "tensor_parallel": _tensor_parallel(cfg, trainer),
         "boundary_activation_bytes": _boundary_bytes(trainer, pipe),
         "resumed_epochs": [e["epoch"] for e in epochs if e.get("resumed")],
         # The epochs this process timed itself (a resumed run's others came from its checkpoint).

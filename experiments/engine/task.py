@@ -37,20 +37,21 @@ def set_threads(threads, min_inter_op=1):
         tf.config.threading.set_inter_op_parallelism_threads(max(threads, min_inter_op))
 
 
-def set_stage_threads(threads, num_stages):
-    """A pipeline on a CPU host: each of the S logical devices gets a thread pool of its own
-    with threads / S threads (all cores when threads is 0), as S accelerators would each have
-    their own compute. By default every logical CPU device shares one pool, and a stage's ops
-    then take the cores another stage's ops are using (docs/parallelism.md). Before the
-    runtime starts: TensorFlow reads TF_OVERRIDE_GLOBAL_THREADPOOL once, creating devices."""
+def set_stage_threads(threads, devices):
+    """A model spread over logical devices of a CPU host (pipeline stages x tensor shards): each
+    of the D devices gets a thread pool of its own with threads / D threads (all cores when
+    threads is 0), as D accelerators would each have their own compute. By default every
+    logical CPU device shares one pool, and a stage's ops then take the cores another stage's
+    ops are using (docs/parallelism.md). Before the runtime starts: TensorFlow reads
+    TF_OVERRIDE_GLOBAL_THREADPOOL once, creating devices."""
     cores = threads or len(os.sched_getaffinity(0))
-    if len(tf.config.list_physical_devices("GPU")) < num_stages:
+    if len(tf.config.list_physical_devices("GPU")) < devices:
         os.environ["TF_OVERRIDE_GLOBAL_THREADPOOL"] = "1"
-        tf.config.threading.set_intra_op_parallelism_threads(max(1, cores // num_stages))
+        tf.config.threading.set_intra_op_parallelism_threads(max(1, cores // devices))
     else:
         tf.config.threading.set_intra_op_parallelism_threads(threads)
-    # S stages' blocks in flight at once, plus the input pipeline's.
-    tf.config.threading.set_inter_op_parallelism_threads(max(cores, num_stages))
+    # D devices' blocks in flight at once, plus the input pipeline's.
+    tf.config.threading.set_inter_op_parallelism_threads(max(cores, devices))
 
 
 def _resolver(role):
@@ -114,7 +115,7 @@ def run_task(cfg, role, extra_config=None):
     watchdog.enable_dumps()  # under a local launcher: Python stacks to the log when hung
     strategy_kind = kind(cfg.strategy)
     if strategy_kind.pipelined:
-        set_stage_threads(cfg.threads, cfg.num_stages)
+        set_stage_threads(cfg.threads, cfg.model_devices())
     else:
         set_threads(cfg.threads, _MIN_SERVER_INTEROP if strategy_kind.parameter_servers else 1)
     try:  # before serving or training: a GPU pool's task without GPUs must not run on the CPU
@@ -132,7 +133,8 @@ def run_task(cfg, role, extra_config=None):
         strategy = get_strategy(cfg.strategy, num_replicas=cfg.num_replicas,
                                 cluster_resolver=_resolver(role), collective=cfg.collective,
                                 ps_shards=cfg.ps_shards, tpu=cfg.tpu,
-                                tpu_timeout_s=cfg.tpu_timeout_s, num_stages=cfg.num_stages,
+                                tpu_timeout_s=cfg.tpu_timeout_s,
+                                model_devices=cfg.model_devices(),
                                 bytes_per_pack=cfg.bytes_per_pack,
                                 cross_device_ops=cfg.cross_device_ops)
     except (TPUUnavailable, MissingGPUs) as e:

@@ -14,9 +14,11 @@ replica, holds the whole model and its per-replica batch (with
 micro-batch of the step (experiments/engine/gpipe.py). Temporaries and allocator overhead are not
 counted, so the estimate is a floor: compare it across configurations, not with a device's size.
 """
+import numpy as np
 import tensorflow as tf
 
 from models import stages as model_stages
+from models import tensor_parallel
 from results.cost_model import OPTIMIZER_SLOTS  # slot variables per weight
 
 ESTIMATE = "estimate (tensor sizes)"
@@ -42,6 +44,40 @@ def per_device(stages, devices, batch, optimizer, shards=1):
             out.append({"device": device, "bytes": peak, "kind": MEASURED})
         else:
             out.append({"device": device, "bytes": _estimate(stage, batch, optimizer, shards),
+                        "kind": ESTIMATE})
+    return out
+
+
+def _bytes(variables):
+    return sum(int(np.prod(v.shape)) * np.dtype(v.dtype).itemsize for v in variables)
+
+
+def per_tensor_device(stages, batch, optimizer):
+    """Every device of a tensor-parallel run (models/tensor_parallel.py): [{stage, shard,
+    device, bytes, kind}]. Shard t of a stage holds its share of each split layer's weights and
+    the split layers' partial outputs (batch x their output size); the stage's first device
+    also holds its unsplit layers and their outputs (the stage's estimate less the other
+    shards' weights). GPUs: the allocator's peak."""
+    out = []
+    for s, stage in enumerate(stages):
+        layers = tensor_parallel.split_layers(stage.model)
+        shards = [sum(_bytes(layer.shard_variables()[t]) for layer in layers)
+                  for t in range(len(layers[0].devices))] if layers else [0]
+        partials = sum(tensor_parallel.output_bytes_per_example(layer) for layer in layers)
+        devices = layers[0].devices if layers else [None]
+        per_weight = 2 + OPTIMIZER_SLOTS.get(optimizer, 0)
+        whole = _estimate(stage, batch, optimizer)
+        for t, device in enumerate(devices):
+            if device is not None and "GPU" in device.upper():
+                peak = tf.config.experimental.get_memory_info(device.split("device:")[-1])
+                out.append({"stage": s, "shard": t, "device": device, "bytes": peak["peak"],
+                            "kind": MEASURED})
+                continue
+            if t == 0:
+                held = None if whole is None else whole - per_weight * sum(shards[1:])
+            else:
+                held = per_weight * shards[t] + batch * partials
+            out.append({"stage": s, "shard": t, "device": device, "bytes": held,
                         "kind": ESTIMATE})
     return out
 

@@ -50,13 +50,14 @@ def _from_keras_file(path, weights):
 
 
 def build(name, input_shape, num_classes, batchnorm=False, sync_batchnorm=False,
-          weights="fresh"):
+          weights="fresh", tensor_parallel=1):
     """A built-in model by name, or the user's (MODULE:FUNCTION, PATH.keras). Call inside
-    strategy.scope(). UserCodeError when the user's builder fails or returns no model."""
+    strategy.scope(). UserCodeError when the user's builder fails or returns no model, or
+    when tensor_parallel cannot split it."""
     if name in MODELS:
         try:
             return build_builtin(name, input_shape, num_classes, batchnorm=batchnorm,
-                                 sync_batchnorm=sync_batchnorm)
+                                 sync_batchnorm=sync_batchnorm, tensor_parallel=tensor_parallel)
         except ValueError as e:  # a built-in model that cannot read these features
             raise UserCodeError(f"--model={name}: {e}") from None
     if name.endswith(".keras"):

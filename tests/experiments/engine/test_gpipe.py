@@ -27,7 +27,7 @@ from strategies.factory import get_strategy
 
 base = RunConfig(model="cnn", eval_examples=64, optimizer="sgd", learning_rate=0.1,
                  batch_size_per_replica=32, results_dir="/tmp/unused", comm_probe=False)
-pipeline = get_strategy("model_parallel", num_stages=2)  # splits the CPU: first
+pipeline = get_strategy("model_parallel", model_devices=2)  # splits the CPU: first
 one_device = tf.distribute.OneDeviceStrategy("/cpu:0")
 out = {}
 for dtype, epochs, examples in (("float64", 2, 256), ("float32", 1, 32)):

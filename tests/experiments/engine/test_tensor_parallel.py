@@ -1,0 +1,127 @@
+"""--tensor_parallel (models/tensor_parallel.py): a transformer whose blocks are split over T
+devices trains the weights one device trains, with each shard's variables on its own device. In
+a subprocess: the CPU is split into logical devices only before the runtime starts, which this
+pytest process has done."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tests.helpers import ROOT, TOLERANCE_FLOAT32_ONE_STEP, TOLERANCE_FLOAT64
+
+# Trains each model on one device and split, from the same seed on the same data with plain SGD:
+# 16 steps in float64, one step in float32; prints the initial and final weights (the split
+# model's gathered into the unsplit layout) and where each shard's variables live.
+_SCRIPT = r"""
+import dataclasses, json
+import tensorflow as tf
+from experiments.config import RunConfig
+from experiments.workload.datasets import get_info
+from experiments.engine.build import build
+from experiments.engine.training import Trainer
+from models import registry, tensor_parallel
+from strategies.factory import get_strategy
+
+split_strategy = get_strategy("model_parallel", model_devices=4)  # splits the CPU: first
+one_device = tf.distribute.OneDeviceStrategy("/cpu:0")
+out = {}
+for model, dataset in (("gpt", "synthetic_sequences"), ("vit", "synthetic")):
+    base = RunConfig(model=model, dataset=dataset, eval_examples=64, optimizer="sgd",
+                     learning_rate=0.1, batch_size_per_replica=32, results_dir="/tmp/unused",
+                     comm_probe=False, compute_probe=False)
+    runs = [("float64", 2, 256, "one_device", {}),
+            ("float64", 2, 256, "t2", dict(strategy="model_parallel", tensor_parallel=2)),
+            ("float64", 2, 256, "small_batch", dict(batch_size_per_replica=16)),
+            ("float32", 1, 32, "one_device", {}),
+            ("float32", 1, 32, "t2", dict(strategy="model_parallel", tensor_parallel=2))]
+    if model == "gpt":  # both axes: 2 stages of 2 shards, 2 micro-batches, 4 devices
+        runs.append(("float64", 2, 256, "s2t2", dict(strategy="model_parallel", num_stages=2,
+                                                      tensor_parallel=2, microbatches=2)))
+    for dtype, epochs, examples, name, changes in runs:
+        c = dataclasses.replace(base, float_dtype=dtype, epochs=epochs, train_examples=examples,
+                                **changes)
+        strategy = one_device if c.strategy == "one_device" else split_strategy
+        info = get_info(c.dataset)
+        trainer = Trainer(c, info, strategy, build(c, info, strategy))
+        plain = registry.build(model, info.feature_shape, info.num_classes)  # the layout
+        def weights():
+            if c.tensor_parallel == 1:
+                return [v.numpy().tolist() for v in trainer.model.weights]
+            return [w.tolist() for w in tensor_parallel.full_weights(trainer.model, plain)]
+        initial = weights()
+        for epoch in range(1, epochs + 1):
+            stats = trainer.train_epoch(epoch)
+        run = {"initial": initial, "weights": weights(), "loss": stats.train_loss,
+               "steps": stats.steps}
+        if c.tensor_parallel > 1:
+            run["shards"] = [[[v.value.device for v in shard] for shard in layer.shard_variables()]
+                             for layer in tensor_parallel.split_layers(trainer.model)]
+        out[f"{model}/{dtype}/{name}"] = run
+print("RESULT " + json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def trained():
+    # The test session's environment (conftest: the entry points' TF settings, oneDNN on unless
+    # the user turned it off), as a user's run has it.
+    proc = subprocess.run([sys.executable, "-c", _SCRIPT], cwd=ROOT, capture_output=True,
+                          text=True, timeout=600, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT "))
+    return json.loads(line[len("RESULT "):])
+
+
+def _max_diff(a, b):
+    return max(float(np.max(np.abs(np.array(x) - np.array(y)))) for x, y in zip(a, b))
+
+
+def _update_error(run, reference):
+    """The largest, over weight tensors, of |update - reference update| / |reference update|.
+    Left out: tensors whose reference update is rounding noise (below TOLERANCE_FLOAT32_ONE_STEP
+    x the largest update): the key projections' biases, whose gradient is 0 in exact arithmetic
+    (softmax ignores what a key bias adds to every score of a query)."""
+    updates = [(np.array(w) - np.array(w0), np.array(r) - np.array(r0))
+               for w, w0, r, r0 in zip(run["weights"], run["initial"], reference["weights"],
+                                       reference["initial"])]
+    largest = max(np.linalg.norm(r) for _, r in updates)
+    return max(float(np.linalg.norm(u - r) / np.linalg.norm(r)) for u, r in updates
+               if np.linalg.norm(r) > TOLERANCE_FLOAT32_ONE_STEP * largest)
+
+
+@pytest.mark.parametrize("model", ["gpt", "vit"])
+def test_split_blocks_reach_the_weights_of_one_device(trained, model):
+    """Same seed, data and order, plain SGD: the blocks split over 2 devices (and, for the GPT,
+    2 stages of 2 shards each) compute one device's updates: within TOLERANCE_FLOAT64 over 16
+    steps in float64, within TOLERANCE_FLOAT32_ONE_STEP over one step in float32; half the
+    batch (twice the updates) is far from it (the test can fail)."""
+    one = trained[f"{model}/float64/one_device"]
+    assert _max_diff(trained[f"{model}/float64/small_batch"]["weights"], one["weights"]) > 1e-3
+    runs = ["t2"] + (["s2t2"] if model == "gpt" else [])
+    for name in runs:
+        split = trained[f"{model}/float64/{name}"]
+        assert split["steps"] == one["steps"] == 8
+        assert _max_diff(split["initial"], one["initial"]) == 0.0  # the same start
+        assert _max_diff(split["weights"], one["weights"]) < TOLERANCE_FLOAT64
+        assert split["loss"] == pytest.approx(one["loss"], rel=1e-5)
+    assert _update_error(trained[f"{model}/float32/t2"],
+                         trained[f"{model}/float32/one_device"]) < TOLERANCE_FLOAT32_ONE_STEP
+
+
+def test_each_shard_lives_on_its_stages_own_device(trained):
+    """T=2 alone: shard t on CPU:t. 2 stages x 2 shards: the first stage's blocks on CPU:0-1,
+    the second's on CPU:2-3."""
+    for layer in trained["vit/float64/t2"]["shards"]:
+        for t, devices in enumerate(layer):
+            assert devices and all(d.endswith(f"CPU:{t}") for d in devices), layer
+    stages = set()
+    for layer in trained["gpt/float64/s2t2"]["shards"]:
+        first = int(layer[0][0].rsplit(":", 1)[1])
+        assert first in (0, 2)
+        stages.add(first)
+        for t, devices in enumerate(layer):
+            assert all(d.endswith(f"CPU:{first + t}") for d in devices), layer
+    assert stages == {0, 2}
