@@ -1,6 +1,7 @@
 """The zoo's attention models under every strategy (models/vit.py, models/gpt.py): each trains
 well above chance (vit: 10 image classes; gpt: 64 next tokens), data parallel, on parameter
-servers and cut into a pipeline between its blocks."""
+servers, cut into a pipeline between its blocks, and data x tensor parallel (hybrid with each
+worker's blocks split over 2 devices)."""
 import pytest
 
 from tests.helpers import NO_PROBES, records_in, run_module
@@ -17,7 +18,12 @@ STRATEGIES = {
     "multi_worker_mirrored": ["--strategy=multi_worker_mirrored", "--num_workers=2"],
     "parameter_server": ["--strategy=parameter_server", "--num_workers=2", "--num_ps=1"],
     "model_parallel": ["--strategy=model_parallel", "--num_stages=2", "--microbatches=2"],
+    # data x tensor parallel: 2 MWMS workers, each its blocks split over 2 logical devices
+    "hybrid_tensor": ["--strategy=hybrid", "--num_workers=2", "--num_stages=1",
+                      "--tensor_parallel=2"],
 }
+# (tokens, width) of each model's blocks (models/transformer.py; a 28 x 28 image in 4 x 4 patches)
+TOKENS_WIDTH = {"vit": (49, 64), "gpt": (32, 64)}
 CHANCE = {"vit": 0.1, "gpt": 1 / 64}
 # How far above chance each gets in these 3 epochs of 2048 examples (2026-11-25, every strategy):
 # the ViT 0.26-0.29 of 512 eval examples (chance 0.1; a transformer without a convolution's prior
@@ -38,6 +44,13 @@ def test_transformer_trains_above_chance(tmp_path, model, dataset, strategy):
     if strategy == "model_parallel":  # cut after a residual sum, where one tensor crosses
         stages = record["pipeline"]["stages"]
         assert stages[0]["last_layer"][-5:] in ("_add1", "_add2")
+    if strategy == "hybrid_tensor":  # 4 blocks: 8 split layers, 2 reductions each per example
+        split = record["tensor_parallel"]
+        tokens, width = TOKENS_WIDTH[model]
+        assert split["shards"] == 2 and split["split_layers"] == 8
+        assert split["reduced_bytes_per_example"] == 8 * 2 * tokens * width * 4
+        assert split["reduced_bytes_per_step"] == 32 * split["reduced_bytes_per_example"]
+        assert [d["shard"] for d in record["memory_per_device"]] == [0, 1]
 
 
 def test_gpt_refuses_a_dataset_whose_classes_are_not_its_tokens(tmp_path):
@@ -47,3 +60,11 @@ def test_gpt_refuses_a_dataset_whose_classes_are_not_its_tokens(tmp_path):
     assert "--model=gpt predicts the next token" in proc.stderr
     assert "use --dataset=synthetic_sequences" in proc.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_a_split_that_does_not_divide_the_heads_is_refused(tmp_path):
+    proc = run_module("experiments.run", "--strategy=model_parallel", "--tensor_parallel=3",
+                      "--model=vit", f"--results_dir={tmp_path / 'o'}", timeout=120)
+    assert proc.returncode == 2
+    assert "--tensor_parallel=3 does not divide the 4 attention heads" in proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "o").exists()

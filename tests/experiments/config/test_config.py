@@ -69,7 +69,15 @@ def test_the_defaults_are_valid(tmp_path):
 
 
 @pytest.mark.parametrize("changes, message", [
-    (dict(strategy="one_device", num_stages=2), "--num_stages=2 and --microbatches=1 apply to"),
+    (dict(strategy="one_device", num_stages=2),
+     "--num_stages=2, --microbatches=1 and --tensor_parallel=1 apply to"),
+    (dict(strategy="multi_worker_mirrored", num_workers=2, tensor_parallel=2),
+     "--tensor_parallel=2 apply to --strategy=model_parallel or hybrid only"),
+    (dict(strategy="model_parallel", tensor_parallel=2, model="cnn"),
+     r"--tensor_parallel=2 splits transformer blocks; --model=cnn has none \(choose one of: "
+     r"vit, vit_small, gpt, gpt_small\)"),
+    (dict(strategy="model_parallel", model="vit"),
+     "--num_stages=1: --strategy=model_parallel splits the model over 2 or more devices"),
     (dict(strategy="no_such"), "--strategy='no_such' is not valid; choose one of: one_device"),
     (dict(tpu="grpc://x:8470"), "--tpu"),
     (dict(compression="topk:2"), r"--compression='topk:2' is not valid; choose one of: none, "
@@ -105,3 +113,14 @@ def test_the_defaults_are_valid(tmp_path):
 def test_cross_field_rules_name_the_bad_value(tmp_path, changes, message):
     with pytest.raises(ConfigError, match=message):
         validate(RunConfig(results_dir=str(tmp_path), **changes))
+
+
+@pytest.mark.parametrize("changes", [
+    dict(strategy="model_parallel", model="vit", tensor_parallel=2),  # tensor parallel alone
+    dict(strategy="model_parallel", model="gpt", dataset="synthetic_sequences", num_stages=2,
+         tensor_parallel=2),
+    dict(strategy="hybrid", model="gpt_small", dataset="synthetic_sequences", num_workers=2,
+         tensor_parallel=2),  # data x tensor
+])
+def test_tensor_parallel_needs_no_second_stage(tmp_path, changes):
+    validate(RunConfig(results_dir=str(tmp_path), **changes))
