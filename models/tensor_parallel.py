@@ -254,8 +254,35 @@ def output_bytes_per_example(layer):
     return int(np.prod(layer.output.shape[1:])) * np.dtype(layer.compute_dtype).itemsize
 
 
-def reduced_bytes_per_example(model):
-    """Bytes per example one step all-reduces across a tensor-parallel group: each split layer
-    sums its T partial outputs forward and, backward, the T gradients of its input: two
-    tensors of the layer's output size each (Megatron's g and f)."""
-    return sum(2 * output_bytes_per_example(layer) for layer in split_layers(model))
+def _reduced_layers(model):
+    """(layer, its heads or hidden units) of every layer a T-way split reduces after: split
+    layers, and in an unsplit model of the same blocks its `<block>_attention`
+    (MultiHeadAttention) and `<block>_mlp2` (the second Dense of `<block>_mlp1`, `_mlp2`)."""
+    names = {layer.name for layer in model.layers}
+    out = []
+    for layer in model.layers:
+        if isinstance(layer, TensorParallelAttention):
+            out.append((layer, layer.heads))
+        elif isinstance(layer, TensorParallelMLP):
+            out.append((layer, layer.hidden))
+        elif isinstance(layer, keras.layers.MultiHeadAttention) and \
+                layer.name.endswith("_attention"):
+            out.append((layer, layer.num_heads))
+        elif layer.name.endswith("_mlp2") and f"{layer.name[:-1]}1" in names:
+            out.append((layer, model.get_layer(f"{layer.name[:-1]}1").units))
+    return out
+
+
+def describe(model):
+    """What splitting `model`'s blocks would all-reduce (the cost model's and the planner's
+    inputs, results/cost_model.py), split or not: {reduced_bytes_per_example (both directions,
+    every reduction of a step), reductions (all-reduces per step of one micro-batch), shards
+    (the T > 1 that divide every split layer)}; None for a model without such blocks."""
+    layers = _reduced_layers(model)
+    if not layers:
+        return None
+    divisor = int(np.gcd.reduce([size for _, size in layers]))
+    return {"reduced_bytes_per_example": sum(2 * output_bytes_per_example(layer)
+                                             for layer, _ in layers),
+            "reductions": 2 * len(layers),
+            "shards": [t for t in range(2, divisor + 1) if divisor % t == 0]}

@@ -31,6 +31,11 @@ Per-replica step time:  t = compute / device_speedup + overhead + communication
       (M + S - 1) / M, plus each boundary's activation forward and gradient back for one
       micro-batch on the critical path, 2 (S-1) (batch / M x A / B_intra + a_intra), A the
       profile's boundary_activation_bytes per example; a device holds 1/S of the memory
+    tensor parallelism (--tensor_parallel=T within each stage; Megatron-LM): the stage's
+      compute / T plus its R reductions per micro-batch, each a ring all-reduce over the T
+      devices of its share of the profile's tensor_reduced_bytes x batch: R M (2 (T-1)/T
+      X / (R M) / B_intra + 2 (T-1) a_intra), on the critical path; then the pipeline's
+      bubble as above; a device holds 1/(S T) of the memory
     reducers (--compression, under all-reduce; strategies/compression.py): the profile's
       measured payload C of one replica's compressed gradient all-gathered ((N-1) C / B, int8
       and top-k) or all-reduced like a gradient (PowerSGD's factors), plus the compression's own
@@ -82,6 +87,13 @@ class WorkloadProfile:
     # gradient returns the same size); 0: unknown, and pipelines are not predicted
     boundary_activation_bytes: int = 0
     tensors: int = 1  # gradient tensors per step (a PSS step reads and pushes each on its own)
+    # What splitting the model's transformer blocks over T devices all-reduces
+    # (models/tensor_parallel.py): bytes per example over a step's reductions (both
+    # directions), the reductions per micro-batch, and the T that divide every split layer;
+    # 0 / []: the model has no such blocks, and tensor parallelism is not predicted
+    tensor_reduced_bytes: int = 0
+    tensor_reductions: int = 0
+    tensor_shards: list = dataclasses.field(default_factory=list)
     overhead_s: dict = dataclasses.field(default_factory=dict)  # {strategy: s per step}
     # {strategy: share of its synchronization hidden behind compute}, measured where a strategy's
     # 1-worker step took less than compute + its probe (PSS: the ps and the chief work on other
@@ -333,34 +345,59 @@ class Prediction:
     bound: str = ""  # what limits it beyond the step ("the shared link")
 
 
-def memory_per_device(profile, strategy, stages=1, zero_shards=1):
+def memory_per_device(profile, strategy, stages=1, zero_shards=1, tensor_parallel=1):
     """Bytes one device holds: its parameters, their gradients and the activations of its
-    batch, and under all-reduce strategies the optimizer state too (under PSS that lives on the
+    batch, and under all-reduce strategies the optimizer state too (under PSS it lives on the
     parameter servers; a worker holds what it pulled), 1/zero_shards of it under ZeRO-1, plus
-    the worker's copy of its 1/zero_shards of the parameters (zero.py's shard). A
-    pipeline's device holds 1/S of all of it (equal stages; GPipe keeps every micro-batch's
-    activations of its stage until backward)."""
+    the worker's copy of its 1/zero_shards of the parameters (zero.py's shard). A model split
+    over S stages x T shards puts 1/(S T) of all of it on each device (equal stages, and the
+    split layers holding nearly all of it; GPipe keeps every micro-batch's activations of its
+    stage until backward)."""
     held = 2 * profile.parameter_bytes + profile.activation_bytes
     if not kind(strategy).parameter_servers:
         held += profile.optimizer_state_bytes // zero_shards
     if zero_shards > 1:
         held += profile.parameter_bytes // zero_shards
-    return held // stages
+    return held // (stages * tensor_parallel)
 
 
-def pipeline_s(profile, stages, microbatches, cluster):
-    """(compute with the bubble, boundary transfers on the critical path) of one GPipe step over
-    `stages` equal stages on one host's devices, `microbatches` micro-batches: the stages take
-    (M + S - 1) slots of compute / (S M) each (the bubble (S-1)/(M+S-1)), and a micro-batch's
-    activation crosses each of the S-1 boundaries forward and its gradient back, at the
-    intra-host bandwidth; transfers of the other micro-batches overlap other stages' compute."""
-    if stages < 2 or microbatches < 1:
-        raise SpecError(f"a pipeline needs stages >= 2 and microbatches >= 1, got {stages}, "
-                        f"{microbatches}")
+def tensor_s(profile, shards, microbatches, cluster):
+    """Seconds of one step's tensor-parallel reductions (models/tensor_parallel.py): each of
+    the profile's reductions per micro-batch is a ring all-reduce of its share of
+    tensor_reduced_bytes x the micro-batch over `shards` devices of one host; on the critical
+    path (each one's result is the next layer's input)."""
+    if shards < 2:
+        return 0.0
+    if not profile.tensor_reduced_bytes or not profile.tensor_reductions:
+        raise SpecError(f"profile {profile.model!r} has no tensor_reduced_bytes: tensor "
+                        f"parallelism cannot be predicted (a model without transformer blocks)")
+    if profile.tensor_shards and shards not in profile.tensor_shards:
+        raise SpecError(f"tensor_parallel={shards} does not divide profile "
+                        f"{profile.model!r}'s split layers (valid: "
+                        f"{', '.join(map(str, profile.tensor_shards))})")
+    count = profile.tensor_reductions * microbatches
+    each = profile.tensor_reduced_bytes * profile.batch / count
+    return count * _ring(each, shards, cluster.intra_host_gbps, cluster.intra_host_latency_us)
+
+
+def pipeline_s(profile, stages, microbatches, cluster, tensor_parallel=1):
+    """(compute with the bubble, boundary transfers on the critical path) of one step of a model
+    split over `stages` equal stages x `tensor_parallel` shards on one host's devices,
+    `microbatches` micro-batches. Each stage's compute is 1/(S T) of the step's plus its share
+    of the tensor reductions (tensor_s); over S >= 2 stages GPipe's (M + S - 1) slots of 1/M of
+    that each (the bubble (S-1)/(M+S-1)), and a micro-batch's activation crosses each of the
+    S-1 boundaries forward and its gradient back, at the intra-host bandwidth; transfers of the
+    other micro-batches overlap other stages' compute."""
+    if stages * tensor_parallel < 2 or microbatches < 1:
+        raise SpecError(f"a model split needs 2 or more devices (stages x tensor_parallel) and "
+                        f"microbatches >= 1, got {stages} x {tensor_parallel}, {microbatches}")
+    compute = profile.compute_s / cluster.device_speedup / tensor_parallel + \
+        tensor_s(profile, tensor_parallel, microbatches, cluster)
+    if stages == 1:
+        return compute, 0.0
     if not profile.boundary_activation_bytes:
         raise SpecError(f"profile {profile.model!r} has no boundary_activation_bytes: pipelines "
                         f"cannot be predicted")
-    compute = profile.compute_s / cluster.device_speedup
     with_bubble = compute / stages * (microbatches + stages - 1) / microbatches
     one = profile.batch / microbatches * profile.boundary_activation_bytes * 8 / (
         cluster.intra_host_gbps * 1e9) + cluster.intra_host_latency_us * 1e-6
@@ -368,18 +405,22 @@ def pipeline_s(profile, stages, microbatches, cluster):
 
 
 def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None, stages=1,
-            microbatches=1, compression="none", zero=0):
+            microbatches=1, compression="none", zero=0, tensor_parallel=1):
     """The step, throughput and efficiency of `strategy` for `profile` on `cluster`; overlap:
     the share of synchronization hidden behind compute (None: the profile's measured one);
     compression: an all-reduce's --compression form, from the profile's `reducers`; zero: the
     ZeRO stage (1: MWMS's optimizer state sharded over its workers).
-    Pipelines: `stages` devices of one host per pipeline, `microbatches` per step; model_parallel
-    is one pipeline, hybrid one per host (an MWMS worker per host all-reducing the gradients)."""
+    Pipelines: `stages` x `tensor_parallel` devices of one host per pipeline, `microbatches`
+    per step; model_parallel is one pipeline, hybrid one per host (an MWMS worker per host
+    all-reducing the gradients)."""
     if overlap is None:
         overlap = profile.overlap.get(strategy, 0.0)
     if strategy not in STRATEGIES + PIPELINES:
         raise SpecError(f"the cost model covers {', '.join(STRATEGIES + PIPELINES)}, not "
                         f"{strategy!r}")
+    if tensor_parallel > 1 and not kind(strategy).pipelined:
+        raise SpecError(f"tensor_parallel={tensor_parallel} splits the model within a "
+                        f"pipeline's devices: {', '.join(PIPELINES)}, not {strategy}")
     compute = profile.compute_s / cluster.device_speedup
     overhead = profile.overhead_s.get(strategy, 0.0)
     gradient = profile.gradient(sync_dtype)
@@ -407,9 +448,9 @@ def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None, stag
 
     replicas, devices = cluster.workers, cluster.workers
     if kind(strategy).pipelined:
-        compute, transfers = pipeline_s(profile, stages, microbatches, cluster)
+        compute, transfers = pipeline_s(profile, stages, microbatches, cluster, tensor_parallel)
         replicas = cluster.hosts if kind(strategy).all_reduce else 1
-        devices = replicas * stages
+        devices = replicas * stages * tensor_parallel
         comm = transfers + (sync(dataclasses.replace(cluster, devices_per_host=1))
                             if replicas > 1 else 0.0)
     elif kind(strategy).parameter_servers:
@@ -427,8 +468,9 @@ def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None, stag
     alone = profile.batch / (profile.compute_s / cluster.device_speedup + overhead)
     speedup = rate / alone
     split = stages if kind(strategy).pipelined else 1
-    memory = memory_per_device(profile, strategy, split, replicas if zero else 1) + \
-        ((reducer or {}).get("state_bytes") or 0) // split
+    memory = memory_per_device(profile, strategy, split, replicas if zero else 1,
+                               tensor_parallel) + \
+        ((reducer or {}).get("state_bytes") or 0) // (split * tensor_parallel)
     return Prediction(strategy, devices, step, compute, overhead, comm_exposed, rate,
                       speedup, speedup / devices, comm_exposed / step, memory,
                       fits_memory(memory, cluster), bound)

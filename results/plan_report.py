@@ -13,7 +13,8 @@ from results.tables import csv_text, markdown_table
 from strategies import REGISTRY
 
 COLUMNS = ("rank", "configuration", "strategy", "workers", "hosts", "devices_per_host", "num_ps",
-           "machines", "accumulation", "sync_dtype", "compression", "zero", "global_batch",
+           "machines", "accumulation", "sync_dtype", "compression", "zero", "stages",
+           "microbatches", "tensor_parallel", "global_batch",
            "examples_per_sec", "step_time_s", "compute_s", "overhead_s", "communication_s",
            "communication_share", "efficiency", "memory_per_device_mb", "fits_memory", "dropped")
 
@@ -26,7 +27,8 @@ def rows(planned, cluster):
             rank=i if not p.dropped else "", configuration=c.name, strategy=tasks(c)[0],
             workers=c.workers, hosts=c.hosts, devices_per_host=c.devices_per_host,
             num_ps=c.num_ps, machines=machines(c, cluster), accumulation=c.accumulation,
-            sync_dtype=c.sync_dtype, compression=c.compression, zero=c.zero,
+            sync_dtype=c.sync_dtype, compression=c.compression, zero=c.zero, stages=c.stages,
+            microbatches=c.microbatches, tensor_parallel=c.tensor_parallel,
             global_batch=p.global_batch, examples_per_sec=pr.examples_per_sec,
             step_time_s=pr.step_s, compute_s=pr.compute_s, overhead_s=pr.overhead_s,
             communication_s=pr.communication_s, communication_share=pr.communication_share,

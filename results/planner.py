@@ -13,9 +13,12 @@ also under each gradient compression the profile measured (its `reducers`: int8,
 powersgd), marked as a change (lossy: check the accuracy), and with ZeRO-1 on hosts of one
 device each (float32: 1/N of the optimizer state per device, the same updates; it wins a tie
 with plain MWMS only when plain MWMS does not fit).
-Pipelines, where the profile says what crosses a stage boundary (boundary_activation_bytes):
-model_parallel over S = 2, 4, ... devices of a host with M micro-batches, and hybrid, one such
-pipeline per host on 2, 4, ... hosts (equal stages: the profile has no per-layer times).
+Models split over a host's devices: model_parallel over S = 2, 4, ... stages (where the
+profile says what crosses a stage boundary, boundary_activation_bytes) with M micro-batches,
+each stage's transformer blocks split over T devices (where the profile says what the split
+all-reduces, tensor_reduced_bytes; S = 1 is tensor parallelism alone), S x T within a host; and
+hybrid, one such split per host on 2, 4, ... hosts (equal stages: the profile has no per-layer
+times; the split layers carry all of the compute).
 """
 import dataclasses
 
@@ -41,6 +44,12 @@ class Config:
     microbatches: int = 1
     compression: str = "none"  # --compression (all-reduce only; the profile's reducers)
     zero: int = 0  # --zero (MWMS only: the optimizer state sharded over its workers)
+    tensor_parallel: int = 1  # pipelines: each stage's blocks split over this many devices
+
+    @property
+    def model_devices(self):
+        """Devices one replica's model spans: stages x tensor shards (1 unless pipelined)."""
+        return self.stages * self.tensor_parallel
 
     @property
     def name(self):
@@ -53,7 +62,8 @@ class Config:
         if kind(self.strategy).parameter_servers:
             parts.append(f"ps={self.num_ps}")
         if kind(self.strategy).pipelined:
-            parts.append(f"S={self.stages} M={self.microbatches}")
+            parts.append(f"S={self.stages} M={self.microbatches}" +
+                         (f" T={self.tensor_parallel}" if self.tensor_parallel > 1 else ""))
         if self.accumulation > 1:
             parts.append(f"accum={self.accumulation}")
         if self.sync_dtype != "float32":
@@ -110,8 +120,7 @@ def configurations(profile, cluster):
     """Every Config this planner predicts on `cluster` (see the module doc)."""
     dtypes = sync_dtypes(profile)
     out = [Config(BASELINE, 1, 1, 1, accumulation=a) for a in ACCUMULATION]
-    if profile.boundary_activation_bytes:
-        out += pipelines(profile, cluster, dtypes)
+    out += pipelines(profile, cluster, dtypes)
     for strategy in cost_model.STRATEGIES:
         for n in device_counts(cluster):
             if kind(strategy).parameter_servers:
@@ -138,22 +147,36 @@ def configurations(profile, cluster):
     return out
 
 
+def splits(profile, cluster):
+    """(S stages, T shards) of a model split over one host's devices: S = 1, 2, 4, ... (2 and
+    up where the profile says what crosses a boundary) x T = 1 or a divisor the profile's
+    split layers allow, S x T >= 2 devices of a host."""
+    shards = [1] + [t for t in profile.tensor_shards if profile.tensor_reduced_bytes]
+    stages, s = [], 1
+    while s <= cluster.devices_per_host:
+        if s == 1 or profile.boundary_activation_bytes:
+            stages.append(s)
+        s *= 2
+    return [(s, t) for s in stages for t in shards if 2 <= s * t <= cluster.devices_per_host]
+
+
 def pipelines(profile, cluster, dtypes):
-    """model_parallel over S = 2, 4, ... devices of one host (M micro-batches dividing the
-    batch), and hybrid: one such pipeline on each of 2, 4, ... hosts."""
+    """model_parallel over S stages x T shards of one host's devices (M micro-batches dividing
+    the batch; M = 1 without a second stage), and hybrid: one such split on each of 2, 4, ...
+    hosts."""
     out = []
-    s = 2
     single, across = [n for n in cost_model.PIPELINES if not kind(n).all_reduce], \
         [n for n in cost_model.PIPELINES if kind(n).all_reduce]
-    while s <= cluster.devices_per_host:
-        for m in MICROBATCHES:
+    for s, t in splits(profile, cluster):
+        for m in MICROBATCHES if s > 1 else (1,):
             if profile.batch % m:
                 continue
-            out += [Config(name, s, 1, s, stages=s, microbatches=m) for name in single]
+            out += [Config(name, s * t, 1, s * t, stages=s, microbatches=m, tensor_parallel=t)
+                    for name in single]
             for hosts in device_counts(dataclasses.replace(cluster, devices_per_host=1)):
-                out += [Config(name, hosts * s, hosts, s, sync_dtype=dtype, stages=s,
-                               microbatches=m) for name in across for dtype in dtypes]
-        s *= 2
+                out += [Config(name, hosts * s * t, hosts, s * t, sync_dtype=dtype, stages=s,
+                               microbatches=m, tensor_parallel=t)
+                        for name in across for dtype in dtypes]
     return out
 
 
@@ -180,14 +203,15 @@ def predict(profile, cluster, config):
     else:
         prediction = cost_model.predict(p, part, config.strategy, config.sync_dtype,
                                         stages=config.stages, microbatches=config.microbatches,
-                                        compression=config.compression, zero=config.zero)
+                                        compression=config.compression, zero=config.zero,
+                                        tensor_parallel=config.tensor_parallel)
     dropped = "" if prediction.fits_memory else (
         f"needs {prediction.memory_per_device_bytes / 1e6:.0f} MB per device, over the "
         f"{cluster.memory_per_device_mb:g} MB cap")
     # A PSS step is one worker's batch; an all-reduce step is every replica's together (a
-    # pipeline's replica is its S devices).
+    # pipeline's replica is its S x T devices).
     replicas = 1 if kind(config.strategy).parameter_servers else \
-        config.workers // config.stages
+        config.workers // config.model_devices
     return Planned(config, prediction, p.batch * replicas, dropped,
                    _changes(config, sync_dtypes(profile)[0]))
 
@@ -211,9 +235,9 @@ def tasks(config):
     """(strategy to run, workers, local replicas per worker, devices per worker) of `config`:
     all-reduce over hosts is one MWMS worker per host whose devices are its local replicas, on
     one host MirroredStrategy's replicas (the same ring); a PSS worker is one device on a host
-    of its own; a pipeline's worker holds its S stages."""
+    of its own; a pipeline's worker holds its S stages x T shards."""
     if kind(config.strategy).pipelined:
-        return config.strategy, config.hosts, 1, config.stages
+        return config.strategy, config.hosts, 1, config.model_devices
     if kind(config.strategy).parameter_servers or kind(config.strategy).single_device:
         return config.strategy, config.workers, 1, 1
     if config.hosts == 1:
@@ -239,7 +263,7 @@ class CommandTarget:
 # experiments.run's settings a configuration decides, and their values when it does not say
 # (RunConfig's defaults): what --strategy=auto replaces, whatever the command line said.
 TOPOLOGY = {"strategy": None, "num_replicas": 1, "num_workers": 1, "num_ps": 0}
-TRAINING = {"num_stages": 1, "microbatches": 1, "accumulation_steps": 1,
+TRAINING = {"num_stages": 1, "microbatches": 1, "tensor_parallel": 1, "accumulation_steps": 1,
             "gradient_sync_dtype": "float32", "compression": "none", "zero": 0}
 
 
@@ -255,7 +279,8 @@ def settings(config):
     if k.parameter_servers:
         out["num_ps"] = config.num_ps
     if k.pipelined:
-        out.update(num_stages=config.stages, microbatches=config.microbatches)
+        out.update(num_stages=config.stages, microbatches=config.microbatches,
+                   tensor_parallel=config.tensor_parallel)
     out.update(accumulation_steps=config.accumulation, gradient_sync_dtype=config.sync_dtype,
                compression=config.compression, zero=config.zero)
     return out

@@ -106,6 +106,7 @@ def profile_of(setting, baseline, own_n1, runs):
     # cut, experiments/engine/record.py): the planner plans pipelines only with it
     boundary = metrics.median([r.get("boundary_activation_bytes") for r in [
         *baseline, *runs, *(x for rs in own_n1.values() for x in rs)]])
+    split = next((r["tensor_split"] for r in [*baseline, *runs] if r.get("tensor_split")), None)
     profile = cost_model.WorkloadProfile(
         model=setting[SETTING_KEYS.index("model")], batch=step_batch_of(first),
         compute_s=compute, gradient_bytes={dtype: comm["gradient_bytes"]},
@@ -116,6 +117,10 @@ def profile_of(setting, baseline, own_n1, runs):
         activation_bytes=_activations(runs, parameters, optimizer), overhead_s=overhead,
         tensors=max(1, sum(kinds.values())), overlap=overlap,
         boundary_activation_bytes=int(boundary or 0),
+        # what a tensor-parallel split of its blocks would all-reduce (models/tensor_parallel.py)
+        tensor_reduced_bytes=(split or {}).get("reduced_bytes_per_example", 0),
+        tensor_reductions=(split or {}).get("reductions", 0),
+        tensor_shards=(split or {}).get("shards", []),
         device=f"{(first.get('environment') or {}).get('cpu_model') or 'this machine'}, "
               f"1 thread", source=", ".join(sorted({r["run_id"] for r in [
                   *baseline, *runs]}))[:200])

@@ -24,10 +24,10 @@ _GBPS_RANGE = (1e-4, 1e4)  # where the inference looks for the network's rate
 
 def replicas(config):
     """Replicas whose batches make one update: a PSS step is one worker's; a pipeline's replica
-    is its S devices."""
+    is its S x T devices."""
     if kind(config.strategy).parameter_servers:
         return 1
-    return max(1, config.workers // config.stages)
+    return max(1, config.workers // config.model_devices)
 
 
 def at_batch(profile, batch):
@@ -41,10 +41,12 @@ def at_batch(profile, batch):
 def candidates(profile, cluster, global_batch):
     """The configurations a run may switch between: the planner's, without what trains
     differently (accumulation, 16-bit sync, compression) and with a whole replica batch; not
-    ZeRO's, whose sharded checkpoints resume only under the same sharding."""
+    ZeRO's, whose sharded checkpoints resume only under the same sharding, nor tensor
+    parallelism's, whose checkpoints hold the weights in shards."""
     out, dtype = [], planner.sync_dtypes(profile)[0]
     for config in planner.configurations(profile, cluster):
         if config.accumulation != 1 or config.compression != "none" or config.zero or \
+                config.tensor_parallel > 1 or \
                 config.sync_dtype != dtype or \
                 global_batch % replicas(config) or \
                 (config.microbatches > 1 and (global_batch // replicas(config)) %

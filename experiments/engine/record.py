@@ -127,7 +127,7 @@ def _tensor_parallel(cfg, trainer):
     if cfg.tensor_parallel < 2:
         return None
     shards = cfg.tensor_parallel
-    per_example = tensor_parallel.reduced_bytes_per_example(trainer.model)
+    per_example = tensor_parallel.describe(trainer.model)["reduced_bytes_per_example"]
     per_step = per_example * trainer.per_replica_batch  # every micro-batch of the step
     return {
         "shards": shards,
@@ -198,6 +198,9 @@ def build_record(cfg, role, trainer, strategy, run_id, epochs, checksum, extra_c
         "pipeline": pipe,
         "tensor_parallel": _tensor_parallel(cfg, trainer),
         "boundary_activation_bytes": _boundary_bytes(trainer, pipe),
+        # what a tensor-parallel split of this model's blocks all-reduces (split or not)
+        "tensor_split": (tensor_parallel.describe(trainer.model)
+                         if getattr(trainer, "model", None) is not None else None),
         "resumed_epochs": [e["epoch"] for e in epochs if e.get("resumed")],
         # The epochs this process timed itself (a resumed run's others came from its checkpoint).
         "epochs_timed_here": [e["epoch"] for e in epochs if not e.get("resumed")],

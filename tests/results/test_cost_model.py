@@ -1,6 +1,7 @@
 """The one cost model (results/cost_model.py) by hand: hierarchical all-reduce, sparse
 all-gather, parameter servers with their pull and fan-in, the shared medium, memory, and the
 profile and cluster files a user writes."""
+import dataclasses
 import json
 import os
 
@@ -169,3 +170,38 @@ def test_a_reducer_exchanges_its_payload_and_adds_its_compute_and_state():
         cost_model.predict(profile, cluster, "multi_worker_mirrored", compression="topk:0.01")
     with pytest.raises(cost_model.SpecError, match="all-reduce strategies and dense gradients"):
         cost_model.predict(profile, cluster, "parameter_server", compression="int8")
+
+
+def test_tensor_parallelism_divides_compute_and_adds_its_reductions():
+    """Megatron's split of 4 devices' worth: compute / T plus R reductions per micro-batch, each
+    a ring over the T devices of one host; with 2 stages, GPipe's bubble over that."""
+    profile = cost_model.WorkloadProfile(
+        model="vit", batch=32, compute_s=0.1, gradient_bytes={"float32": 1_000_000},
+        parameter_bytes=1_000_000, activation_bytes=3_000_000,
+        boundary_activation_bytes=12_544, tensor_reduced_bytes=200_704, tensor_reductions=16,
+        tensor_shards=[2, 4])
+    cluster = cost_model.ClusterSpec(devices_per_host=4, intra_host_gbps=100.0,
+                                     intra_host_latency_us=5.0)
+    each = 200_704 * 32 / 16  # one reduction's bytes
+    ring = 16 * (2 * 1 / 2 * each * 8 / 100e9 + 2 * 1 * 5e-6)
+    alone = cost_model.predict(profile, cluster, "model_parallel", stages=1, tensor_parallel=2)
+    assert alone.step_s == pytest.approx(0.05 + ring)
+    assert alone.workers == 2 and alone.communication_s == 0.0
+    assert alone.memory_per_device_bytes == (2 * 1_000_000 + 3_000_000) // 2
+    four = cost_model.predict(profile, cluster, "model_parallel", stages=1, tensor_parallel=4)
+    ring4 = 16 * (2 * 3 / 4 * each * 8 / 100e9 + 2 * 3 * 5e-6)
+    assert four.step_s == pytest.approx(0.025 + ring4)
+    both = cost_model.predict(profile, cluster, "model_parallel", stages=2, microbatches=4,
+                              tensor_parallel=2)
+    ring_m = 64 * (2 * 1 / 2 * (each / 4) * 8 / 100e9 + 2 * 1 * 5e-6)
+    assert both.compute_s == pytest.approx((0.05 + ring_m) / 2 * 5 / 4)
+    assert both.workers == 4
+    for bad, message in ((dict(strategy="model_parallel", tensor_parallel=3),
+                          "tensor_parallel=3 does not divide"),
+                         (dict(strategy="multi_worker_mirrored", tensor_parallel=2),
+                          "splits the model within a pipeline's devices")):
+        with pytest.raises(cost_model.SpecError, match=message):
+            cost_model.predict(profile, cluster, **bad)
+    with pytest.raises(cost_model.SpecError, match="has no tensor_reduced_bytes"):
+        cost_model.predict(dataclasses.replace(profile, tensor_reduced_bytes=0), cluster,
+                           "model_parallel", tensor_parallel=2)

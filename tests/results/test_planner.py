@@ -173,3 +173,41 @@ def test_measured_reducers_are_planned_under_all_reduce_as_changes():
     assert planner.best(planned).config.compression == "none"
     flags = planner.run_flags(topk.config, planner.CommandTarget("cnn", 64))
     assert "--compression=topk:0.05" in flags
+
+
+TRANSFORMER = dataclasses.replace(PIPELINED, model="gpt", tensor_reduced_bytes=131_072,
+                                  tensor_reductions=16, tensor_shards=[2, 4])
+
+
+def test_tensor_splits_are_planned_within_a_host_and_run_as_valid_flags():
+    one_host = cost_model.ClusterSpec(hosts=2, devices_per_host=4, intra_host_gbps=100.0)
+    planned = _by_name(planner.plan(TRANSFORMER, one_host))
+    # tensor parallel alone, with a pipeline, and one split per host under hybrid
+    for name in ("pipeline N=2 S=1 M=1 T=2", "pipeline N=4 S=1 M=1 T=4",
+                 "pipeline N=4 S=2 M=4 T=2", "hybrid N=4 (2x2) S=1 M=1 T=2"):
+        assert name in planned, sorted(planned)
+    assert not any("T=" in n for n in _by_name(planner.plan(PIPELINED, one_host)))
+    assert not any(c.stages * c.tensor_parallel > 4 for c in
+                   (p.config for p in planned.values()))
+    split = planned["hybrid N=4 (2x2) S=1 M=1 T=2"]
+    assert split.global_batch == 2 * TRANSFORMER.batch  # one replica per host
+    flags = planner.run_flags(split.config, planner.CommandTarget("gpt", 64,
+                                                                  "synthetic_sequences"))
+    assert "--tensor_parallel=2" in flags and "--strategy=hybrid" in flags
+    validate(RunConfig(**{f.split("=")[0][2:]: _typed(f) for f in flags}))
+
+
+def _typed(flag):
+    key, value = flag[2:].split("=")
+    return int(value) if value.isdigit() else value
+
+
+def test_a_memory_cap_that_only_a_four_way_split_meets_picks_one():
+    """A device holds 1/(S T) of the model: a cap at 30% of one device's need rules out one
+    device, mirrored pairs and every 2-device split; a 4-device split (S x T = 4) fits."""
+    need = cost_model.memory_per_device(TRANSFORMER, "one_device")
+    cluster = cost_model.ClusterSpec(hosts=1, devices_per_host=4, intra_host_gbps=100.0,
+                                     memory_per_device_mb=0.3 * need / 1e6)
+    best = planner.best(planner.plan(TRANSFORMER, cluster))
+    assert best.config.stages * best.config.tensor_parallel == 4
+    assert best.prediction.memory_per_device_bytes <= 0.3 * need
