@@ -21,3 +21,6 @@ NEXT_TOKEN_MODELS = ("gpt", "gpt_small")
 TENSOR_PARALLEL_MODELS = ("vit", "vit_small", "gpt", "gpt_small")
 # How models/stages.py balances pipeline stages: parameter count, or measured time.
 STAGE_COSTS = ("params", "time")
+# The order a pipeline stage runs its micro-batches' forwards and backwards in
+# (experiments/engine/gpipe.py): all forwards first, or one forward one backward.
+PIPELINE_SCHEDULES = ("gpipe", "1f1b")

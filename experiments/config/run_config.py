@@ -9,7 +9,7 @@ bounds (experiments/config/validation.py). A new setting is one field here.
 import dataclasses
 
 from experiments.workload.datasets import DATASETS
-from models import MODELS, STAGE_COSTS
+from models import MODELS, PIPELINE_SCHEDULES, STAGE_COSTS
 from strategies import COLLECTIVES, CROSS_DEVICE_OPS, PIPELINED, STRATEGIES, replicas_in_sync
 
 OPTIMIZERS = ("sgd", "momentum", "adam")
@@ -145,6 +145,11 @@ class RunConfig:
     microbatches: int = setting(1, f"{' / '.join(PIPELINED)}: micro-batches per step pipelined "
                                 "through the stages (GPipe); divides the per-replica batch.",
                                 bound="> 0")
+    pipeline_schedule: str = setting("gpipe", f"{' / '.join(PIPELINED)}: each stage runs every "
+                                     "micro-batch's forward before its backwards (gpipe), or "
+                                     "one forward one backward (1f1b: at most S - s "
+                                     "micro-batches' activations held; the same bubble).",
+                                     PIPELINE_SCHEDULES)
     tensor_parallel: int = setting(1, f"{' / '.join(PIPELINED)}: split each transformer block's "
                                    "attention (by heads) and MLP (by hidden units) over this "
                                    "many devices per stage (Megatron-style; with "

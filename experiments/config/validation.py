@@ -76,10 +76,12 @@ def check_dataset(dataset):
 
 def _check_pipeline(cfg):
     if cfg.strategy not in PIPELINED:
-        if cfg.num_stages != 1 or cfg.microbatches != 1 or cfg.tensor_parallel != 1:
+        if cfg.num_stages != 1 or cfg.microbatches != 1 or cfg.tensor_parallel != 1 or \
+                cfg.pipeline_schedule != "gpipe":
             raise ConfigError(f"--num_stages={cfg.num_stages}, --microbatches="
-                              f"{cfg.microbatches} and --tensor_parallel={cfg.tensor_parallel} "
-                              f"apply to --strategy={' or '.join(PIPELINED)} only (got "
+                              f"{cfg.microbatches}, --tensor_parallel={cfg.tensor_parallel} and "
+                              f"--pipeline_schedule={cfg.pipeline_schedule} apply to "
+                              f"--strategy={' or '.join(PIPELINED)} only (got "
                               f"--strategy={cfg.strategy})")
         return
     if cfg.tensor_parallel > 1 and cfg.model not in TENSOR_PARALLEL_MODELS:

@@ -22,6 +22,7 @@ import time
 import tensorflow as tf
 
 from experiments.measure import memory
+from models import PIPELINE_SCHEDULES as SCHEDULES
 from results import metrics
 
 
@@ -47,6 +48,51 @@ def add_gradients(a, b):
     return tf.convert_to_tensor(a) + tf.convert_to_tensor(b)
 
 
+FORWARD, BACKWARD = "F", "B"
+
+
+def schedule(name, num_stages, microbatches):
+    """Each stage's blocks in the order it runs them: [[(FORWARD or BACKWARD, micro-batch)]].
+
+    gpipe: every forward, then every backward from the last micro-batch: a stage holds all M
+    micro-batches' activations until its backwards start.
+    1f1b (PipeDream-Flush; Narayanan et al. 2021): stage s runs S - s - 1 forwards, then
+    alternates one forward and one backward, then the remaining backwards: it holds at most
+    S - s micro-batches' activations, and the bubble is GPipe's."""
+    S, M = num_stages, microbatches
+    if name == "gpipe":
+        return [[(FORWARD, m) for m in range(M)] + [(BACKWARD, m) for m in reversed(range(M))]
+                for _ in range(S)]
+    if name == "1f1b":
+        out = []
+        for s in range(S):
+            warm = min(S - s - 1, M)
+            order = [(FORWARD, m) for m in range(warm)]
+            for i in range(M - warm):
+                order += [(FORWARD, warm + i), (BACKWARD, i)]
+            out.append(order + [(BACKWARD, m) for m in range(M - warm, M)])
+        return out
+    raise ValueError(f"unknown pipeline schedule {name!r}; valid: {', '.join(SCHEDULES)}")
+
+
+def _reads(kind, m, s, num_stages):
+    """The blocks whose outputs block (kind, m, s) reads: a forward the previous stage's
+    forward; a backward its own forward's tape and the next stage's backward."""
+    if kind == FORWARD:
+        return [(FORWARD, m, s - 1)] if s > 0 else []
+    return [(FORWARD, m, s)] + ([(BACKWARD, m, s + 1)] if s < num_stages - 1 else [])
+
+
+def in_flight(order):
+    """The most micro-batches whose activations one stage's `order` holds at once (forwarded,
+    not yet backwarded)."""
+    held = peak = 0
+    for kind, _ in order:
+        held += 1 if kind == FORWARD else -1
+        peak = max(peak, held)
+    return peak
+
+
 def bubble_formula(num_stages, microbatches):
     """GPipe's idle share of S equal stages and M micro-batches."""
     return (num_stages - 1) / (microbatches + num_stages - 1)
@@ -59,8 +105,10 @@ class Pipeline:
     whole step is averaged over (a replica's micro-batch losses sum to its share of it).
     """
 
-    def __init__(self, stages, devices, microbatches, loss_fn, global_batch, model_variables):
+    def __init__(self, stages, devices, microbatches, loss_fn, global_batch, model_variables,
+                 schedule="gpipe"):
         self.stages, self.devices, self.microbatches = stages, devices, microbatches
+        self.schedule = schedule
         self.loss_fn, self.global_batch = loss_fn, global_batch
         self.model_variables = model_variables
         index = {id(v): i for i, v in enumerate(model_variables)}
@@ -88,14 +136,17 @@ class Pipeline:
     def __call__(self, images, labels):
         """(gradients aligned with model_variables, per-example losses, logits, busy seconds per
         stage, span seconds, blocks) of one step. blocks: [S, 2M, 2] float64 timestamps, each
-        stage's blocks in the order they ran (M forwards, then M backwards from the last
-        micro-batch), each as (start, end): the trace's per-stage tracks."""
+        stage's blocks as (start, end) in one order whatever the schedule ran them in: its M
+        forwards, then its M backwards from the last micro-batch (the trace's per-stage
+        tracks)."""
         S, M = len(self.stages), self.microbatches
         xs, ys = tf.split(images, M), tf.split(labels, M)
         busy = [[] for _ in range(S)]
-        blocks = [[] for _ in range(S)]
+        blocks = [[None] * (2 * M) for _ in range(S)]
         starts, ends = [], []
         tapes = [[None] * S for _ in range(M)]
+        outputs = {}  # (m, s) -> the forward's output (the last stage's: the loss)
+        upstream = {}  # (m, s) -> the gradient stage s hands back for micro-batch m
         # The device's previous block: blocks run in order. A stage's first block also waits
         # for its weights to be readable (after the previous step's update): otherwise, in a
         # loop of steps, its start would be stamped while the last step still runs.
@@ -103,48 +154,68 @@ class Pipeline:
                      tf.reduce_sum(tf.reshape(tf.convert_to_tensor(s.model.weights[0]), [-1])[:1])]
                     for s in self.stages]
         losses, logits = [None] * M, [None] * M
-        for m in range(M):
-            h = xs[m]
-            for s, stage in enumerate(self.stages):
-                def forward(h=h, s=s, stage=stage, m=m):
-                    tape = tf.GradientTape()
-                    with tape:
-                        if s > 0:
-                            tape.watch(h)
-                        out = stage.model(h, training=True)
-                        if s == S - 1:
-                            per_example = self.loss_fn(ys[m], out)
-                            loss = tf.nn.compute_average_loss(
-                                per_example, global_batch_size=self.global_batch)
-                            losses[m], logits[m] = per_example, out
-                            out = loss
-                    tapes[m][s] = (tape, h, out)
-                    return out
-                h, start, end = self._block(self.devices[s], last_end[s], [h], forward)
-                busy[s].append(end - start)
-                blocks[s].append(tf.stack([start, end]))
-                starts.append(start)
-                last_end[s] = [end]
         grads = [None] * len(self.model_variables)
-        for m in reversed(range(M)):  # the last micro-batch's forward finished last
-            upstream = None
-            for s in reversed(range(S)):
-                tape, h, out = tapes[m][s]
-                variables = [self.model_variables[i] for i in self.stage_variables[s]]
-                sources = variables + ([h] if s > 0 else [])
 
-                def backward(tape=tape, out=out, sources=sources, upstream=upstream):
-                    return tape.gradient(out, sources, output_gradients=upstream)
-                result, start, end = self._block(
-                    self.devices[s], last_end[s], [] if upstream is None else [upstream],
-                    backward)
-                busy[s].append(end - start)
-                blocks[s].append(tf.stack([start, end]))
-                ends.append(end)
-                last_end[s] = [end]
-                for i, g in zip(self.stage_variables[s], result[:len(variables)]):
-                    grads[i] = add_gradients(grads[i], g)  # an embedding's: IndexedSlices
-                upstream = result[-1] if s > 0 else None
+        def forward_block(m, s):
+            stage, h = self.stages[s], xs[m] if s == 0 else outputs[(m, s - 1)]
+
+            def forward():
+                tape = tf.GradientTape()
+                with tape:
+                    if s > 0:
+                        tape.watch(h)
+                    out = stage.model(h, training=True)
+                    if s == S - 1:
+                        per_example = self.loss_fn(ys[m], out)
+                        loss = tf.nn.compute_average_loss(
+                            per_example, global_batch_size=self.global_batch)
+                        losses[m], logits[m] = per_example, out
+                        out = loss
+                tapes[m][s] = (tape, h, out)
+                return out
+            outputs[(m, s)], start, end = self._block(self.devices[s], last_end[s], [h],
+                                                       forward)
+            starts.append(start)
+            return start, end, m
+
+        def backward_block(m, s):
+            tape, h, out = tapes[m][s]
+            variables = [self.model_variables[i] for i in self.stage_variables[s]]
+            sources = variables + ([h] if s > 0 else [])
+            given = upstream.get((m, s + 1))
+
+            def backward():
+                return tape.gradient(out, sources, output_gradients=given)
+            result, start, end = self._block(self.devices[s], last_end[s],
+                                             [] if given is None else [given], backward)
+            ends.append(end)
+            for i, g in zip(self.stage_variables[s], result[:len(variables)]):
+                grads[i] = add_gradients(grads[i], g)  # an embedding's: IndexedSlices
+            if s > 0:
+                upstream[(m, s)] = result[-1]
+            return start, end, 2 * M - 1 - m
+
+        # Each stage's blocks are made in its schedule's order (control dependencies then run
+        # them in that order on its device), a block once what it reads is made.
+        order, done = schedule(self.schedule, S, M), set()
+        position = [0] * S
+        while any(position[s] < len(order[s]) for s in range(S)):
+            made = False
+            for s in range(S):
+                while position[s] < len(order[s]):
+                    kind, m = order[s][position[s]]
+                    if not all(n in done for n in _reads(kind, m, s, S)):
+                        break
+                    start, end, slot = (forward_block if kind == FORWARD else
+                                        backward_block)(m, s)
+                    busy[s].append(end - start)
+                    blocks[s][slot] = tf.stack([start, end])
+                    last_end[s] = [end]
+                    done.add((kind, m, s))
+                    position[s] += 1
+                    made = True
+            if not made:
+                raise ValueError(f"pipeline schedule {self.schedule!r} waits on itself")
         # Differences of float64 timestamps, then float32 (the accumulators' dtype).
         span = tf.cast(tf.reduce_max(tf.stack(ends)) - tf.reduce_min(tf.stack(starts)),
                        tf.float32)
@@ -217,19 +288,29 @@ def transfer_probe(stages, devices, micro_batch, microbatches, repeats=20):
     return metrics.spread(times)
 
 
-def summary(stages, devices, micro_batch, microbatches, optimizer, stage_cost, epochs):
+def held_per_stage(schedule_name, num_stages, micro_batch, microbatches):
+    """Examples whose activations each stage holds at its peak under the schedule."""
+    return [micro_batch * in_flight(order)
+            for order in schedule(schedule_name, num_stages, microbatches)]
+
+
+def summary(stages, devices, micro_batch, microbatches, optimizer, stage_cost, epochs,
+            schedule_name="gpipe"):
     """The record's `pipeline` section: per stage its device, layers, parameters, activations
-    sent on and peak memory (experiments/measure/memory.py), and the bubble of the steady-state epochs
-    measured next to the GPipe formula."""
+    sent on, the micro-batches its schedule holds at once and its peak memory
+    (experiments/measure/memory.py), and the bubble of the steady-state epochs measured next
+    to the GPipe formula."""
     steady = metrics.steady_epochs(epochs)
     idle = [e["pipeline_idle_share"] for e in steady if e.get("pipeline_idle_share") is not None]
     busy = [e["stage_busy_share"] for e in steady if e.get("stage_busy_share")]
     sent = activation_bytes(stages, micro_batch, microbatches) + [None]
-    peaks = memory.per_device(stages, devices, micro_batch * microbatches, optimizer)
+    held = held_per_stage(schedule_name, len(stages), micro_batch, microbatches)
+    peaks = memory.per_device(stages, devices, held, optimizer)
     out = []
     for i, (stage, device) in enumerate(zip(stages, devices)):
         out.append({
             "stage": i, "device": device, "layers": len(stage.layers),
+            "microbatches_held": held[i] // micro_batch,
             "first_layer": stage.layers[0], "last_layer": stage.layers[-1],
             "parameters": stage.parameters, "parameter_bytes": stage.parameter_bytes,
             "cost": stage.cost,
@@ -238,6 +319,7 @@ def summary(stages, devices, micro_batch, microbatches, optimizer, stage_cost, e
             "busy_share": (metrics.spread([b[i] for b in busy])["median"] if busy else None)})
     return {
         "num_stages": len(stages), "microbatches": microbatches, "micro_batch": micro_batch,
+        "schedule": schedule_name,
         "balanced_by": stage_cost,  # each stage's `cost`: parameters, or seconds measured
         "stages": out,
         "activation_bytes_per_step": total_activation_bytes(stages, micro_batch, microbatches),

@@ -46,21 +46,23 @@ def _boundary_bytes(trainer, pipe):
 
 
 def _peak_memory(trainer):
-    """This task's resident-set high-water mark, and each GPU's peak allocation over the
-    training steps (the Trainer's, read before each evaluation and the probe; a plain loop
+    """This task's resident-set high-water mark, and each GPU's peak allocation (without GPUs
+    TensorFlow's CPU allocator's) over the training steps (the Trainer's, read before each evaluation and the probe; a plain loop
     without its own reading: now)."""
-    peaks = trainer.gpu_peaks if hasattr(trainer, "gpu_peaks") else memory.gpu_peaks()
+    peaks = trainer.allocator_peaks if hasattr(trainer, "allocator_peaks") else \
+        memory.peaks()
     return {"host_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,  # Linux: KiB
             **peaks}
 
 
 def _memory_per_device(cfg, trainer, pipe):
     """experiments/measure/memory.py: every device of a tensor-parallel run, each pipeline
-    stage's device (`pipe`: the record's pipeline section), or the one replica's (under PSS the estimate counts the optimizer's slots, which
-    live on the ps)."""
+    stage's device (`pipe`: the record's pipeline section), or the one replica's (under PSS
+    the estimate counts the optimizer's slots, which live on the ps)."""
     if cfg.tensor_parallel > 1:
-        return memory.per_tensor_device(trainer.stages, trainer.per_replica_batch,
-                                        cfg.optimizer)
+        return memory.per_tensor_device(trainer.stages, gpipe.held_per_stage(
+            cfg.pipeline_schedule, cfg.num_stages, trainer.per_replica_batch // cfg.microbatches,
+            cfg.microbatches), cfg.optimizer)
     if pipe is not None:
         return [{"stage": s["stage"], "device": s["device"], "bytes": s["peak_memory_bytes"],
                  "kind": s["peak_memory_kind"]} for s in pipe["stages"]]
@@ -117,7 +119,7 @@ def _pipeline(cfg, trainer, epochs):
     """The record's pipeline section (model_parallel, hybrid), else None."""
     return (gpipe.summary(trainer.stages, trainer.stage_devices,
                           trainer.per_replica_batch // cfg.microbatches, cfg.microbatches,
-                          cfg.optimizer, cfg.stage_cost, epochs)
+                          cfg.optimizer, cfg.stage_cost, epochs, cfg.pipeline_schedule)
             if getattr(trainer, "pipeline", None) is not None else None)
 
 

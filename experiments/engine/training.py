@@ -166,13 +166,14 @@ class Trainer:
         if self.stages is not None:
             self.pipeline = gpipe.Pipeline(self.stages, self.stage_devices, cfg.microbatches,
                                            self._loss, self.global_batch,
-                                           self.model.trainable_variables)
+                                           self.model.trainable_variables,
+                                           cfg.pipeline_schedule)
         self._iterator = iter(workload.train_data)
         self.global_step = 0
         self.steps_by_worker = {}  # PSS: which worker ran how many steps (stragglers run fewer)
         self.first_step_done_at = None  # wall clock (epoch s) when this process's first step ended
         self.gradients = None  # comm_probe.describe of the step's gradients, once traced
-        self.gpu_peaks = {}  # {gpu:i: allocator peak} over the training steps (no GPU: {})
+        self.allocator_peaks = {}  # {gpu:i or cpu_allocator: peak} over the training steps
         # tf.timestamp is a host op: a TPU's compiled step has none (XLA)
         self.step_timeline = cfg.step_timeline and kind(cfg.strategy).accelerator != "tpu"
         self.trace_stamps = None  # {replica: [[t0, t1, t2], ...]} of the last epoch's first steps
@@ -371,8 +372,8 @@ class Trainer:
         if progbar is not None:
             print(f"Epoch {epoch}/{self.cfg.epochs}", flush=True)
         # The allocator's peak afresh for this epoch's steps: not the model's building, nor the
-        # last epoch's evaluation (the peak over the epochs is kept in gpu_peaks).
-        memory.reset_gpu_peaks()
+        # last epoch's evaluation (the peak over the epochs is kept in allocator_peaks).
+        memory.reset_peaks()
         cpu_start = self.cpu.reading() if self.cpu is not None else None
         if self.is_chief:  # the hang watchdog's clock runs again (from the second epoch on)
             events.report_phase(events.TRAIN_PHASE)
@@ -436,7 +437,7 @@ class Trainer:
         elapsed = time.perf_counter() - start - hooks_s
         if self.is_chief:  # evaluation and the epoch's end are not steps (the hang watchdog)
             events.report_phase("end of epoch")
-        self.gpu_peaks = memory.gpu_peaks(self.gpu_peaks)  # before evaluation and the probe
+        self.allocator_peaks = memory.peaks(self.allocator_peaks)  # before evaluation, probe
         by_task = cpu_usage.by_task(self.cpu.reading(), cpu_start) \
             if cpu_start is not None else None
         if by_task is not None:  # the hooks' CPU, like their wall time, is not training

@@ -10,8 +10,9 @@ The estimate for a device holding layers L with a batch of B examples in flight:
 
 (Z: the workers ZeRO-1 shards the optimizer state over, else 1.) One device, or a data-parallel
 replica, holds the whole model and its per-replica batch (with
---accumulation_steps, one micro-batch at a time); a GPipe stage holds its own layers and every
-micro-batch of the step (experiments/engine/gpipe.py). Temporaries and allocator overhead are not
+--accumulation_steps, one micro-batch at a time); a pipeline stage holds its own layers and the
+micro-batches its schedule keeps in flight: every one of the step's under GPipe, at most S - s
+under 1F1B (experiments/engine/gpipe.py). Temporaries and allocator overhead are not
 counted, so the estimate is a floor: compare it across configurations, not with a device's size.
 """
 import numpy as np
@@ -36,9 +37,11 @@ def _estimate(stage, batch, optimizer, shards=1):
 
 def per_device(stages, devices, batch, optimizer, shards=1):
     """[{device, bytes, kind}] for each of `stages` (models.stages.Stage) on `devices`, with
-    `batch` examples in flight on each and the optimizer state over `shards` workers."""
+    `batch` examples in flight on each (or a list: each stage's) and the optimizer state over
+    `shards` workers."""
     out = []
-    for stage, device in zip(stages, devices):
+    batches = batch if isinstance(batch, list) else [batch] * len(stages)
+    for stage, device, batch in zip(stages, devices, batches):
         if "GPU" in device.upper():
             peak = tf.config.experimental.get_memory_info(device.split("device:")[-1])["peak"]
             out.append({"device": device, "bytes": peak, "kind": MEASURED})
@@ -52,14 +55,15 @@ def _bytes(variables):
     return sum(int(np.prod(v.shape)) * np.dtype(v.dtype).itemsize for v in variables)
 
 
-def per_tensor_device(stages, batch, optimizer):
+def per_tensor_device(stages, batches, optimizer):
     """Every device of a tensor-parallel run (models/tensor_parallel.py): [{stage, shard,
-    device, bytes, kind}]. Shard t of a stage holds its share of each split layer's weights and
-    the split layers' partial outputs (batch x their output size); the stage's first device
-    also holds its unsplit layers and their outputs (the stage's estimate less the other
-    shards' weights). GPUs: the allocator's peak."""
+    device, bytes, kind}], with batches[s] examples in flight on stage s. Shard t of a stage
+    holds its share of each split layer's weights and the split layers' partial outputs (batch
+    x their output size); the stage's first device also holds its unsplit layers and their
+    outputs (the stage's estimate less the other shards' weights). GPUs: the allocator's
+    peak."""
     out = []
-    for s, stage in enumerate(stages):
+    for s, (stage, batch) in enumerate(zip(stages, batches)):
         layers = tensor_parallel.split_layers(stage.model)
         shards = [sum(_bytes(layer.shard_variables()[t]) for layer in layers)
                   for t in range(len(layers[0].devices))] if layers else [0]
@@ -95,17 +99,28 @@ def of_replica(model, batch, optimizer, shards=1):
                       shards)
 
 
-def reset_gpu_peaks():
-    """Starts every GPU's allocator peak afresh (no-op without GPUs): before training, so what
-    building and checking the model allocated is not its peak."""
-    for i, _ in enumerate(tf.config.list_physical_devices("GPU")):
-        tf.config.experimental.reset_memory_stats(f"GPU:{i}")
+def _allocators():
+    """{record key: TF device} of the allocators whose peaks a run keeps: each GPU's; without
+    GPUs the CPU's (one allocator for the process, whatever logical devices split it)."""
+    gpus = tf.config.list_physical_devices("GPU")
+    if gpus:
+        return {f"gpu:{i}": f"GPU:{i}" for i, _ in enumerate(gpus)}
+    return {"cpu_allocator": "CPU:0"}
 
 
-def gpu_peaks(previous=None):
-    """{gpu:i: peak allocated bytes}, each at least `previous`'s (peaks kept across epochs)."""
+def reset_peaks():
+    """Starts every allocator's peak afresh: before an epoch's steps, so what building and
+    checking the model, or the last evaluation, allocated is not the training's peak."""
+    for device in _allocators().values():
+        tf.config.experimental.reset_memory_stats(device)
+
+
+def peaks(previous=None):
+    """{gpu:i or cpu_allocator: peak allocated bytes}, each at least `previous`'s (peaks kept
+    across epochs). A CPU host's figure is TensorFlow's allocations of the whole process
+    (tensors, not Python or the runtime): a pipeline's stages together."""
     out = dict(previous or {})
-    for i, _ in enumerate(tf.config.list_physical_devices("GPU")):
-        peak = tf.config.experimental.get_memory_info(f"GPU:{i}")["peak"]
-        out[f"gpu:{i}"] = max(peak, out.get(f"gpu:{i}", 0))
+    for key, device in _allocators().items():
+        peak = tf.config.experimental.get_memory_info(device)["peak"]
+        out[key] = max(peak, out.get(key, 0))
     return out

@@ -207,5 +207,5 @@ def test_gpu_peak_is_the_training_steps_not_building_evaluation_or_the_probe(mon
     trainer._train_steps, trainer._evaluate = training, evaluation
     trainer.train_epoch(1)
     trainer.train_epoch(2)
-    assert state["resets"] == 2 and trainer.gpu_peaks == {"gpu:0": 100}
+    assert state["resets"] == 2 and trainer.allocator_peaks == {"gpu:0": 100}
     assert _peak_memory(trainer)["gpu:0"] == 100
