@@ -31,6 +31,7 @@ Per-replica step time:  t = compute / device_speedup + overhead + communication
       (M + S - 1) / M, plus each boundary's activation forward and gradient back for one
       micro-batch on the critical path, 2 (S-1) (batch / M x A / B_intra + a_intra), A the
       profile's boundary_activation_bytes per example; a device holds 1/S of the memory
+      (under 1F1B of the activations min(S, M)/M of that: the same time, fewer held)
     tensor parallelism (--tensor_parallel=T within each stage; Megatron-LM): the stage's
       compute / T plus its R reductions per micro-batch, each a ring all-reduce over the T
       devices of its share of the profile's tensor_reduced_bytes x batch: R M (2 (T-1)/T
@@ -345,20 +346,30 @@ class Prediction:
     bound: str = ""  # what limits it beyond the step ("the shared link")
 
 
-def memory_per_device(profile, strategy, stages=1, zero_shards=1, tensor_parallel=1):
+def memory_per_device(profile, strategy, stages=1, zero_shards=1, tensor_parallel=1,
+                      activation_share=1.0):
     """Bytes one device holds: its parameters, their gradients and the activations of its
     batch, and under all-reduce strategies the optimizer state too (under PSS it lives on the
     parameter servers; a worker holds what it pulled), 1/zero_shards of it under ZeRO-1, plus
     the worker's copy of its 1/zero_shards of the parameters (zero.py's shard). A model split
     over S stages x T shards puts 1/(S T) of all of it on each device (equal stages, and the
-    split layers holding nearly all of it; GPipe keeps every micro-batch's activations of its
-    stage until backward)."""
-    held = 2 * profile.parameter_bytes + profile.activation_bytes
+    split layers holding nearly all of it), of the activations the share its schedule keeps in
+    flight (`activation_share`: GPipe every micro-batch's, 1; 1F1B's first stage min(S, M) of
+    M)."""
+    held = 2 * profile.parameter_bytes + profile.activation_bytes * activation_share
     if not kind(strategy).parameter_servers:
         held += profile.optimizer_state_bytes // zero_shards
     if zero_shards > 1:
         held += profile.parameter_bytes // zero_shards
-    return held // (stages * tensor_parallel)
+    return int(held // (stages * tensor_parallel))
+
+
+def activation_share(schedule, stages, microbatches):
+    """The share of a step's activations a pipeline stage holds at once: GPipe all of its
+    micro-batches'; 1F1B at most min(S, M) of its M (experiments/engine/gpipe.py)."""
+    if schedule == "1f1b":
+        return min(stages, microbatches) / microbatches
+    return 1.0
 
 
 def tensor_s(profile, shards, microbatches, cluster):
@@ -405,14 +416,16 @@ def pipeline_s(profile, stages, microbatches, cluster, tensor_parallel=1):
 
 
 def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None, stages=1,
-            microbatches=1, compression="none", zero=0, tensor_parallel=1):
+            microbatches=1, compression="none", zero=0, tensor_parallel=1,
+            schedule="gpipe"):
     """The step, throughput and efficiency of `strategy` for `profile` on `cluster`; overlap:
     the share of synchronization hidden behind compute (None: the profile's measured one);
     compression: an all-reduce's --compression form, from the profile's `reducers`; zero: the
     ZeRO stage (1: MWMS's optimizer state sharded over its workers).
     Pipelines: `stages` x `tensor_parallel` devices of one host per pipeline, `microbatches`
-    per step; model_parallel is one pipeline, hybrid one per host (an MWMS worker per host
-    all-reducing the gradients)."""
+    per step run in `schedule` order (gpipe or 1f1b: the same time, 1F1B holding fewer
+    micro-batches' activations); model_parallel is one pipeline, hybrid one per host (an MWMS
+    worker per host all-reducing the gradients)."""
     if overlap is None:
         overlap = profile.overlap.get(strategy, 0.0)
     if strategy not in STRATEGIES + PIPELINES:
@@ -469,7 +482,8 @@ def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None, stag
     speedup = rate / alone
     split = stages if kind(strategy).pipelined else 1
     memory = memory_per_device(profile, strategy, split, replicas if zero else 1,
-                               tensor_parallel) + \
+                               tensor_parallel,
+                               activation_share(schedule, split, microbatches)) + \
         ((reducer or {}).get("state_bytes") or 0) // (split * tensor_parallel)
     return Prediction(strategy, devices, step, compute, overhead, comm_exposed, rate,
                       speedup, speedup / devices, comm_exposed / step, memory,

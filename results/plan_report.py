@@ -14,7 +14,7 @@ from strategies import REGISTRY
 
 COLUMNS = ("rank", "configuration", "strategy", "workers", "hosts", "devices_per_host", "num_ps",
            "machines", "accumulation", "sync_dtype", "compression", "zero", "stages",
-           "microbatches", "tensor_parallel", "global_batch",
+           "microbatches", "tensor_parallel", "pipeline_schedule", "global_batch",
            "examples_per_sec", "step_time_s", "compute_s", "overhead_s", "communication_s",
            "communication_share", "efficiency", "memory_per_device_mb", "fits_memory", "dropped")
 
@@ -29,6 +29,7 @@ def rows(planned, cluster):
             num_ps=c.num_ps, machines=machines(c, cluster), accumulation=c.accumulation,
             sync_dtype=c.sync_dtype, compression=c.compression, zero=c.zero, stages=c.stages,
             microbatches=c.microbatches, tensor_parallel=c.tensor_parallel,
+            pipeline_schedule=c.schedule,
             global_batch=p.global_batch, examples_per_sec=pr.examples_per_sec,
             step_time_s=pr.step_s, compute_s=pr.compute_s, overhead_s=pr.overhead_s,
             communication_s=pr.communication_s, communication_share=pr.communication_share,

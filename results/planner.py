@@ -18,7 +18,9 @@ profile says what crosses a stage boundary, boundary_activation_bytes) with M mi
 each stage's transformer blocks split over T devices (where the profile says what the split
 all-reduces, tensor_reduced_bytes; S = 1 is tensor parallelism alone), S x T within a host; and
 hybrid, one such split per host on 2, 4, ... hosts (equal stages: the profile has no per-layer
-times; the split layers carry all of the compute).
+times; the split layers carry all of the compute). With more micro-batches than stages, each
+pipeline under both schedules: GPipe and 1F1B take the same time, 1F1B holds fewer
+micro-batches' activations (it wins the tie).
 """
 import dataclasses
 
@@ -45,6 +47,7 @@ class Config:
     compression: str = "none"  # --compression (all-reduce only; the profile's reducers)
     zero: int = 0  # --zero (MWMS only: the optimizer state sharded over its workers)
     tensor_parallel: int = 1  # pipelines: each stage's blocks split over this many devices
+    schedule: str = "gpipe"  # pipelines: --pipeline_schedule
 
     @property
     def model_devices(self):
@@ -63,7 +66,8 @@ class Config:
             parts.append(f"ps={self.num_ps}")
         if kind(self.strategy).pipelined:
             parts.append(f"S={self.stages} M={self.microbatches}" +
-                         (f" T={self.tensor_parallel}" if self.tensor_parallel > 1 else ""))
+                         (f" T={self.tensor_parallel}" if self.tensor_parallel > 1 else "") +
+                         (" 1F1B" if self.schedule == "1f1b" else ""))
         if self.accumulation > 1:
             parts.append(f"accum={self.accumulation}")
         if self.sync_dtype != "float32":
@@ -171,12 +175,14 @@ def pipelines(profile, cluster, dtypes):
         for m in MICROBATCHES if s > 1 else (1,):
             if profile.batch % m:
                 continue
-            out += [Config(name, s * t, 1, s * t, stages=s, microbatches=m, tensor_parallel=t)
-                    for name in single]
-            for hosts in device_counts(dataclasses.replace(cluster, devices_per_host=1)):
-                out += [Config(name, hosts * s * t, hosts, s * t, sync_dtype=dtype, stages=s,
-                               microbatches=m, tensor_parallel=t)
-                        for name in across for dtype in dtypes]
+            # 1F1B holds fewer micro-batches than GPipe only when there are more than stages
+            for order in ("gpipe", "1f1b") if m > s else ("gpipe",):
+                out += [Config(name, s * t, 1, s * t, stages=s, microbatches=m,
+                               tensor_parallel=t, schedule=order) for name in single]
+                for hosts in device_counts(dataclasses.replace(cluster, devices_per_host=1)):
+                    out += [Config(name, hosts * s * t, hosts, s * t, sync_dtype=dtype,
+                                   stages=s, microbatches=m, tensor_parallel=t, schedule=order)
+                            for name in across for dtype in dtypes]
     return out
 
 
@@ -204,7 +210,8 @@ def predict(profile, cluster, config):
         prediction = cost_model.predict(p, part, config.strategy, config.sync_dtype,
                                         stages=config.stages, microbatches=config.microbatches,
                                         compression=config.compression, zero=config.zero,
-                                        tensor_parallel=config.tensor_parallel)
+                                        tensor_parallel=config.tensor_parallel,
+                                        schedule=config.schedule)
     dropped = "" if prediction.fits_memory else (
         f"needs {prediction.memory_per_device_bytes / 1e6:.0f} MB per device, over the "
         f"{cluster.memory_per_device_mb:g} MB cap")
@@ -227,7 +234,8 @@ def plan(profile, cluster):
     fits = sorted((p for p in planned if not p.dropped),
                   key=lambda p: (-p.prediction.examples_per_sec, p.config.workers,
                                  p.config.accumulation, p.config.sync_dtype != "float32",
-                                 p.config.num_ps, p.config.zero))
+                                 p.config.num_ps, p.config.zero,
+                                 p.config.schedule != "1f1b"))  # a tie: the one holding less
     return fits + [p for p in planned if p.dropped]
 
 
@@ -263,7 +271,8 @@ class CommandTarget:
 # experiments.run's settings a configuration decides, and their values when it does not say
 # (RunConfig's defaults): what --strategy=auto replaces, whatever the command line said.
 TOPOLOGY = {"strategy": None, "num_replicas": 1, "num_workers": 1, "num_ps": 0}
-TRAINING = {"num_stages": 1, "microbatches": 1, "tensor_parallel": 1, "accumulation_steps": 1,
+TRAINING = {"num_stages": 1, "microbatches": 1, "tensor_parallel": 1,
+            "pipeline_schedule": "gpipe", "accumulation_steps": 1,
             "gradient_sync_dtype": "float32", "compression": "none", "zero": 0}
 
 
@@ -280,7 +289,7 @@ def settings(config):
         out["num_ps"] = config.num_ps
     if k.pipelined:
         out.update(num_stages=config.stages, microbatches=config.microbatches,
-                   tensor_parallel=config.tensor_parallel)
+                   tensor_parallel=config.tensor_parallel, pipeline_schedule=config.schedule)
     out.update(accumulation_steps=config.accumulation, gradient_sync_dtype=config.sync_dtype,
                compression=config.compression, zero=config.zero)
     return out

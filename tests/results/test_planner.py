@@ -211,3 +211,22 @@ def test_a_memory_cap_that_only_a_four_way_split_meets_picks_one():
     best = planner.best(planner.plan(TRANSFORMER, cluster))
     assert best.config.stages * best.config.tensor_parallel == 4
     assert best.prediction.memory_per_device_bytes <= 0.3 * need
+
+
+def test_1f1b_takes_gpipes_time_holds_less_and_wins_where_only_it_fits():
+    """S=2, M=8: the first stage holds 2 of 8 micro-batches' activations under 1F1B, all 8
+    under GPipe; the time is the same. A cap between the two keeps 1F1B only."""
+    cluster = cost_model.ClusterSpec(hosts=1, devices_per_host=2, intra_host_gbps=100.0)
+    planned = _by_name(planner.plan(PIPELINED, cluster))
+    gpipe, f1b = planned["pipeline N=2 S=2 M=8"], planned["pipeline N=2 S=2 M=8 1F1B"]
+    assert f1b.prediction.step_s == gpipe.prediction.step_s
+    weights = 2 * PIPELINED.parameter_bytes + PIPELINED.optimizer_state_bytes
+    assert gpipe.prediction.memory_per_device_bytes == (weights + 10_000_000) // 2
+    assert f1b.prediction.memory_per_device_bytes == (weights + 10_000_000 * 2 / 8) // 2
+    assert "pipeline N=2 S=2 M=1 1F1B" not in planned  # M <= S: nothing held fewer
+    cap = (gpipe.prediction.memory_per_device_bytes + f1b.prediction.memory_per_device_bytes) / 2
+    capped = planner.plan(PIPELINED, dataclasses.replace(cluster, memory_per_device_mb=cap / 1e6))
+    fits = {p.config.name for p in capped if not p.dropped}
+    assert "pipeline N=2 S=2 M=8 1F1B" in fits and "pipeline N=2 S=2 M=8" not in fits
+    flags = planner.run_flags(f1b.config, planner.CommandTarget("cnn", 64))
+    assert "--pipeline_schedule=1f1b" in flags and "--microbatches=8" in flags
