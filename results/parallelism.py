@@ -18,7 +18,8 @@ from results.tables import experiment_section, markdown_table
 from strategies import BASELINE, REGISTRY, kind
 
 COLUMNS = ("model", "dataset", "train_examples", "global_batch_size", "configuration",
-           "strategy", "workers", "num_stages", "microbatches", "devices", "runs",
+           "strategy", "workers", "num_stages", "microbatches", "pipeline_schedule",
+           "tensor_parallel", "devices", "runs",
            "epoch_time_s", "epoch_time_min_s", "epoch_time_max_s", "examples_per_sec",
            "vs_one_device", "final_eval_accuracy", "peak_memory_per_device_mb",
            "peak_memory_kind", "communication_share", "activation_mb_per_step",
@@ -28,8 +29,9 @@ _ORDER = {name: i for i, name in enumerate(REGISTRY)}  # the registry's order
 
 
 def configuration(record):
-    """'model parallel S=2 M=4', 'data parallel (MWMS) N=2', 'hybrid N=2 x S=2 M=4', ..., with
-    what else the run was given: a straggler, an emulated network."""
+    """'model parallel S=2 M=4', 'tensor parallel T=2', 'data parallel (MWMS) N=2', 'hybrid
+    N=2 x S=2 M=4', 'planner's choice: ...', ..., with what else the run was given: a
+    straggler, an emulated network."""
     name = _configuration(record)
     straggler = record.get("straggler") or {}
     if straggler.get("task"):
@@ -41,14 +43,32 @@ def configuration(record):
 
 
 def _configuration(record):
+    name = _topology(record)
+    if (record.get("config") or {}).get("plan"):  # --strategy=auto chose it
+        return f"planner's choice: {name}"
+    return name
+
+
+def _split(record):
+    """'S=2 M=4', 'S=2 M=8 1F1B x T=2', 'T=2' (one stage): how a pipelined run split its model."""
+    pipe = record.get("pipeline") or {}
+    shards = (record.get("tensor_parallel") or {}).get("shards")
+    stages = f"S={pipe.get('num_stages')} M={pipe.get('microbatches')}" + \
+        (" 1F1B" if pipe.get("schedule") == "1f1b" else "")
+    if shards and pipe.get("num_stages") == 1:
+        return f"T={shards}"
+    return stages + (f" x T={shards}" if shards else "")
+
+
+def _topology(record):
     s, n = record["strategy"], record.get("num_workers") or 1
     pipe = record.get("pipeline") or {}
-    stages = f"S={pipe.get('num_stages')} M={pipe.get('microbatches')}"
     k = kind(s)
     if k.pipelined and k.all_reduce:
-        return f"hybrid N={n} x {stages}"
+        return f"hybrid N={n} x {_split(record)}"
     if k.pipelined:
-        return f"model parallel {stages}"
+        return ("tensor parallel " if pipe.get("num_stages") == 1 else "model parallel ") + \
+            _split(record)
     if k.single_device:
         return "one device"
     if k.all_reduce:
@@ -81,6 +101,8 @@ def _row(setting, config, runs):
         "strategy": first["strategy"], "workers": first.get("num_workers") or 1,
         "num_stages": (first.get("pipeline") or {}).get("num_stages"),
         "microbatches": (first.get("pipeline") or {}).get("microbatches"),
+        "pipeline_schedule": (first.get("pipeline") or {}).get("schedule"),
+        "tensor_parallel": (first.get("tensor_parallel") or {}).get("shards"),
         "devices": _devices(first), "runs": len(runs),
         "epoch_time_s": times["median"], "epoch_time_min_s": times["min"],
         "epoch_time_max_s": times["max"], "examples_per_sec": rates["median"],

@@ -7,7 +7,7 @@ recorded runs already count as done (resuming).
 import os
 
 from experiments.comparison.presets import (ADAPTIVE_CLUSTER, ADAPTIVE_SCHEDULES,
-                                            DEFAULT_ADAPTIVE_SCHEDULES)
+                                            DEFAULT_ADAPTIVE_SCHEDULES, THIS_HOST_CLUSTER)
 from strategies import ALL_REDUCE, kind
 
 # The reducers experiment's strategy: whole replicas per worker that all-reduce (MWMS)
@@ -59,6 +59,29 @@ def _parallelism_cells(threads, batch):
         ("parallel-hybrid-n2-s2-m4", ["--strategy=hybrid", "--num_workers=2", *pipe,
                                       "--microbatches=4", f"--threads={threads}",
                                       f"--threads_per_worker={threads}", *same]),
+    ]
+
+
+def _transformer_cells(threads, batch):
+    """The parallelism table's cells for a transformer (results/parallelism.py), at one global
+    batch (2 x batch) on the same 2 x threads cores: one device, data parallel (MWMS N=2), a
+    pipeline (S=2, M=4) under GPipe and 1F1B, tensor parallel (T=2), data x tensor (hybrid N=2 x
+    T=2) and the planner's choice for this machine as one host of 2 devices (a profile
+    measured here first, cached in the results directory)."""
+    same = [f"--global_batch_size={2 * batch}"]
+    pipe = ["--strategy=model_parallel", "--num_stages=2", "--microbatches=4",
+            f"--threads={2 * threads}"]
+    return [
+        ("parallel-one_device", ["--strategy=one_device", f"--threads={2 * threads}", *same]),
+        ("parallel-mwms-n2", [*strategy_flags("multi_worker_mirrored", 2, 0, threads), *same]),
+        ("parallel-model_parallel-s2-m4", [*pipe, *same]),
+        ("parallel-model_parallel-s2-m4-1f1b", [*pipe, "--pipeline_schedule=1f1b", *same]),
+        ("parallel-tensor-t2", ["--strategy=model_parallel", "--tensor_parallel=2",
+                                f"--threads={2 * threads}", *same]),
+        ("parallel-hybrid-n2-t2", ["--strategy=hybrid", "--num_workers=2", "--tensor_parallel=2",
+                                   f"--threads={threads}", f"--threads_per_worker={threads}",
+                                   *same]),
+        ("parallel-auto", ["--strategy=auto", f"--plan_cluster={THIS_HOST_CLUSTER}", *same]),
     ]
 
 
@@ -175,6 +198,9 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
             if "parallelism" in experiments:
                 cells += [(name, run, extra, 2 * threads)
                           for name, extra in _parallelism_cells(threads, batch)]
+            if "transformers" in experiments:
+                cells += [(name, run, extra, 2 * threads)
+                          for name, extra in _transformer_cells(threads, batch)]
             if "adaptive" in experiments:
                 cells += [(name, run, extra, 2 * threads) for name, extra in _adaptive_cells(
                     threads, batch, ADAPTIVE_SCHEDULES.get(model, DEFAULT_ADAPTIVE_SCHEDULES))]

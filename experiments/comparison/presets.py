@@ -24,7 +24,17 @@ PRESETS = {
     # model, 6 epochs (the slowed ones dominate: ~12 min on 2 vCPUs).
     "adaptive": dict(models="cnn,resnet", workers="2", train_examples="", repeats=1, epochs=6,
                      floors=False, experiments="adaptive"),
+    # The seed's Table I for a transformer: the ViT and the GPT on one device, data parallel,
+    # pipelined (GPipe and 1F1B), tensor parallel, data x tensor parallel and the planner's
+    # choice for this machine as one host of 2 devices: 8 runs per model, 3 epochs (2 steady).
+    "transformers": dict(models="vit,gpt", workers="2", train_examples="", repeats=1, epochs=3,
+                         floors=False, experiments="transformers"),
 }
+# What the transformers preset's planner's choice plans for: this machine as one host whose
+# 2 cores are 2 devices sharing its memory
+THIS_HOST_CLUSTER = os.path.normpath(os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "examples",
+    "cluster_this_machine_1x2.json"))
 # The adaptive experiment's scenarios per model: (steady, changing) --emulate_bandwidth_schedule.
 # The drop is deep enough that one device beats two workers on it (it does not pay for resnet
 # at 0.05: its step computes ~5x the cnn's for 2/3 of the gradient bytes).
@@ -36,13 +46,14 @@ ADAPTIVE_CLUSTER = os.path.normpath(os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "examples",
     "cluster_this_machine_2_workers_10g.json"))
 # The zoo's examples per epoch: a few seconds per steady epoch of each model on 2 vCPUs.
-ZOO_SIZES = {"resnet": 1536, "wide_mlp": 3072, "embedding": 8192}
+ZOO_SIZES = {"resnet": 1536, "wide_mlp": 3072, "embedding": 8192, "vit": 2048, "gpt": 2048}
 # The dataset each model runs on unless --dataset says otherwise.
 MODEL_DATASETS = {"resnet": "synthetic_cifar", "embedding": "synthetic_tokens",
                   "gpt": "synthetic_sequences", "gpt_small": "synthetic_sequences"}
 # The experiments a comparison can run (--experiments); each adds its cells to the plan
 # (plan.py) and its section to the report (results/report.py).
-EXPERIMENT_NAMES = ("scaling", "straggler", "network", "parallelism", "reducers", "adaptive")
+EXPERIMENT_NAMES = ("scaling", "straggler", "network", "parallelism", "reducers", "adaptive",
+                    "transformers")
 # The reducers preset's bandwidths (Gbit/s) per model where the preset's own do not suit it:
 # wide_mlp's plain step moves ~40 MB through the shaper, 7 s a step at 0.1 Gbit/s.
 REDUCER_BANDWIDTHS = {"wide_mlp": "1,5,0"}

@@ -16,7 +16,7 @@ from experiments.engine.checkpoints import Checkpoints, saved_step
 from experiments.engine.record import build_record, new_run_id, peak_memory_per_device, write
 from experiments.engine.build import build, input_context
 from experiments.engine.training import Trainer
-from experiments.measure import comm_probe, cpu_usage, flops
+from experiments.measure import comm_probe, cpu_usage, flops, tensor_probe
 from experiments.measure.profiling import StepProfiler
 from experiments.workload.inputs import dataset_info
 from experiments.workload.user_code import UserCodeError
@@ -253,6 +253,10 @@ def run_task(cfg, role, extra_config=None):
         probe["activation_probe_s"] = gpipe.transfer_probe(
             trainer.stages, trainer.stage_devices, trainer.per_replica_batch // cfg.microbatches,
             cfg.microbatches)
+        # Tensor parallelism's: each split layer's sums over its shards, forward and backward.
+        probe["tensor_probe_s"] = tensor_probe.measure(
+            trainer.stages, trainer.per_replica_batch // cfg.microbatches, cfg.microbatches,
+            cfg.float_dtype)
     # Every synchronous replica must end with the same weights; printed by each task so a
     # cluster's output can be checked (tests do), and recorded by the chief.
     checksum = trainer.weights_checksum()

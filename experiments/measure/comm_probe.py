@@ -259,10 +259,14 @@ def sweep(strategy, coordinator=None, steps_per_call=1, sizes=SWEEP_BYTES, repea
 
 def fraction(probe, step_time_s):
     """Share of a per-worker step (results.metrics.per_worker_step_time) spent synchronizing
-    gradients and, in a pipeline, moving activations between its stages."""
+    gradients and, in a model split over devices, moving activations between its stages and
+    summing its tensor-parallel shards."""
     if not step_time_s:
         return None
     seconds = probe["probe_s"]["median"]
-    if probe.get("activation_probe_s"):  # a pipeline's boundary transfers (experiments/engine/gpipe.py)
-        seconds += probe["activation_probe_s"]["median"]
+    # a pipeline's boundary transfers (experiments/engine/gpipe.py) and tensor parallelism's
+    # sums (experiments/measure/tensor_probe.py)
+    for part in ("activation_probe_s", "tensor_probe_s"):
+        if probe.get(part):
+            seconds += probe[part]["median"]
     return min(1.0, seconds / step_time_s)

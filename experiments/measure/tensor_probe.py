@@ -1,0 +1,48 @@
+"""What a tensor-parallel step's reductions cost when timed alone (models/tensor_parallel.py):
+the record's `communication.tensor_probe_s`, part of its communication share.
+
+For each split layer and micro-batch, twice (forward: the layer's input handed to its T devices
+and their partial outputs summed; backward: the output's gradient handed out and the T input
+gradients summed), one tensor of the layer's output shape is sent from the stage's first device
+to each of the T and T such tensors are summed back on it. Between logical devices of one CPU
+the tensors stay in host memory: what is timed is then the sums' memory traffic.
+"""
+import time
+
+import tensorflow as tf
+
+from models import tensor_parallel
+from results import metrics
+
+
+def measure(stages, micro_batch, microbatches, dtype, repeats=20):
+    """Seconds of one step's reductions alone, as the spread of `repeats` timings; None without
+    split layers."""
+    layers = [layer for stage in stages for layer in tensor_parallel.split_layers(stage.model)]
+    if not layers:
+        return None
+    plans = [(layer.devices, (micro_batch, *layer.output.shape[1:])) for layer in layers]
+
+    @tf.function
+    def reduce_all(scale):
+        kept = []
+        for devices, shape in plans:
+            for _ in range(2 * microbatches):  # forward and backward of each micro-batch
+                with tf.device(devices[0]):
+                    given = tf.fill(shape, tf.cast(scale, dtype))
+                parts = []
+                for device in devices:
+                    with tf.device(device):
+                        parts.append(tf.identity(given) * 2)  # the shard's own tensor
+                with tf.device(devices[0]):
+                    kept.append(tf.reshape(tf.add_n(parts), [-1])[0])
+        return tf.add_n(kept)
+
+    for _ in range(3):
+        reduce_all(tf.constant(1.0))
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        float(reduce_all(tf.constant(1.0)))
+        times.append(time.perf_counter() - start)
+    return metrics.spread(times)
