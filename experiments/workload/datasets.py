@@ -9,6 +9,9 @@ No TensorFlow here, so names can be checked before TF starts; pipelines are in
     synthetic_sequences          32 token ids from a 64-token vocabulary following a fixed
                                  successor table (with 10% noise); the label is the token after
                                  them: the GPT's next-token task
+    python_text                  32 characters of the Python standard library's own source (real
+                                 text, no download: experiments/workload/text_corpus.py); the
+                                 label is the next character (128 ASCII codes)
     mnist, fashion_mnist, cifar10   through tfds.load (--data_dir)
     PATH.npz                     your arrays (experiments/workload/npz_data.py)
     MODULE:FUNCTION              your tf.data pipeline (experiments/workload/user_data.py)
@@ -19,6 +22,7 @@ import dataclasses
 IMAGES, TOKENS, TFDS, NPZ, FUNCTION = "synthetic_images", "synthetic_tokens", "tfds", "npz", \
     "function"
 SEQUENCES = "synthetic_sequences"
+TEXT = "text"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,6 +53,7 @@ DATASETS = {
                                     vocab_size=100_000),
     "synthetic_sequences": DatasetInfo("synthetic_sequences", (32,), 64, kind=SEQUENCES,
                                        vocab_size=64),
+    "python_text": DatasetInfo("python_text", (32,), 128, kind=TEXT, vocab_size=128),
     "mnist": DatasetInfo("mnist", (28, 28, 1), 10, "mnist", train_size=60000, eval_size=10000,
                          kind=TFDS),
     "fashion_mnist": DatasetInfo("fashion_mnist", (28, 28, 1), 10, "fashion_mnist",

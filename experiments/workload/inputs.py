@@ -10,9 +10,9 @@ examples cheaply.
 import numpy as np
 import tensorflow as tf
 
-from experiments.workload import npz_data, user_data
-from experiments.workload.datasets import (FUNCTION, NPZ, SEQUENCES, TFDS, TOKENS, get_info,
-                                           is_user_dataset)
+from experiments.workload import npz_data, text_corpus, user_data
+from experiments.workload.datasets import (FUNCTION, NPZ, SEQUENCES, TEXT, TFDS, TOKENS,
+                                           get_info, is_user_dataset)
 # TF's own dataset-testing transformation (public only as tf.raw_ops.SleepDataset): a sleep
 # inside the graph, so it also slows a parameter-server worker that runs the pipeline remotely.
 from tensorflow.python.data.experimental.ops.testing import sleep as _sleep_dataset
@@ -135,6 +135,9 @@ def examples(info, split, count, seed, data_dir=None, input_context=None):
         return _token_examples(info, seed, split_id, count)
     if info.kind == SEQUENCES:
         return _sequence_examples(info, seed, split_id, count)
+    if info.kind == TEXT:
+        return tf.data.Dataset.from_tensor_slices(text_corpus.windows(
+            split, info.feature_shape[0], count, seed, split_id))
     if info.kind == NPZ:
         return _npz_examples(info, split, count)
     if info.kind == FUNCTION:
