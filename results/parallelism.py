@@ -79,8 +79,12 @@ def _topology(record):
 
 
 def _devices(record):
-    """Devices computing: each process's (a pipeline's stages) times the workers."""
-    return max(1, len(record.get("memory_per_device") or [])) * (record.get("num_workers") or 1)
+    """Devices computing: a split model's per process (its stages x shards) times the workers;
+    else the replicas (one process's local replicas, or a worker each)."""
+    if kind(record["strategy"]).pipelined:
+        return max(1, len(record.get("memory_per_device") or [])) * \
+            (record.get("num_workers") or 1)
+    return max(record.get("num_replicas_in_sync") or 1, record.get("num_workers") or 1)
 
 
 def _row(setting, config, runs):
