@@ -11,6 +11,7 @@ stages, each timed alone by the record's probes) and, for pipelines, the bubble 
 the GPipe formula for equal stages and for the split's measured stage times.
 """
 import collections
+import textwrap
 
 from results import metrics, plots
 from results.cells import SETTING_KEYS, is_parallelism_run, setting_of, sort_key
@@ -98,7 +99,10 @@ def _row(setting, config, runs):
     pipes = [r.get("pipeline") or {} for r in runs]
     bubble = [p.get("bubble") or {} for p in pipes]
     comm = [r.get("communication") or {} for r in runs]
-    busy = [[st.get("busy_share") for st in p.get("stages", [])] for p in pipes if p]
+    # one stage (tensor parallelism alone) has no pipeline bubble to speak of
+    bubble = [b if p.get("num_stages", 0) > 1 else {} for b, p in zip(bubble, pipes)]
+    busy = [[st.get("busy_share") for st in p.get("stages", [])] for p in pipes
+            if p.get("num_stages", 0) > 1]
     return {
         "model": s["model"], "dataset": s["dataset"], "train_examples": s["train_examples"],
         "global_batch_size": first["global_batch_size"], "configuration": config,
@@ -262,11 +266,10 @@ def plot(parallel_rows, path):
     """Per model (results/parallelism.py): throughput relative to one device and peak memory per
     device of each configuration, side by side; a pipeline's measured bubble written on its bar."""
     models = list(dict.fromkeys(r["model"] for r in parallel_rows))
-    fig, axes = plots.plt.subplots(len(models), 2, figsize=(11, 3.6 * len(models)), squeeze=False)
+    fig, axes = plots.plt.subplots(len(models), 2, figsize=(13, 4 * len(models)), squeeze=False)
     for (speed, memory), model in zip(axes, models):
         group = [r for r in parallel_rows if r["model"] == model]
-        names = [r["configuration"].replace(" S=", "\nS=").replace(" (", "\n(")
-                 .replace("hybrid ", "hybrid\n").replace(" x\n", "\nx ") for r in group]
+        names = ["\n".join(textwrap.wrap(r["configuration"], 15)) for r in group]
         x = range(len(group))
         bars = speed.bar(x, [r["vs_one_device"] or 0 for r in group],
                          color=[REGISTRY[r["strategy"]].color for r in group])
