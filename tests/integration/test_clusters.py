@@ -3,8 +3,8 @@ import re
 
 import pytest
 
-from tests.helpers import (TINY, TOLERANCE_FLOAT64, processes_mentioning, records_in,
-                           run_module)
+from tests.helpers import (NO_PROBES, TINY, TOLERANCE_FLOAT64, processes_mentioning,
+                           records_in, run_module)
 
 pytestmark = pytest.mark.integration
 
@@ -90,6 +90,37 @@ def test_mwms_accumulation_gives_the_weights_of_the_large_batch(tmp_path):
     assert acc["weights_checksum"] == pytest.approx(large["weights_checksum"],
                                                     rel=TOLERANCE_FLOAT64)
     assert abs(small["weights_checksum"] / large["weights_checksum"] - 1) > 2e-5
+
+
+def test_data_x_tensor_parallel_reaches_the_mwms_weights(tmp_path):
+    """--strategy=hybrid --num_stages=1 --tensor_parallel=2: 2 MWMS workers, each with the GPT's
+    blocks split over 2 logical devices. Plain SGD, float64: the weights of MWMS with whole
+    replicas (sum of |w| over every weight: the same however they are sharded), equal on both
+    workers; the record says what the split sums (4 blocks: 8 split layers, each summing a
+    32 x 64 float64 output forward and its input's gradient backward, per example)."""
+    common = ["--num_workers=2", "--model=gpt", "--dataset=synthetic_sequences",
+              "--optimizer=sgd", "--epochs=2", "--train_examples=256", "--eval_examples=128",
+              "--batch_size_per_replica=16", "--cluster_timeout=120", "--float_dtype=float64",
+              *NO_PROBES]
+    split = tmp_path / "split"
+    proc = run_module("experiments.run", "--strategy=hybrid", "--tensor_parallel=2", *common,
+                      f"--results_dir={split}")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    sums = _checksums(proc.stdout)
+    assert set(sums) == {"worker:0", "worker:1"} and sums["worker:0"] == sums["worker:1"]
+    (record,) = records_in(split)
+    tensor = record["tensor_parallel"]
+    assert tensor["shards"] == 2 and tensor["split_layers"] == 8
+    assert tensor["reduced_bytes_per_example"] == 8 * 2 * 32 * 64 * 8
+    assert tensor["reduced_bytes_per_step"] == 16 * tensor["reduced_bytes_per_example"]
+    assert [(d["stage"], d["shard"]) for d in record["memory_per_device"]] == [(0, 0), (0, 1)]
+    proc = run_module("experiments.run", "--strategy=multi_worker_mirrored", *common,
+                      f"--results_dir={tmp_path / 'mwms'}")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (plain,) = records_in(tmp_path / "mwms")
+    assert record["weights_checksum"] == pytest.approx(plain["weights_checksum"],
+                                                       rel=TOLERANCE_FLOAT64)
+    assert not processes_mentioning(str(tmp_path))
 
 
 def test_hybrid_pipelines_inside_two_mwms_workers_reach_the_mwms_weights(tmp_path):
