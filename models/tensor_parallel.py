@@ -23,8 +23,10 @@ under the share's device scope.
 The split layers compute what Keras's MultiHeadAttention and two Dense layers compute, in
 another order of summation: `load_from` copies an unsplit model's weights into them (every
 strategy starts from the same --seed's weights), `full_weights` gives them back unsplit
-(tests/models/test_tensor_parallel.py, tests/integration/test_tensor_parallel.py).
+(tests/models/test_tensor_parallel.py, tests/experiments/engine/test_tensor_parallel.py).
 """
+import re
+
 import keras
 import numpy as np
 import tensorflow as tf
@@ -254,22 +256,26 @@ def output_bytes_per_example(layer):
     return int(np.prod(layer.output.shape[1:])) * np.dtype(layer.compute_dtype).itemsize
 
 
+_BLOCK = re.compile(r"block\d+_(attention|mlp[12]?)$")  # models/transformer.py's names
+
+
 def _reduced_layers(model):
     """(layer, its heads or hidden units) of every layer a T-way split reduces after: split
-    layers, and in an unsplit model of the same blocks its `<block>_attention`
-    (MultiHeadAttention) and `<block>_mlp2` (the second Dense of `<block>_mlp1`, `_mlp2`)."""
-    names = {layer.name for layer in model.layers}
+    layers, and in an unsplit model of the zoo's blocks (models/transformer.py) its
+    `block<i>_attention` (MultiHeadAttention) and `block<i>_mlp2` (the Dense after
+    `block<i>_mlp1`)."""
+    names = {layer.name: layer for layer in model.layers if _BLOCK.match(layer.name)}
     out = []
-    for layer in model.layers:
+    for name, layer in names.items():
         if isinstance(layer, TensorParallelAttention):
             out.append((layer, layer.heads))
         elif isinstance(layer, TensorParallelMLP):
             out.append((layer, layer.hidden))
-        elif isinstance(layer, keras.layers.MultiHeadAttention) and \
-                layer.name.endswith("_attention"):
+        elif isinstance(layer, keras.layers.MultiHeadAttention):
             out.append((layer, layer.num_heads))
-        elif layer.name.endswith("_mlp2") and f"{layer.name[:-1]}1" in names:
-            out.append((layer, model.get_layer(f"{layer.name[:-1]}1").units))
+        elif name.endswith("_mlp2") and isinstance(names.get(f"{name[:-1]}1"),
+                                                   keras.layers.Dense):
+            out.append((layer, names[f"{name[:-1]}1"].units))
     return out
 
 
@@ -277,12 +283,17 @@ def describe(model):
     """What splitting `model`'s blocks would all-reduce (the cost model's and the planner's
     inputs, results/cost_model.py), split or not: {reduced_bytes_per_example (both directions,
     every reduction of a step), reductions (all-reduces per step of one micro-batch), shards
-    (the T > 1 that divide every split layer)}; None for a model without such blocks."""
-    layers = _reduced_layers(model)
+    (the T > 1 that divide every split layer)}; None for a model without such blocks (or one
+    never called: a subclassed model has no layer outputs to size)."""
+    try:
+        layers = _reduced_layers(model)
+        if layers:
+            per_example = sum(2 * output_bytes_per_example(layer) for layer, _ in layers)
+    except (AttributeError, ValueError):
+        return None
     if not layers:
         return None
     divisor = int(np.gcd.reduce([size for _, size in layers]))
-    return {"reduced_bytes_per_example": sum(2 * output_bytes_per_example(layer)
-                                             for layer, _ in layers),
+    return {"reduced_bytes_per_example": per_example,
             "reductions": 2 * len(layers),
             "shards": [t for t in range(2, divisor + 1) if divisor % t == 0]}

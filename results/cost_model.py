@@ -32,11 +32,13 @@ Per-replica step time:  t = compute / device_speedup + overhead + communication
       micro-batch on the critical path, 2 (S-1) (batch / M x A / B_intra + a_intra), A the
       profile's boundary_activation_bytes per example; a device holds 1/S of the memory
       (under 1F1B of the activations min(S, M)/M of that: the same time, fewer held)
-    tensor parallelism (--tensor_parallel=T within each stage; Megatron-LM): the stage's
-      compute / T plus its R reductions per micro-batch, each a ring all-reduce over the T
-      devices of its share of the profile's tensor_reduced_bytes x batch: R M (2 (T-1)/T
-      X / (R M) / B_intra + 2 (T-1) a_intra), on the critical path; then the pipeline's
-      bubble as above; a device holds 1/(S T) of the memory
+    tensor parallelism (--tensor_parallel=T within each stage; Megatron-LM's split): the
+      stage's compute / T plus its R reductions per micro-batch, each its share X / (R M) of
+      the profile's tensor_reduced_bytes x batch handed out from the stage's first device and
+      the T - 1 partial sums gathered back to it (what the toolkit runs; Megatron's ring would
+      move 2 (T-1)/T X per device): R M (2 (T-1) X / (R M) / B_intra + 2 a_intra), on the
+      critical path; then the pipeline's bubble as above; a device holds 1/(S T) of the
+      weights and 1/S of the activations (layer outputs stay whole)
     reducers (--compression, under all-reduce; strategies/compression.py): the profile's
       measured payload C of one replica's compressed gradient all-gathered ((N-1) C / B, int8
       and top-k) or all-reduced like a gradient (PowerSGD's factors), plus the compression's own
@@ -57,6 +59,7 @@ worker is equally fast, the per-replica batch is the profile's.
 import dataclasses
 import json
 
+from models.schedules import in_flight, schedule
 from strategies import REGISTRY, compression, data_parallel_workers, kind
 
 # The strategies it models: data-parallel workers (strategies.data_parallel_workers), and the
@@ -352,31 +355,33 @@ def memory_per_device(profile, strategy, stages=1, zero_shards=1, tensor_paralle
     batch, and under all-reduce strategies the optimizer state too (under PSS it lives on the
     parameter servers; a worker holds what it pulled), 1/zero_shards of it under ZeRO-1, plus
     the worker's copy of its 1/zero_shards of the parameters (zero.py's shard). A model split
-    over S stages x T shards puts 1/(S T) of all of it on each device (equal stages, and the
-    split layers holding nearly all of it), of the activations the share its schedule keeps in
-    flight (`activation_share`: GPipe every micro-batch's, 1; 1F1B's first stage min(S, M) of
-    M)."""
-    held = 2 * profile.parameter_bytes + profile.activation_bytes * activation_share
+    over S equal stages puts 1/S of all of it on each device, of the activations the share its
+    schedule keeps in flight (`activation_share`: GPipe every micro-batch's, 1; 1F1B's first
+    stage min(S, M) of M); T tensor shards split the weights (the split layers holding nearly
+    all of them) but not the activations: every layer's output is whole on the stage's first
+    device, as Megatron keeps it on every rank."""
+    weights = 2 * profile.parameter_bytes
     if not kind(strategy).parameter_servers:
-        held += profile.optimizer_state_bytes // zero_shards
+        weights += profile.optimizer_state_bytes // zero_shards
     if zero_shards > 1:
-        held += profile.parameter_bytes // zero_shards
-    return int(held // (stages * tensor_parallel))
+        weights += profile.parameter_bytes // zero_shards
+    return int(weights // (stages * tensor_parallel) +
+               profile.activation_bytes * activation_share // stages)
 
 
-def activation_share(schedule, stages, microbatches):
-    """The share of a step's activations a pipeline stage holds at once: GPipe all of its
-    micro-batches'; 1F1B at most min(S, M) of its M (experiments/engine/gpipe.py)."""
-    if schedule == "1f1b":
-        return min(stages, microbatches) / microbatches
-    return 1.0
+def activation_share(schedule_name, stages, microbatches):
+    """The share of a step's activations a pipeline's busiest stage holds at once: GPipe all of
+    its micro-batches', 1F1B's first stage min(S, M) of M (models/schedules.py)."""
+    return in_flight(schedule(schedule_name, stages, microbatches)[0]) / microbatches
 
 
 def tensor_s(profile, shards, microbatches, cluster):
-    """Seconds of one step's tensor-parallel reductions (models/tensor_parallel.py): each of
-    the profile's reductions per micro-batch is a ring all-reduce of its share of
-    tensor_reduced_bytes x the micro-batch over `shards` devices of one host; on the critical
-    path (each one's result is the next layer's input)."""
+    """Seconds of one step's tensor-parallel exchanges (models/tensor_parallel.py): each of the
+    profile's reductions per micro-batch sums its share of tensor_reduced_bytes x the
+    micro-batch as the toolkit does, through the stage's first device: the tensor handed out to
+    the T - 1 other shards, their T - 1 partial sums gathered back, 2 (T - 1) x its bytes over
+    that device's link and 2 latencies, on the critical path (each sum is the next layer's
+    input)."""
     if shards < 2:
         return 0.0
     if not profile.tensor_reduced_bytes or not profile.tensor_reductions:
@@ -388,42 +393,43 @@ def tensor_s(profile, shards, microbatches, cluster):
                         f"{', '.join(map(str, profile.tensor_shards))})")
     count = profile.tensor_reductions * microbatches
     each = profile.tensor_reduced_bytes * profile.batch / count
-    return count * _ring(each, shards, cluster.intra_host_gbps, cluster.intra_host_latency_us)
+    return count * (2 * (shards - 1) * each * 8 / (cluster.intra_host_gbps * 1e9) +
+                    2 * cluster.intra_host_latency_us * 1e-6)
 
 
 def pipeline_s(profile, stages, microbatches, cluster, tensor_parallel=1):
-    """(compute with the bubble, boundary transfers on the critical path) of one step of a model
-    split over `stages` equal stages x `tensor_parallel` shards on one host's devices,
-    `microbatches` micro-batches. Each stage's compute is 1/(S T) of the step's plus its share
-    of the tensor reductions (tensor_s); over S >= 2 stages GPipe's (M + S - 1) slots of 1/M of
-    that each (the bubble (S-1)/(M+S-1)), and a micro-batch's activation crosses each of the
-    S-1 boundaries forward and its gradient back, at the intra-host bandwidth; transfers of the
-    other micro-batches overlap other stages' compute."""
+    """(compute, tensor exchanges, boundary transfers on the critical path) of one step of a
+    model split over `stages` equal stages x `tensor_parallel` shards on one host's devices,
+    `microbatches` micro-batches. Each stage's work is 1/S of the step's compute / T plus its
+    share of the tensor exchanges (tensor_s); over S >= 2 stages GPipe's (M + S - 1) slots of
+    1/M of that each (the bubble (S-1)/(M+S-1), 1F1B's too), and a micro-batch's activation
+    crosses each of the S-1 boundaries forward and its gradient back, at the intra-host
+    bandwidth; transfers of the other micro-batches overlap other stages' compute."""
     if stages * tensor_parallel < 2 or microbatches < 1:
         raise SpecError(f"a model split needs 2 or more devices (stages x tensor_parallel) and "
                         f"microbatches >= 1, got {stages} x {tensor_parallel}, {microbatches}")
-    compute = profile.compute_s / cluster.device_speedup / tensor_parallel + \
-        tensor_s(profile, tensor_parallel, microbatches, cluster)
+    compute = profile.compute_s / cluster.device_speedup / tensor_parallel
+    exchanges = tensor_s(profile, tensor_parallel, microbatches, cluster)
     if stages == 1:
-        return compute, 0.0
+        return compute, exchanges, 0.0
     if not profile.boundary_activation_bytes:
         raise SpecError(f"profile {profile.model!r} has no boundary_activation_bytes: pipelines "
                         f"cannot be predicted")
-    with_bubble = compute / stages * (microbatches + stages - 1) / microbatches
+    slots = (microbatches + stages - 1) / microbatches / stages
     one = profile.batch / microbatches * profile.boundary_activation_bytes * 8 / (
         cluster.intra_host_gbps * 1e9) + cluster.intra_host_latency_us * 1e-6
-    return with_bubble, 2 * (stages - 1) * one
+    return compute * slots, exchanges * slots, 2 * (stages - 1) * one
 
 
 def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None, stages=1,
             microbatches=1, compression="none", zero=0, tensor_parallel=1,
-            schedule="gpipe"):
+            schedule_name="gpipe"):
     """The step, throughput and efficiency of `strategy` for `profile` on `cluster`; overlap:
     the share of synchronization hidden behind compute (None: the profile's measured one);
     compression: an all-reduce's --compression form, from the profile's `reducers`; zero: the
     ZeRO stage (1: MWMS's optimizer state sharded over its workers).
     Pipelines: `stages` x `tensor_parallel` devices of one host per pipeline, `microbatches`
-    per step run in `schedule` order (gpipe or 1f1b: the same time, 1F1B holding fewer
+    per step run in `schedule_name` order (gpipe or 1f1b: the same time, 1F1B holding fewer
     micro-batches' activations); model_parallel is one pipeline, hybrid one per host (an MWMS
     worker per host all-reducing the gradients)."""
     if overlap is None:
@@ -461,11 +467,12 @@ def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None, stag
 
     replicas, devices = cluster.workers, cluster.workers
     if kind(strategy).pipelined:
-        compute, transfers = pipeline_s(profile, stages, microbatches, cluster, tensor_parallel)
+        compute, exchanges, transfers = pipeline_s(profile, stages, microbatches, cluster,
+                                                   tensor_parallel)
         replicas = cluster.hosts if kind(strategy).all_reduce else 1
         devices = replicas * stages * tensor_parallel
-        comm = transfers + (sync(dataclasses.replace(cluster, devices_per_host=1))
-                            if replicas > 1 else 0.0)
+        comm = exchanges + transfers + (sync(dataclasses.replace(cluster, devices_per_host=1))
+                                        if replicas > 1 else 0.0)
     elif kind(strategy).parameter_servers:
         comm = parameter_server_s(gradient, profile.pull_bytes, cluster)
     else:
@@ -483,7 +490,7 @@ def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None, stag
     split = stages if kind(strategy).pipelined else 1
     memory = memory_per_device(profile, strategy, split, replicas if zero else 1,
                                tensor_parallel,
-                               activation_share(schedule, split, microbatches)) + \
+                               activation_share(schedule_name, split, microbatches)) + \
         ((reducer or {}).get("state_bytes") or 0) // (split * tensor_parallel)
     return Prediction(strategy, devices, step, compute, overhead, comm_exposed, rate,
                       speedup, speedup / devices, comm_exposed / step, memory,

@@ -20,7 +20,8 @@ all-reduces, tensor_reduced_bytes; S = 1 is tensor parallelism alone), S x T wit
 hybrid, one such split per host on 2, 4, ... hosts (equal stages: the profile has no per-layer
 times; the split layers carry all of the compute). With more micro-batches than stages, each
 pipeline under both schedules: GPipe and 1F1B take the same time, 1F1B holds fewer
-micro-batches' activations (it wins the tie).
+micro-batches' activations (GPipe wins the tie: it ran faster here; 1F1B is chosen where only it
+fits).
 """
 import dataclasses
 
@@ -211,7 +212,7 @@ def predict(profile, cluster, config):
                                         stages=config.stages, microbatches=config.microbatches,
                                         compression=config.compression, zero=config.zero,
                                         tensor_parallel=config.tensor_parallel,
-                                        schedule=config.schedule)
+                                        schedule_name=config.schedule)
     dropped = "" if prediction.fits_memory else (
         f"needs {prediction.memory_per_device_bytes / 1e6:.0f} MB per device, over the "
         f"{cluster.memory_per_device_mb:g} MB cap")
@@ -235,7 +236,9 @@ def plan(profile, cluster):
                   key=lambda p: (-p.prediction.examples_per_sec, p.config.workers,
                                  p.config.accumulation, p.config.sync_dtype != "float32",
                                  p.config.num_ps, p.config.zero,
-                                 p.config.schedule != "1f1b"))  # a tie: the one holding less
+                                 # a tie: GPipe, which ran faster than 1F1B here (the ViT,
+                                 # docs/parallelism.md); 1F1B where only it fits
+                                 p.config.schedule != "gpipe"))
     return fits + [p for p in planned if p.dropped]
 
 

@@ -65,16 +65,18 @@ def _parallelism_cells(threads, batch):
 def _transformer_cells(threads, batch):
     """The parallelism table's cells for a transformer (results/parallelism.py), at one global
     batch (2 x batch) on the same 2 x threads cores: one device, data parallel (MWMS N=2), a
-    pipeline (S=2, M=4) under GPipe and 1F1B, tensor parallel (T=2), data x tensor (hybrid N=2 x
-    T=2) and the planner's choice for this machine as one host of 2 devices (a profile
-    measured here first, cached in the results directory)."""
+    pipeline (S=2, M=4, stages balanced by measured time) under GPipe and 1F1B, tensor parallel
+    (T=2), data x tensor (hybrid N=2 x T=2) and the planner's choice for this machine as one host
+    of 2 devices (a profile measured here first, cached in the results directory)."""
     same = [f"--global_batch_size={2 * batch}"]
-    pipe = ["--strategy=model_parallel", "--num_stages=2", "--microbatches=4",
-            f"--threads={2 * threads}"]
+    pipe = ["--strategy=model_parallel", "--num_stages=2", "--stage_cost=time",
+            "--microbatches=4", f"--threads={2 * threads}"]
+    # the cells both experiments have are the same runs, under the same names (plan() keeps one)
+    shared = {name: flags for name, flags in _parallelism_cells(threads, batch)}
     return [
-        ("parallel-one_device", ["--strategy=one_device", f"--threads={2 * threads}", *same]),
-        ("parallel-mwms-n2", [*strategy_flags("multi_worker_mirrored", 2, 0, threads), *same]),
-        ("parallel-model_parallel-s2-m4", [*pipe, *same]),
+        ("parallel-one_device", shared["parallel-one_device"]),
+        ("parallel-mwms-n2", shared["parallel-mwms-n2"]),
+        ("parallel-model_parallel-s2-m4", shared["parallel-model_parallel-s2-m4"]),
         ("parallel-model_parallel-s2-m4-1f1b", [*pipe, "--pipeline_schedule=1f1b", *same]),
         ("parallel-tensor-t2", ["--strategy=model_parallel", "--tensor_parallel=2",
                                 f"--threads={2 * threads}", *same]),
@@ -199,8 +201,10 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
                 cells += [(name, run, extra, 2 * threads)
                           for name, extra in _parallelism_cells(threads, batch)]
             if "transformers" in experiments:
+                made = {cell[0] for cell in cells}
                 cells += [(name, run, extra, 2 * threads)
-                          for name, extra in _transformer_cells(threads, batch)]
+                          for name, extra in _transformer_cells(threads, batch)
+                          if name not in made]
             if "adaptive" in experiments:
                 cells += [(name, run, extra, 2 * threads) for name, extra in _adaptive_cells(
                     threads, batch, ADAPTIVE_SCHEDULES.get(model, DEFAULT_ADAPTIVE_SCHEDULES))]

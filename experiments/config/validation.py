@@ -76,13 +76,13 @@ def check_dataset(dataset):
 
 def _check_pipeline(cfg):
     if cfg.strategy not in PIPELINED:
-        if cfg.num_stages != 1 or cfg.microbatches != 1 or cfg.tensor_parallel != 1 or \
-                cfg.pipeline_schedule != "gpipe":
-            raise ConfigError(f"--num_stages={cfg.num_stages}, --microbatches="
-                              f"{cfg.microbatches}, --tensor_parallel={cfg.tensor_parallel} and "
-                              f"--pipeline_schedule={cfg.pipeline_schedule} apply to "
-                              f"--strategy={' or '.join(PIPELINED)} only (got "
-                              f"--strategy={cfg.strategy})")
+        given = [f"--{name}={getattr(cfg, name)}" for name, default in (
+            ("num_stages", 1), ("microbatches", 1), ("tensor_parallel", 1),
+            ("pipeline_schedule", "gpipe")) if getattr(cfg, name) != default]
+        if given:
+            raise ConfigError(f"{' and '.join(given)} "
+                              f"{'applies' if len(given) == 1 else 'apply'} to --strategy="
+                              f"{' or '.join(PIPELINED)} only (got --strategy={cfg.strategy})")
         return
     if cfg.tensor_parallel > 1 and cfg.model not in TENSOR_PARALLEL_MODELS:
         raise ConfigError(f"--tensor_parallel={cfg.tensor_parallel} splits transformer blocks; "

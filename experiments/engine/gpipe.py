@@ -22,7 +22,7 @@ import time
 import tensorflow as tf
 
 from experiments.measure import memory
-from models import PIPELINE_SCHEDULES as SCHEDULES
+from models.schedules import BACKWARD, FORWARD, in_flight, schedule
 from results import metrics
 
 
@@ -48,49 +48,12 @@ def add_gradients(a, b):
     return tf.convert_to_tensor(a) + tf.convert_to_tensor(b)
 
 
-FORWARD, BACKWARD = "F", "B"
-
-
-def schedule(name, num_stages, microbatches):
-    """Each stage's blocks in the order it runs them: [[(FORWARD or BACKWARD, micro-batch)]].
-
-    gpipe: every forward, then every backward from the last micro-batch: a stage holds all M
-    micro-batches' activations until its backwards start.
-    1f1b (PipeDream-Flush; Narayanan et al. 2021): stage s runs S - s - 1 forwards, then
-    alternates one forward and one backward, then the remaining backwards: it holds at most
-    S - s micro-batches' activations, and the bubble is GPipe's."""
-    S, M = num_stages, microbatches
-    if name == "gpipe":
-        return [[(FORWARD, m) for m in range(M)] + [(BACKWARD, m) for m in reversed(range(M))]
-                for _ in range(S)]
-    if name == "1f1b":
-        out = []
-        for s in range(S):
-            warm = min(S - s - 1, M)
-            order = [(FORWARD, m) for m in range(warm)]
-            for i in range(M - warm):
-                order += [(FORWARD, warm + i), (BACKWARD, i)]
-            out.append(order + [(BACKWARD, m) for m in range(M - warm, M)])
-        return out
-    raise ValueError(f"unknown pipeline schedule {name!r}; valid: {', '.join(SCHEDULES)}")
-
-
 def _reads(kind, m, s, num_stages):
     """The blocks whose outputs block (kind, m, s) reads: a forward the previous stage's
     forward; a backward its own forward's tape and the next stage's backward."""
     if kind == FORWARD:
         return [(FORWARD, m, s - 1)] if s > 0 else []
     return [(FORWARD, m, s)] + ([(BACKWARD, m, s + 1)] if s < num_stages - 1 else [])
-
-
-def in_flight(order):
-    """The most micro-batches whose activations one stage's `order` holds at once (forwarded,
-    not yet backwarded)."""
-    held = peak = 0
-    for kind, _ in order:
-        held += 1 if kind == FORWARD else -1
-        peak = max(peak, held)
-    return peak
 
 
 def bubble_formula(num_stages, microbatches):

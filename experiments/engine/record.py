@@ -17,8 +17,8 @@ import psutil
 
 from experiments.engine import gpipe
 from experiments.measure import cpu_usage, environment, memory
+from models import TENSOR_PARALLEL_MODELS, tensor_parallel
 from models import stages as model_stages
-from models import tensor_parallel
 from results import metrics, records
 from strategies import all_reduce_workers, kind
 from tf_config import events, netshape
@@ -30,9 +30,9 @@ def _boundary_bytes(trainer, pipe):
     run's largest boundary; else the cut of a two-stage split balanced by parameters (what the
     planner's pipelines move, results/planner.py). None where the model cannot be cut (one
     segment, subclassed, a size known only at run time)."""
-    if pipe is not None:
+    if pipe is not None and len(trainer.stages) > 1:
         sizes = [st.output_bytes_per_example for st in trainer.stages[:-1]]
-        return max(sizes) if sizes and None not in sizes else None
+        return max(sizes) if None not in sizes else None
     model = getattr(trainer, "model", None)
     try:
         return model_stages.split(model, 2, "params")[0].output_bytes_per_example \
@@ -123,26 +123,29 @@ def _pipeline(cfg, trainer, epochs):
             if getattr(trainer, "pipeline", None) is not None else None)
 
 
-def _tensor_parallel(cfg, trainer):
+def _tensor_parallel(cfg, trainer, split):
     """The record's tensor_parallel section (--tensor_parallel >= 2), else None: what one
-    replica's step all-reduces across each stage's shards (models/tensor_parallel.py)."""
+    replica's step moves between each stage's shards (models/tensor_parallel.py); `split`:
+    tensor_parallel.describe of the model."""
     if cfg.tensor_parallel < 2:
         return None
     shards = cfg.tensor_parallel
-    per_example = tensor_parallel.describe(trainer.model)["reduced_bytes_per_example"]
-    per_step = per_example * trainer.per_replica_batch  # every micro-batch of the step
+    per_step = split["reduced_bytes_per_example"] * trainer.per_replica_batch  # every micro-batch
+    layers = [tensor_parallel.split_layers(stage.model) for stage in trainer.stages]
     return {
         "shards": shards,
-        "split_layers": len(tensor_parallel.split_layers(trainer.model)),
-        "devices": [tensor_parallel.split_layers(stage.model)[0].devices
-                    if tensor_parallel.split_layers(stage.model) else None
-                    for stage in trainer.stages],
-        "reduced_bytes_per_example": per_example,
+        "split_layers": sum(len(found) for found in layers),
+        "devices": [found[0].devices if found else None for found in layers],
+        "reduced_bytes_per_example": split["reduced_bytes_per_example"],
         "reduced_bytes_per_step": per_step,
-        # a ring all-reduce of B bytes over T devices sends 2 (T-1)/T B from each
+        # this implementation: each sum gathered on the stage's first device, and each
+        # layer's input (forward) or output gradient (backward) handed out from it first
+        "hub_bytes_per_step": 2 * (shards - 1) * per_step,
+        # Megatron on NCCL for comparison: a ring all-reduce, 2 (T-1)/T of it per device
         "ring_bytes_sent_per_device_per_step": int(2 * (shards - 1) * per_step / shards),
         "how": "each split layer's output summed over the shards forward and its input's "
-               "gradient summed backward, per example x the replica's examples per step"}
+               "gradient summed backward, per example x the replica's examples per step; "
+               "the sums and the hand-outs go through the stage's first device"}
 
 
 def peak_memory_per_device(cfg, trainer, epochs):
@@ -157,6 +160,8 @@ def build_record(cfg, role, trainer, strategy, run_id, epochs, checksum, extra_c
     """The run's record (docs/records.md). `trainer`: the Trainer, or anything with its
     attributes (the engine floor's plain loop)."""
     pipe = _pipeline(cfg, trainer, epochs)
+    split = tensor_parallel.describe(trainer.model) if cfg.model in TENSOR_PARALLEL_MODELS \
+        and getattr(trainer, "model", None) is not None else None
     return {
         "schema_version": records.SCHEMA_VERSION,
         "run_id": run_id,
@@ -198,11 +203,10 @@ def build_record(cfg, role, trainer, strategy, run_id, epochs, checksum, extra_c
                           "microbatches": cfg.microbatches} if trainer.trace_blocks else {})}
                      if getattr(trainer, "trace_stamps", None) else None),
         "pipeline": pipe,
-        "tensor_parallel": _tensor_parallel(cfg, trainer),
+        "tensor_parallel": _tensor_parallel(cfg, trainer, split),
         "boundary_activation_bytes": _boundary_bytes(trainer, pipe),
         # what a tensor-parallel split of this model's blocks all-reduces (split or not)
-        "tensor_split": (tensor_parallel.describe(trainer.model)
-                         if getattr(trainer, "model", None) is not None else None),
+        "tensor_split": split,
         "resumed_epochs": [e["epoch"] for e in epochs if e.get("resumed")],
         # The epochs this process timed itself (a resumed run's others came from its checkpoint).
         "epochs_timed_here": [e["epoch"] for e in epochs if not e.get("resumed")],

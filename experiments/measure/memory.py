@@ -108,19 +108,32 @@ def _allocators():
     return {"cpu_allocator": "CPU:0"}
 
 
+# TF keeps statistics only where the allocator tracks them: GPUs, and a CPU whose allocator
+# does (the oneDNN build's, which the toolkit turns on; TF_ENABLE_ONEDNN_OPTS=0 may leave the
+# plain one, whose statistics TF's API says it raises ValueError for)
+_UNTRACKED = (ValueError, RuntimeError, tf.errors.OpError)
+
+
 def reset_peaks():
     """Starts every allocator's peak afresh: before an epoch's steps, so what building and
     checking the model, or the last evaluation, allocated is not the training's peak."""
     for device in _allocators().values():
-        tf.config.experimental.reset_memory_stats(device)
+        try:
+            tf.config.experimental.reset_memory_stats(device)
+        except _UNTRACKED:
+            pass
 
 
 def peaks(previous=None):
     """{gpu:i or cpu_allocator: peak allocated bytes}, each at least `previous`'s (peaks kept
-    across epochs). A CPU host's figure is TensorFlow's allocations of the whole process
-    (tensors, not Python or the runtime): a pipeline's stages together."""
+    across epochs); an allocator that keeps no statistics is left out. A CPU host's figure is
+    TensorFlow's allocations of the whole process (tensors, not Python or the runtime): a
+    pipeline's stages together."""
     out = dict(previous or {})
     for key, device in _allocators().items():
-        peak = tf.config.experimental.get_memory_info(device)["peak"]
+        try:
+            peak = tf.config.experimental.get_memory_info(device)["peak"]
+        except _UNTRACKED:
+            continue
         out[key] = max(peak, out.get(key, 0))
     return out

@@ -116,7 +116,7 @@ def test_16_bit_gradient_sync_halves_the_bytes_and_still_trains(tmp_path):
      "--cross_device_ops=nccl applies to --strategy=mirrored, not"),
     (["positional"], "unexpected arguments"),
     (["--pin_cores=999"], "--pin_cores=999 exceeds"),
-    (["--num_stages=2"], "apply to --strategy=model_parallel or hybrid only"),
+    (["--num_stages=2"], "applies to --strategy=model_parallel or hybrid only"),
     (["--strategy=model_parallel"], "--num_stages >= 2"),
     (["--strategy=model_parallel", "--num_stages=2", "--microbatches=5"], "divisor"),
     (["--strategy=model_parallel", "--num_stages=2", "--accumulation_steps=2"],

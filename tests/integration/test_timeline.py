@@ -8,15 +8,19 @@ from tests.helpers import FAST, processes_mentioning, records_in, run_module
 pytestmark = pytest.mark.integration
 
 
-@pytest.mark.parametrize("strategy, extra, named", [
-    ("multi_worker_mirrored", [], r"worker:1 last in (\d+)% of steps, median ([\d.]+) ms late"),
-    ("parameter_server", ["--num_ps=1"], r"worker:1 slowest: median step ([\d.]+) ms")])
-def test_the_slowed_worker_is_named(tmp_path, strategy, extra, named):
+# PSS's delay is longer: a PSS worker's step is paced by the coordinator's dispatch too, and on
+# a busy 2-vCPU VM the unslowed worker's step reached 44.6 ms (2026-11-26), hiding a 40 ms sleep
+# that runs beside the worker's steps (23-29 ms on quiet ones)
+@pytest.mark.parametrize("strategy, extra, delay_ms, named", [
+    ("multi_worker_mirrored", [], 40,
+     r"worker:1 last in (\d+)% of steps, median ([\d.]+) ms late"),
+    ("parameter_server", ["--num_ps=1"], 120, r"worker:1 slowest: median step ([\d.]+) ms")])
+def test_the_slowed_worker_is_named(tmp_path, strategy, extra, delay_ms, named):
     import re
 
     proc = run_module("experiments.run", f"--strategy={strategy}", "--num_workers=2", *extra,
                       "--model=mlp", *FAST, "--train_examples=1024", "--straggler_task=worker:1",
-                      "--straggler_delay_ms=40", f"--results_dir={tmp_path}")
+                      f"--straggler_delay_ms={delay_ms}", f"--results_dir={tmp_path}")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     (record,) = records_in(tmp_path)
     last = record["epochs"][-1]["timeline"]
@@ -31,10 +35,10 @@ def test_the_slowed_worker_is_named(tmp_path, strategy, extra, named):
         assert last["per_worker"]["worker:0"]["wait_s"] > 0.02
         assert last["per_worker"]["worker:1"]["wait_s"] < 0.01
     else:
-        # its input pipeline prefetches, so the 40 ms sleep runs beside its steps and paces them:
-        # its median step is about the sleep (40.4 ms seen; the other's 23-29 ms, a ratio that
-        # depends on how fast the shared cores run the other's step: 1.40x on CI's VM)
-        assert float(found[1]) > 0.9 * 40
+        # its input pipeline prefetches, so the sleep runs beside its steps and paces them: its
+        # median step is about the sleep (40.4 ms seen at 40 ms; the other's 23-45 ms, a ratio
+        # that depends on how fast the shared cores run the other's step)
+        assert float(found[1]) > 0.9 * delay_ms
     steps = len(record["timeline"]["stamps"]["worker:0"])
     assert steps > 0 and all(len(s) == 3 and s[0] <= s[1] for s in
                              record["timeline"]["stamps"]["worker:1"])

@@ -172,9 +172,11 @@ def test_a_reducer_exchanges_its_payload_and_adds_its_compute_and_state():
         cost_model.predict(profile, cluster, "parameter_server", compression="int8")
 
 
-def test_tensor_parallelism_divides_compute_and_adds_its_reductions():
-    """Megatron's split of 4 devices' worth: compute / T plus R reductions per micro-batch, each
-    a ring over the T devices of one host; with 2 stages, GPipe's bubble over that."""
+def test_tensor_parallelism_divides_compute_and_adds_its_exchanges():
+    """Megatron's split as the toolkit runs it: compute / T plus R exchanges per micro-batch,
+    each a tensor handed out from the stage's first device to the T - 1 others and their
+    partial sums gathered back (2 (T-1) x its bytes and 2 latencies); with 2 stages, GPipe's
+    bubble over both. The weights split over S x T devices, the activations over S only."""
     profile = cost_model.WorkloadProfile(
         model="vit", batch=32, compute_s=0.1, gradient_bytes={"float32": 1_000_000},
         parameter_bytes=1_000_000, activation_bytes=3_000_000,
@@ -182,20 +184,26 @@ def test_tensor_parallelism_divides_compute_and_adds_its_reductions():
         tensor_shards=[2, 4])
     cluster = cost_model.ClusterSpec(devices_per_host=4, intra_host_gbps=100.0,
                                      intra_host_latency_us=5.0)
-    each = 200_704 * 32 / 16  # one reduction's bytes
-    ring = 16 * (2 * 1 / 2 * each * 8 / 100e9 + 2 * 1 * 5e-6)
+    each = 200_704 * 32 / 16  # one exchange's bytes
+
+    def hub(shards, count, size):
+        return count * (2 * (shards - 1) * size * 8 / 100e9 + 2 * 5e-6)
     alone = cost_model.predict(profile, cluster, "model_parallel", stages=1, tensor_parallel=2)
-    assert alone.step_s == pytest.approx(0.05 + ring)
-    assert alone.workers == 2 and alone.communication_s == 0.0
-    assert alone.memory_per_device_bytes == (2 * 1_000_000 + 3_000_000) // 2
+    assert alone.compute_s == pytest.approx(0.05)
+    assert alone.communication_s == pytest.approx(hub(2, 16, each))
+    assert alone.step_s == pytest.approx(0.05 + hub(2, 16, each))
+    assert alone.workers == 2
+    assert alone.memory_per_device_bytes == 2 * 1_000_000 // 2 + 3_000_000
     four = cost_model.predict(profile, cluster, "model_parallel", stages=1, tensor_parallel=4)
-    ring4 = 16 * (2 * 3 / 4 * each * 8 / 100e9 + 2 * 3 * 5e-6)
-    assert four.step_s == pytest.approx(0.025 + ring4)
+    assert four.step_s == pytest.approx(0.025 + hub(4, 16, each))
     both = cost_model.predict(profile, cluster, "model_parallel", stages=2, microbatches=4,
                               tensor_parallel=2)
-    ring_m = 64 * (2 * 1 / 2 * (each / 4) * 8 / 100e9 + 2 * 1 * 5e-6)
-    assert both.compute_s == pytest.approx((0.05 + ring_m) / 2 * 5 / 4)
+    slots = 5 / 4 / 2  # (M + S - 1) / M / S
+    transfers = 2 * (32 / 4 * 12_544 * 8 / 100e9 + 5e-6)
+    assert both.compute_s == pytest.approx(0.05 * slots)
+    assert both.communication_s == pytest.approx(hub(2, 64, each / 4) * slots + transfers)
     assert both.workers == 4
+    assert both.memory_per_device_bytes == 2 * 1_000_000 // 4 + 3_000_000 // 2
     for bad, message in ((dict(strategy="model_parallel", tensor_parallel=3),
                           "tensor_parallel=3 does not divide"),
                          (dict(strategy="multi_worker_mirrored", tensor_parallel=2),
@@ -205,3 +213,9 @@ def test_tensor_parallelism_divides_compute_and_adds_its_reductions():
     with pytest.raises(cost_model.SpecError, match="has no tensor_reduced_bytes"):
         cost_model.predict(dataclasses.replace(profile, tensor_reduced_bytes=0), cluster,
                            "model_parallel", tensor_parallel=2)
+
+
+def test_1f1b_holds_its_first_stages_share_of_the_activations():
+    assert cost_model.activation_share("gpipe", 2, 8) == 1.0
+    assert cost_model.activation_share("1f1b", 2, 8) == 2 / 8
+    assert cost_model.activation_share("1f1b", 4, 2) == 1.0  # M <= S: all of them, as GPipe

@@ -203,13 +203,16 @@ def _typed(flag):
 
 
 def test_a_memory_cap_that_only_a_four_way_split_meets_picks_one():
-    """A device holds 1/(S T) of the model: a cap at 30% of one device's need rules out one
-    device, mirrored pairs and every 2-device split; a 4-device split (S x T = 4) fits."""
+    """A device holds 1/(S T) of the weights and 1/S of the activations: a cap at 30% of one
+    device's need rules out one device, mirrored pairs, every 2-device split and T = 4 alone;
+    a 4-device split with stages (S x T = 4) fits."""
     need = cost_model.memory_per_device(TRANSFORMER, "one_device")
     cluster = cost_model.ClusterSpec(hosts=1, devices_per_host=4, intra_host_gbps=100.0,
                                      memory_per_device_mb=0.3 * need / 1e6)
-    best = planner.best(planner.plan(TRANSFORMER, cluster))
-    assert best.config.stages * best.config.tensor_parallel == 4
+    planned = planner.plan(TRANSFORMER, cluster)
+    best = planner.best(planned)
+    assert best.config.stages * best.config.tensor_parallel == 4 and best.config.stages > 1
+    assert _by_name(planned)["pipeline N=4 S=1 M=1 T=4"].dropped
     assert best.prediction.memory_per_device_bytes <= 0.3 * need
 
 

@@ -236,6 +236,27 @@ def test_parallelism_plan_runs_every_configuration_at_one_global_batch_and_core_
     assert flags["parallel-hybrid-n2-s2-m4"]["strategy"] == "hybrid"
 
 
+def test_transformers_plan_splits_the_blocks_and_shares_cells_with_parallelism():
+    runs = dict(plan(["vit"], [2], [2048], [], 1, 1, experiments=("transformers",),
+                     floors=False, threads=1, batch=64))
+    flags = {name.split("/")[0]: _flags(argv) for name, argv in runs.items()}
+    assert list(flags) == [f"parallel-{c}" for c in (
+        "one_device", "mwms-n2", "model_parallel-s2-m4", "model_parallel-s2-m4-1f1b",
+        "tensor-t2", "hybrid-n2-t2", "auto")]
+    assert {f["global_batch_size"] for f in flags.values()} == {"128"}
+    assert flags["parallel-model_parallel-s2-m4-1f1b"]["pipeline_schedule"] == "1f1b"
+    assert flags["parallel-tensor-t2"]["tensor_parallel"] == "2"
+    assert flags["parallel-hybrid-n2-t2"]["strategy"] == "hybrid"
+    assert flags["parallel-auto"]["plan_cluster"].endswith("cluster_this_machine_1x2.json")
+    # with the parallelism experiment too: one run per name, the same flags under each name
+    both = plan(["vit"], [2], [2048], [], 1, 1, experiments=("parallelism", "transformers"),
+                floors=False, threads=1, batch=64)
+    names = [name for name, _ in both]
+    assert len(names) == len(set(names)) == 5 + 4  # 3 of the 7 are parallelism's
+    assert dict(both)["parallel-model_parallel-s2-m4/vit/2048/r0"] == \
+        runs["parallel-model_parallel-s2-m4/vit/2048/r0"]
+
+
 def test_parallelism_preset_dry_run(tmp_path):
     from tests.helpers import run_module
 

@@ -70,13 +70,13 @@ def test_the_defaults_are_valid(tmp_path):
 
 @pytest.mark.parametrize("changes, message", [
     (dict(strategy="one_device", num_stages=2),
-     "--num_stages=2, --microbatches=1, --tensor_parallel=1 and --pipeline_schedule=gpipe "
-     "apply to"),
-    (dict(strategy="one_device", pipeline_schedule="1f1b"),
-     "--pipeline_schedule=1f1b apply to --strategy=model_parallel or hybrid only"),
-    (dict(strategy="multi_worker_mirrored", num_workers=2, tensor_parallel=2),
-     "--tensor_parallel=2 and --pipeline_schedule=gpipe apply to --strategy=model_parallel or "
+     "^--num_stages=2 applies to --strategy=model_parallel or hybrid only"),
+    (dict(strategy="one_device", pipeline_schedule="1f1b", microbatches=2),
+     "^--microbatches=2 and --pipeline_schedule=1f1b apply to --strategy=model_parallel or "
      "hybrid only"),
+    (dict(strategy="multi_worker_mirrored", num_workers=2, tensor_parallel=2),
+     r"^--tensor_parallel=2 applies to --strategy=model_parallel or hybrid only \(got "
+     r"--strategy=multi_worker_mirrored\)"),
     (dict(strategy="model_parallel", tensor_parallel=2, model="cnn"),
      r"--tensor_parallel=2 splits transformer blocks; --model=cnn has none \(choose one of: "
      r"vit, vit_small, gpt, gpt_small\)"),

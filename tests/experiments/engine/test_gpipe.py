@@ -9,7 +9,8 @@ import sys
 import numpy as np
 import pytest
 
-from experiments.engine.gpipe import BACKWARD, FORWARD, bubble_formula, in_flight, schedule
+from experiments.engine.gpipe import bubble_formula
+from models.schedules import BACKWARD, FORWARD, in_flight, schedule
 from tests.helpers import (NO_PROBES, ROOT, TINY, TOLERANCE_FLOAT32_ONE_STEP,
                            TOLERANCE_FLOAT64, records_in, run_module)
 
@@ -147,6 +148,8 @@ def test_1f1b_holds_fewer_activations_than_gpipe_at_8_microbatches(tmp_path):
         assert pipe["schedule"] == name
         assert [s["microbatches_held"] for s in pipe["stages"]] == \
             ([8, 8] if name == "gpipe" else [2, 1])
+        if "cpu_allocator" not in record["peak_memory_bytes"]:
+            pytest.skip("this TF's CPU allocator keeps no statistics (oneDNN off?)")
         peaks[name] = record["peak_memory_bytes"]["cpu_allocator"]
     assert peaks["1f1b"] < 0.5 * peaks["gpipe"], peaks
 
