@@ -165,7 +165,8 @@ def main(argv):
             supervisor.check(cfg, bool(os.environ.get("TF_CONFIG", "").strip()))
             _schedule(launch_cfg)  # whatever the first configuration (one process ignores it)
             cfg = _profiled(cfg, written)
-            first = auto.resolve(cfg, False)[0]
+            first, plan, _ = auto.resolve(cfg, False)
+            supervisor.first_configuration(cfg, plan)  # one it can switch from fits
             validate(first)
             check_fields(launch_cfg)
             if needs_cluster(first.strategy, first.num_workers):

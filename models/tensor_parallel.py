@@ -54,30 +54,24 @@ def on_device(device, fn, x):
     return run(x)
 
 
-def default_devices(shards):
-    """The first `shards` devices of this host: GPUs when there are enough, else logical CPUs
-    (strategies/factory.py splits the CPU before the runtime starts)."""
-    kind = "GPU" if len(tf.config.list_physical_devices("GPU")) >= shards else "CPU"
-    return [f"/device:{kind}:{t}" for t in range(shards)]
-
-
 class _Split(keras.layers.Layer):
-    """What both split layers share: T shards, the devices they run on (set before the first
-    step; build.py gives each pipeline stage its own T devices), and the bytes one reduction
-    sums per example."""
+    """What both split layers share: T shards and the devices they run on (set before the first
+    step: experiments/engine/build.py gives each pipeline stage its own T devices)."""
 
     def __init__(self, shards, **kwargs):
         super().__init__(**kwargs)
         self.shards = int(shards)
-        self.devices = None  # None: default_devices(shards) when first called
+        self.devices = None  # None until build.py places it: the first T devices of the host
 
     def shard_variables(self):
         """[[variables of shard t] for t in range(T)]: what lives on device t."""
         raise NotImplementedError
 
     def _devices(self):
-        if self.devices is None:
-            self.devices = default_devices(self.shards)
+        if self.devices is None:  # building and checking the model: any T of this host
+            kind = "GPU" if len(tf.config.list_physical_devices("GPU")) >= self.shards \
+                else "CPU"
+            return [f"/device:{kind}:{t}" for t in range(self.shards)]
         return self.devices
 
     def _reduce(self, compute_shard, x, bias):

@@ -93,6 +93,25 @@ def run_child(command, env=None, **popen):
     return code, (128 + stop[0] if stop else None), out
 
 
+def first_configuration(cfg, plan):
+    """(the configuration the chain starts in, the global batch the whole run keeps): the
+    fastest at that batch of those --adapt switches between (decide.candidates). ConfigError
+    (one line) when none fits: the plan's best is then one a switch could not leave (a tensor
+    split's or ZeRO's checkpoints resume only under the same split)."""
+    chosen = planner.Config(**plan["chosen"]["config"])
+    global_batch = cfg.global_batch_size or \
+        cfg.batch_size_per_replica * decide.replicas(chosen)
+    profile = cost_model.load_profile(cfg.plan_profile, "plan_profile")
+    cluster = cost_model.load_cluster(cfg.plan_cluster, "plan_cluster")
+    first = decide.best(profile, cluster, global_batch)
+    if first is None:
+        raise ConfigError(f"--adapt: none of the configurations it switches between fits "
+                          f"{cfg.plan_cluster} at a global batch of {global_batch} (the plan's "
+                          f"best, {plan['chosen']['configuration']}, is one a switch could not "
+                          f"leave); run --strategy=auto without --adapt")
+    return first[0], global_batch
+
+
 def supervise(cfg, argv, schedule=""):
     """Runs the chain; returns the exit code of the command (the last segment's). schedule:
     --emulate_bandwidth_schedule, noted in the journal (a one-device segment's record has no
@@ -107,13 +126,7 @@ def supervise(cfg, argv, schedule=""):
         print(f"adapt: resuming {journal_path} in {journal['segments'][-1]['configuration']}",
               flush=True)
     else:
-        chosen = planner.Config(**plan["chosen"]["config"])
-        global_batch = cfg.global_batch_size or \
-            cfg.batch_size_per_replica * decide.replicas(chosen)
-        # the fastest at the global batch the whole run keeps (what every later check compares)
-        profile = cost_model.load_profile(cfg.plan_profile, "plan_profile")
-        cluster = cost_model.load_cluster(cfg.plan_cluster, "plan_cluster")
-        first = (decide.best(profile, cluster, global_batch) or (chosen,))[0]
+        first, global_batch = first_configuration(cfg, plan)
         journal = {"global_batch": global_batch, "profile": cfg.plan_profile,
                    "cluster": cfg.plan_cluster, "threshold": cfg.adapt_threshold,
                    "started_at": time.time(), "segments": [], "switches": [],

@@ -8,8 +8,8 @@ import os
 import re
 
 from experiments.config.run_config import ConfigError
-from experiments.workload import npz_data, user_code
-from experiments.workload.datasets import DATASETS, is_user_dataset
+from experiments.workload import npz_data, text_corpus, user_code
+from experiments.workload.datasets import DATASETS, TEXT, is_user_dataset
 from models import MODELS, NEXT_TOKEN_MODELS, TENSOR_PARALLEL_MODELS, TOKEN_MODELS
 from strategies import (ALL_REDUCE, COMPRESSIBLE, LOCAL_REPLICAS, MIRRORED, MULTI_WORKER,
                         PARAMETER_SERVERS, PIPELINED, compression, kind)
@@ -60,12 +60,18 @@ def check_model(model):
 
 
 def check_dataset(dataset):
-    """A built-in name, or the user's PATH.npz (read and checked) / MODULE:FUNCTION (found)."""
+    """A built-in name (a text corpus: found), or the user's PATH.npz (read and checked) /
+    MODULE:FUNCTION (found)."""
     try:
         if not is_user_dataset(dataset):
             if dataset not in DATASETS:
                 raise ConfigError(f"--dataset={dataset!r} is not valid; choose one of: "
                                   f"{', '.join(DATASETS)}, or PATH.npz, or MODULE:FUNCTION")
+            if DATASETS[dataset].kind == TEXT:
+                try:
+                    text_corpus.characters()
+                except ValueError as e:
+                    raise ConfigError(str(e)) from None
         elif dataset.endswith(".npz"):
             npz_data.read(dataset)
         else:

@@ -157,13 +157,15 @@ def split_stages(cfg, info, strategy, model, per_replica_batch):
                     tf.distribute.ReduceOp.SUM, tf.constant(costs, tf.float32)))
             summed = strategy.experimental_local_results(total())[0].numpy()
             return summed / strategy.num_replicas_in_sync
+    shards = cfg.tensor_parallel
+    everything = stage_devices(cfg.model_devices())
+    devices = everything[::shards]  # each stage's first device: where its unsplit layers run
+    for layer in tensor_parallel.split_layers(model):  # while --stage_cost=time times them
+        layer.devices = everything[:shards]
     try:
         stages = model_stages.split(model, cfg.num_stages, cfg.stage_cost, sample, wrap, agree)
     except model_stages.StageError as e:
         raise UserCodeError(str(e)) from None
-    shards = cfg.tensor_parallel
-    everything = stage_devices(cfg.model_devices())
-    devices = everything[::shards]  # each stage's first device: where its unsplit layers run
     for s, stage in enumerate(stages):
         placed = {}  # id(variable) -> its device: a split layer's shard t on the stage's t-th
         for layer in tensor_parallel.split_layers(stage.model):

@@ -17,6 +17,8 @@ import psutil
 
 from experiments.engine import gpipe
 from experiments.measure import cpu_usage, environment, memory
+from experiments.workload import text_corpus
+from experiments.workload.datasets import DATASETS, TEXT
 from models import TENSOR_PARALLEL_MODELS, tensor_parallel
 from models import stages as model_stages
 from results import metrics, records
@@ -170,6 +172,9 @@ def build_record(cfg, role, trainer, strategy, run_id, epochs, checksum, extra_c
         "strategy": cfg.strategy,
         "model": cfg.model,
         "dataset": cfg.dataset,
+        # a text corpus read from this machine (--dataset=python_text): which one
+        "corpus": text_corpus.describe() if getattr(DATASETS.get(cfg.dataset), "kind",
+                                                    None) == TEXT else None,
         "num_workers": cfg.num_workers,
         "num_ps": role.num_ps if role else 0,
         "num_replicas_in_sync": strategy.num_replicas_in_sync,

@@ -8,7 +8,8 @@ TFDS cannot download here and no package of our registries ships a text corpus, 
 ships its library's source: written by people, with the structure of natural text and code
 (words, indentation, repeated identifiers). The first 90% of the characters train, the last 10%
 (other modules) evaluate. The text is the interpreter's own: another Python version reads a
-slightly different corpus (`describe` says which: 3.11.7 here, 4,698,388 characters).
+slightly different corpus (`describe`, in the record's `corpus`, says which: 3.11.7 here,
+4,698,388 characters).
 """
 import functools
 import glob
@@ -23,12 +24,23 @@ VOCABULARY = 128  # ASCII; any other byte is read as "?"
 EVAL_SHARE = 0.1
 
 
+MIN_CHARACTERS = 100_000  # a stdlib of a few modules (a trimmed install) is no corpus
+
+
 @functools.lru_cache(maxsize=1)
 def characters():
-    """The whole corpus as uint8 ASCII codes."""
-    files = sorted(glob.glob(os.path.join(sysconfig.get_paths()["stdlib"], "*.py")))
-    data = b"".join(open(f, "rb").read() for f in files)
-    codes = np.frombuffer(data, np.uint8).copy()
+    """The whole corpus as uint8 ASCII codes. ValueError (one line) when this Python ships too
+    little of its library's source."""
+    where = sysconfig.get_paths()["stdlib"]
+    chunks = []
+    for path in sorted(glob.glob(os.path.join(where, "*.py"))):
+        with open(path, "rb") as f:
+            chunks.append(f.read())
+    codes = np.frombuffer(b"".join(chunks), np.uint8).copy()
+    if len(codes) < MIN_CHARACTERS:
+        raise ValueError(f"--dataset=python_text reads the standard library's source, but "
+                         f"{where} holds {len(codes)} characters of it (fewer than "
+                         f"{MIN_CHARACTERS}); use another --dataset")
     codes[codes >= VOCABULARY] = ord("?")
     return codes
 

@@ -59,6 +59,19 @@ for model, dataset in (("gpt", "synthetic_sequences"), ("vit", "synthetic")):
         if c.tensor_parallel > 1:
             run["shards"] = [[[v.value.device for v in shard] for shard in layer.shard_variables()]
                              for layer in tensor_parallel.split_layers(trainer.model)]
+            # where the backward's matrix products are placed, traced as a step traces them
+            m = trainer.model
+
+            @tf.function
+            def backward(x):
+                with tf.GradientTape() as tape:
+                    loss = tf.reduce_sum(m(x, training=True))
+                return tape.gradient(loss, m.trainable_variables)
+            graph = backward.get_concrete_function(tf.TensorSpec(
+                [2, *info.feature_shape], m.inputs[0].dtype)).graph
+            run["backward_devices"] = sorted({
+                op.device.rsplit("device:", 1)[-1] for op in graph.get_operations()
+                if "gradient" in op.name and op.type in ("MatMul", "BatchMatMulV2", "Einsum")})
         out[f"{model}/{dtype}/{name}"] = run
 print("RESULT " + json.dumps(out))
 """
@@ -112,8 +125,14 @@ def test_split_blocks_reach_the_weights_of_one_device(trained, model):
 
 
 def test_each_shard_lives_on_its_stages_own_device(trained):
-    """T=2 alone: shard t on CPU:t. 2 stages x 2 shards: the first stage's blocks on CPU:0-1,
-    the second's on CPU:2-3."""
+    """T=2 alone: shard t on CPU:t, its forward and its backward (a gradient op is placed by
+    the device scope in force when the gradient is taken, not with its forward op: without
+    on_device's scope the split layers' backward products would have none). 2 stages x 2 shards: the
+    first stage's blocks on CPU:0-1, the second's on CPU:2-3."""
+    # (the unsplit layers' products are placed by the pipeline's stage scope, not traced here)
+    assert {"CPU:0", "CPU:1"} <= set(trained["vit/float64/t2"]["backward_devices"])
+    assert {"CPU:0", "CPU:1", "CPU:2", "CPU:3"} <= set(
+        trained["gpt/float64/s2t2"]["backward_devices"])
     for layer in trained["vit/float64/t2"]["shards"]:
         for t, devices in enumerate(layer):
             assert devices and all(d.endswith(f"CPU:{t}") for d in devices), layer

@@ -24,3 +24,23 @@ def test_windows_are_deterministic_and_labelled_with_the_next_character():
     train = text_corpus.split("train").tobytes()
     for row, label in zip(x[:8], y[:8]):  # each window and its label are consecutive text
         assert bytes(list(row) + [label]) in train
+
+
+def test_a_python_without_its_library_source_is_refused_in_one_line(tmp_path, monkeypatch):
+    import sysconfig
+
+    import pytest
+
+    from experiments.config import ConfigError, RunConfig, validate
+
+    (tmp_path / "os.py").write_text("x = 1\n")  # a trimmed install: a module or two
+    paths = sysconfig.get_paths()
+    monkeypatch.setattr(sysconfig, "get_paths", lambda: {**paths, "stdlib": str(tmp_path)})
+    text_corpus.characters.cache_clear()
+    try:
+        with pytest.raises(ConfigError, match=r"--dataset=python_text reads the standard "
+                                              r"library's source, but .* holds 6 characters"):
+            validate(RunConfig(model="gpt", dataset="python_text",
+                               results_dir=str(tmp_path / "r")))
+    finally:
+        text_corpus.characters.cache_clear()
