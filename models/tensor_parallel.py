@@ -250,6 +250,17 @@ def output_bytes_per_example(layer):
     return int(np.prod(layer.output.shape[1:])) * np.dtype(layer.compute_dtype).itemsize
 
 
+def shard_bytes_per_example(layer):
+    """Bytes per example one shard of a split layer keeps for its backward, counted as the
+    unsplit model's estimate counts layer outputs (experiments/measure/memory.py): its partial
+    output, and an MLP's 1/T of the hidden units (the first Dense's output, unsplit)."""
+    held = output_bytes_per_example(layer)
+    if isinstance(layer, TensorParallelMLP):
+        positions = int(np.prod(layer.output.shape[1:-1]))
+        held += positions * layer.hidden // layer.shards * np.dtype(layer.compute_dtype).itemsize
+    return held
+
+
 _BLOCK = re.compile(r"block\d+_(attention|mlp[12]?)$")  # models/transformer.py's names
 
 

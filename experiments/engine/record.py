@@ -64,7 +64,7 @@ def _memory_per_device(cfg, trainer, pipe):
     if cfg.tensor_parallel > 1:
         return memory.per_tensor_device(trainer.stages, gpipe.held_per_stage(
             cfg.pipeline_schedule, cfg.num_stages, trainer.per_replica_batch // cfg.microbatches,
-            cfg.microbatches), cfg.optimizer)
+            cfg.microbatches), cfg.optimizer, weights_on_first=kind(cfg.strategy).all_reduce)
     if pipe is not None:
         return [{"stage": s["stage"], "device": s["device"], "bytes": s["peak_memory_bytes"],
                  "kind": s["peak_memory_kind"]} for s in pipe["stages"]]

@@ -55,32 +55,38 @@ def _bytes(variables):
     return sum(int(np.prod(v.shape)) * np.dtype(v.dtype).itemsize for v in variables)
 
 
-def per_tensor_device(stages, batches, optimizer):
+def per_tensor_device(stages, batches, optimizer, weights_on_first=False):
     """Every device of a tensor-parallel run (models/tensor_parallel.py): [{stage, shard,
     device, bytes, kind}], with batches[s] examples in flight on stage s. Shard t of a stage
-    holds its share of each split layer's weights and the split layers' partial outputs (batch
-    x their output size); the stage's first device also holds its unsplit layers and their
-    outputs (the stage's estimate less the other shards' weights). GPUs: the allocator's
-    peak."""
+    holds its share of each split layer's weights (with `weights_on_first`, as under hybrid's
+    mirrored variables, the stage's first device holds them all) and, per example, what its
+    share of each split layer keeps for the backward: its partial output, an MLP's 1/T of the
+    hidden units, and on the other devices the copy of the layer's input. The stage's first
+    device also holds its unsplit layers and every layer's output (the stage's estimate, less
+    the weights other devices hold). GPUs: the allocator's peak."""
     out = []
+    per_weight = 2 + OPTIMIZER_SLOTS.get(optimizer, 0)
     for s, (stage, batch) in enumerate(zip(stages, batches)):
         layers = tensor_parallel.split_layers(stage.model)
+        if not layers:
+            continue
         shards = [sum(_bytes(layer.shard_variables()[t]) for layer in layers)
-                  for t in range(len(layers[0].devices))] if layers else [0]
-        partials = sum(tensor_parallel.output_bytes_per_example(layer) for layer in layers)
-        devices = layers[0].devices if layers else [None]
-        per_weight = 2 + OPTIMIZER_SLOTS.get(optimizer, 0)
+                  for t in range(len(layers[0].devices))]
+        own = sum(tensor_parallel.shard_bytes_per_example(layer) for layer in layers)
+        inputs = sum(tensor_parallel.output_bytes_per_example(layer) for layer in layers)
         whole = _estimate(stage, batch, optimizer)
-        for t, device in enumerate(devices):
-            if device is not None and "GPU" in device.upper():
+        elsewhere = 0 if weights_on_first else per_weight * sum(shards[1:])
+        for t, device in enumerate(layers[0].devices):
+            if "GPU" in device.upper():
                 peak = tf.config.experimental.get_memory_info(device.split("device:")[-1])
                 out.append({"stage": s, "shard": t, "device": device, "bytes": peak["peak"],
                             "kind": MEASURED})
                 continue
             if t == 0:
-                held = None if whole is None else whole - per_weight * sum(shards[1:])
+                held = None if whole is None else whole - elsewhere + batch * own
             else:
-                held = per_weight * shards[t] + batch * partials
+                held = (0 if weights_on_first else per_weight * shards[t]) + \
+                    batch * (own + inputs)
             out.append({"stage": s, "shard": t, "device": device, "bytes": held,
                         "kind": ESTIMATE})
     return out

@@ -48,3 +48,30 @@ def test_splits_that_cannot_be_made_are_refused():
     with pytest.raises(ValueError, match="--tensor_parallel=2 splits transformer blocks; model "
                                          "'mlp' has none"):
         registry.build("mlp", (28, 28, 1), 10, tensor_parallel=2)
+
+
+def test_each_shard_is_estimated_with_what_it_holds():
+    """A ViT split in 2 (one stage, 32 examples, SGD): the second device holds its shard's
+    weights and gradients, and per example each split layer's partial output and input copy
+    plus an MLP's half of the hidden units; under hybrid's mirrored variables the first device
+    holds every weight instead."""
+    from experiments.measure import memory
+    from models import stages
+
+    _, split = _pair()
+    for layer in tensor_parallel.split_layers(split):
+        layer.devices = ["/device:CPU:0", "/device:CPU:1"]
+    (stage,) = stages.split(split, 1)
+    layers = tensor_parallel.split_layers(split)
+    out = 49 * 64 * 4
+    assert tensor_parallel.shard_bytes_per_example(layers[0]) == out  # attention
+    assert tensor_parallel.shard_bytes_per_example(layers[1]) == out + 49 * 64 * 4  # 128 / 2
+    weights = sum(int(np.prod(v.shape)) * 4 for layer in layers
+                  for v in layer.shard_variables()[1])
+    per_example = 4 * (out + out) + 4 * (out + out + 49 * 64 * 4)  # 4 blocks: attention, MLP
+    first, second = memory.per_tensor_device([stage], [32], "sgd")
+    assert (first["shard"], second["shard"]) == (0, 1)
+    assert second["bytes"] == 2 * weights + 32 * per_example
+    mirrored = memory.per_tensor_device([stage], [32], "sgd", weights_on_first=True)
+    assert mirrored[1]["bytes"] == 32 * per_example
+    assert mirrored[0]["bytes"] == first["bytes"] + 2 * weights
