@@ -69,3 +69,35 @@ def processes_mentioning(text):
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             pass
     return [p for p in found if p != os.getpid()]
+
+
+def run_script(script, timeout=600):
+    """The JSON a `python -c script` prints on its `RESULT ` line, run in the test session's
+    environment (conftest: the entry points' TF settings, oneDNN on unless the user turned it
+    off), as a user's run has it: for tests that split the CPU into logical devices, which only
+    a fresh process can."""
+    proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
+                          text=True, timeout=timeout,
+                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT "))
+    return json.loads(line[len("RESULT "):])
+
+
+def max_diff(a, b):
+    """The largest |a - b| over two lists of weight tensors."""
+    return max(float(np.max(np.abs(np.array(x) - np.array(y)))) for x, y in zip(a, b))
+
+
+def update_error(run, reference):
+    """The largest, over weight tensors, of |update - reference update| / |reference update|
+    (runs: {"initial": weights, "weights": weights}). Left out: tensors whose reference update
+    is rounding noise (below TOLERANCE_FLOAT32_ONE_STEP x the largest update), e.g. attention's
+    key biases, whose gradient is 0 in exact arithmetic (softmax ignores what a key bias adds
+    to every score of a query)."""
+    updates = [(np.array(w) - np.array(w0), np.array(r) - np.array(r0))
+               for w, w0, r, r0 in zip(run["weights"], run["initial"], reference["weights"],
+                                       reference["initial"])]
+    largest = max(np.linalg.norm(r) for _, r in updates)
+    return max(float(np.linalg.norm(u - r) / np.linalg.norm(r)) for u, r in updates
+               if np.linalg.norm(r) > TOLERANCE_FLOAT32_ONE_STEP * largest)

@@ -17,11 +17,10 @@ micro-batch) takes tf.timestamp() when its inputs are ready and when its outputs
 step. A step's idle share is 1 - sum(busy) / (S x span), span = first forward start to last
 backward end; the GPipe formula for S equal stages is (S - 1) / (M + S - 1).
 """
-import time
 
 import tensorflow as tf
 
-from experiments.measure import memory
+from experiments.measure import comm_probe, memory
 from models.schedules import BACKWARD, FORWARD, in_flight, schedule
 from results import metrics
 
@@ -241,14 +240,7 @@ def transfer_probe(stages, devices, micro_batch, microbatches, repeats=20):
                     kept.append(tf.reshape(tf.identity(back), [-1])[0])
         return tf.add_n(kept)
 
-    for _ in range(3):
-        transfer(tf.constant(1.0))
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        float(transfer(tf.constant(1.0)))
-        times.append(time.perf_counter() - start)
-    return metrics.spread(times)
+    return comm_probe.timed(lambda: float(transfer(tf.constant(1.0))), repeats)
 
 
 def held_per_stage(schedule_name, num_stages, micro_batch, microbatches):

@@ -94,8 +94,9 @@ def _slices(variable, rows, dtype, value):
                             tf.constant(table.as_list(), tf.int64))
 
 
-def _timed(call, repeats, per_call=1, cpu=None):
-    """Spread of seconds per synchronization; a call that makes `per_call` of them is divided.
+def timed(call, repeats, per_call=1, cpu=None):
+    """Spread of seconds per synchronization (or whatever `call` does once), after a warm-up;
+    a call that makes `per_call` of them is divided.
     cpu: a list that receives the spread of this process's CPU seconds (all its threads) per
     synchronization."""
     for _ in range(_WARMUP):  # traces, and lets the collective's first-use setup happen
@@ -197,13 +198,13 @@ def measure(strategy, variables, coordinator=None, repeats=_REPEATS, dtype="floa
                 "steps_per_call": steps_per_call,
                 "synchronized_as": {k: "indexed_slices" if k == "indexed_slices" else "dense"
                                     for k, _ in kinds},
-                "probe_s": _timed(_pushpull_call(coordinator, variables, kinds, dtype,
+                "probe_s": timed(_pushpull_call(coordinator, variables, kinds, dtype,
                                                  steps_per_call), repeats, steps_per_call)}
     if strategy.num_replicas_in_sync == 1:
         return {**out, "method": "none (one replica)", "synchronized_as": {},
                 "probe_s": {"median": 0.0, "min": 0.0, "max": 0.0, "n": 0}}
     synchronized_as = {}
-    probe = _timed(_allreduce_call(strategy, variables, kinds, dtype, synchronized_as,
+    probe = timed(_allreduce_call(strategy, variables, kinds, dtype, synchronized_as,
                                    steps_per_call), repeats, steps_per_call)
     method = (f"all-reduce of gradient-shaped tensors, {steps_per_call} per call (dispatch "
               f"shared as in training)")
@@ -253,7 +254,7 @@ def sweep(strategy, coordinator=None, steps_per_call=1, sizes=SWEEP_BYTES, repea
                                    [("dense", None)] * tensors, tf.float32, {}, steps_per_call)
         cpu = []
         points.append({"bytes": size, "tensors": tensors,
-                       "probe_s": _timed(call, repeats, steps_per_call, cpu), "cpu_s": cpu[0]})
+                       "probe_s": timed(call, repeats, steps_per_call, cpu), "cpu_s": cpu[0]})
     return points
 
 

@@ -7,12 +7,10 @@ gradients summed), one tensor of the layer's output shape is sent from the stage
 to each of the T and T such tensors are summed back on it. Between logical devices of one CPU
 the tensors stay in host memory: what is timed is then the sums' memory traffic.
 """
-import time
-
 import tensorflow as tf
 
+from experiments.measure import comm_probe
 from models import tensor_parallel
-from results import metrics
 
 
 def measure(stages, micro_batch, microbatches, dtype, repeats=20):
@@ -38,11 +36,4 @@ def measure(stages, micro_batch, microbatches, dtype, repeats=20):
                     kept.append(tf.reshape(tf.add_n(parts), [-1])[0])
         return tf.add_n(kept)
 
-    for _ in range(3):
-        reduce_all(tf.constant(1.0))
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        float(reduce_all(tf.constant(1.0)))
-        times.append(time.perf_counter() - start)
-    return metrics.spread(times)
+    return comm_probe.timed(lambda: float(reduce_all(tf.constant(1.0))), repeats)

@@ -1,18 +1,13 @@
 """--strategy=model_parallel: the GPipe step (experiments/engine/gpipe.py) trains the weights one device
 trains, places each stage on its device, and measures its bubble. In a subprocess: the CPU is
 split into logical devices only before the runtime starts, which this pytest process has done."""
-import json
-import os
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 
 from experiments.engine.gpipe import bubble_formula
 from models.schedules import BACKWARD, FORWARD, in_flight, schedule
-from tests.helpers import (NO_PROBES, ROOT, TINY, TOLERANCE_FLOAT32_ONE_STEP,
-                           TOLERANCE_FLOAT64, records_in, run_module)
+from tests.helpers import (NO_PROBES, TINY, TOLERANCE_FLOAT32_ONE_STEP, TOLERANCE_FLOAT64,
+                           max_diff, records_in, run_module, run_script, update_error)
 
 # Trains the CNN on one device and as 2 stages x M micro-batches, from the same seed on the same
 # data with plain SGD: 2 epochs (16 steps) in float64, and one step in float32 (what users run);
@@ -59,25 +54,7 @@ print("RESULT " + json.dumps(out))
 
 
 def _train():
-    # The test session's environment (conftest: the entry points' TF settings, oneDNN on unless
-    # the user turned it off), as a user's run has it.
-    proc = subprocess.run([sys.executable, "-c", _SCRIPT], cwd=ROOT, capture_output=True,
-                          text=True, timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT "))
-    return json.loads(line[len("RESULT "):])
-
-
-def _max_diff(a, b):
-    return max(float(np.max(np.abs(np.array(x) - np.array(y)))) for x, y in zip(a, b))
-
-
-def _update_error(run, reference):
-    """The largest, over weight tensors, of |update - reference update| / |reference update|."""
-    return max(float(np.linalg.norm((np.array(w) - np.array(w0)) - (np.array(r) - np.array(r0)))
-                     / np.linalg.norm(np.array(r) - np.array(r0)))
-               for w, w0, r, r0 in zip(run["weights"], run["initial"], reference["weights"],
-                                       reference["initial"]))
+    return run_script(_SCRIPT, timeout=300)
 
 
 def test_two_stages_reach_the_weights_of_one_device():
@@ -87,8 +64,8 @@ def test_two_stages_reach_the_weights_of_one_device():
     out = _train()
     one = out["float64/one_device"]
     assert one["dtypes"] == ["float64"] and out["float32/one_device"]["dtypes"] == ["float32"]
-    assert _max_diff(out["float64/small_batch"]["weights"], one["weights"]) > 1e-3
-    assert _update_error(out["float64/small_batch"], one) > 0.5
+    assert max_diff(out["float64/small_batch"]["weights"], one["weights"]) > 1e-3
+    assert update_error(out["float64/small_batch"], one) > 0.5
     assert one["idle"] is None
     for dtype, steps in (("float64", 256 // 32), ("float32", 1)):
         one = out[f"{dtype}/one_device"]
@@ -98,9 +75,9 @@ def test_two_stages_reach_the_weights_of_one_device():
             # The reported loss sums float32 accumulators: a few float32 eps apart at most.
             assert staged["loss"] == pytest.approx(one["loss"], rel=1e-5)
             if dtype == "float64":
-                assert _max_diff(staged["weights"], one["weights"]) < TOLERANCE_FLOAT64
+                assert max_diff(staged["weights"], one["weights"]) < TOLERANCE_FLOAT64
             else:
-                assert _update_error(staged, one) < TOLERANCE_FLOAT32_ONE_STEP
+                assert update_error(staged, one) < TOLERANCE_FLOAT32_ONE_STEP
             # Each stage's variables live on its own device.
             for i, devices in enumerate(staged["devices"]):
                 assert devices and all(d.endswith(f"CPU:{i}") for d in devices), devices

@@ -2,15 +2,10 @@
 devices trains the weights one device trains, with each shard's variables on its own device. In
 a subprocess: the CPU is split into logical devices only before the runtime starts, which this
 pytest process has done."""
-import json
-import os
-import subprocess
-import sys
-
-import numpy as np
 import pytest
 
-from tests.helpers import ROOT, TOLERANCE_FLOAT32_ONE_STEP, TOLERANCE_FLOAT64
+from tests.helpers import (TOLERANCE_FLOAT32_ONE_STEP, TOLERANCE_FLOAT64, max_diff, run_script,
+                           update_error)
 
 # Trains each model on one device and split, from the same seed on the same data with plain SGD:
 # 16 steps in float64, one step in float32; prints the initial and final weights (the split
@@ -79,30 +74,7 @@ print("RESULT " + json.dumps(out))
 
 @pytest.fixture(scope="module")
 def trained():
-    # The test session's environment (conftest: the entry points' TF settings, oneDNN on unless
-    # the user turned it off), as a user's run has it.
-    proc = subprocess.run([sys.executable, "-c", _SCRIPT], cwd=ROOT, capture_output=True,
-                          text=True, timeout=600, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT "))
-    return json.loads(line[len("RESULT "):])
-
-
-def _max_diff(a, b):
-    return max(float(np.max(np.abs(np.array(x) - np.array(y)))) for x, y in zip(a, b))
-
-
-def _update_error(run, reference):
-    """The largest, over weight tensors, of |update - reference update| / |reference update|.
-    Left out: tensors whose reference update is rounding noise (below TOLERANCE_FLOAT32_ONE_STEP
-    x the largest update): the key projections' biases, whose gradient is 0 in exact arithmetic
-    (softmax ignores what a key bias adds to every score of a query)."""
-    updates = [(np.array(w) - np.array(w0), np.array(r) - np.array(r0))
-               for w, w0, r, r0 in zip(run["weights"], run["initial"], reference["weights"],
-                                       reference["initial"])]
-    largest = max(np.linalg.norm(r) for _, r in updates)
-    return max(float(np.linalg.norm(u - r) / np.linalg.norm(r)) for u, r in updates
-               if np.linalg.norm(r) > TOLERANCE_FLOAT32_ONE_STEP * largest)
+    return run_script(_SCRIPT)
 
 
 @pytest.mark.parametrize("model", ["gpt", "vit"])
@@ -112,15 +84,15 @@ def test_split_blocks_reach_the_weights_of_one_device(trained, model):
     steps in float64, within TOLERANCE_FLOAT32_ONE_STEP over one step in float32; half the
     batch (twice the updates) is far from it (the test can fail)."""
     one = trained[f"{model}/float64/one_device"]
-    assert _max_diff(trained[f"{model}/float64/small_batch"]["weights"], one["weights"]) > 1e-3
+    assert max_diff(trained[f"{model}/float64/small_batch"]["weights"], one["weights"]) > 1e-3
     runs = ["t2"] + (["s2t2"] if model == "gpt" else [])
     for name in runs:
         split = trained[f"{model}/float64/{name}"]
         assert split["steps"] == one["steps"] == 8
-        assert _max_diff(split["initial"], one["initial"]) == 0.0  # the same start
-        assert _max_diff(split["weights"], one["weights"]) < TOLERANCE_FLOAT64
+        assert max_diff(split["initial"], one["initial"]) == 0.0  # the same start
+        assert max_diff(split["weights"], one["weights"]) < TOLERANCE_FLOAT64
         assert split["loss"] == pytest.approx(one["loss"], rel=1e-5)
-    assert _update_error(trained[f"{model}/float32/t2"],
+    assert update_error(trained[f"{model}/float32/t2"],
                          trained[f"{model}/float32/one_device"]) < TOLERANCE_FLOAT32_ONE_STEP
 
 

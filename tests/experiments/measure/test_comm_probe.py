@@ -10,6 +10,6 @@ def test_a_probe_call_of_k_synchronizations_is_divided_by_k():
     def call():
         calls.append(1)
         time.sleep(0.02)
-    spread = comm_probe._timed(call, repeats=3, per_call=4)
+    spread = comm_probe.timed(call, repeats=3, per_call=4)
     assert len(calls) == 3 + comm_probe._WARMUP
     assert 0.004 <= spread["median"] < 0.02 and spread["n"] == 3
