@@ -8,8 +8,10 @@ hidden units across T devices, with the two reductions per block.
 
 Attention (column- then row-parallel): device t holds the query, key and value projections of
 heads [t H/T, (t+1) H/T) and the rows of the output projection that read them; it computes its
-heads' attention and a partial output, and the T partial outputs are summed (Megatron's "g", an
-all-reduce; its backward hands every device the output's gradient). The MLP likewise: device t
+heads' attention and a partial output, and the T partial outputs are summed on the stage's first
+device, which handed each shard the layer's input (where Megatron's ranks all-reduce, its "g",
+and each already holds the input; backward, the output's gradient is handed out and the input's
+gradients summed the same way). The MLP likewise: device t
 holds columns [t F/T, (t+1) F/T) of the first Dense (and their bias: gelu is elementwise, so it
 needs no exchange) and the same rows of the second; the partial outputs are summed. The output
 biases are added once, after the sum. LayerNorms, residual sums, embeddings and the head are not
