@@ -49,8 +49,8 @@ def _boundary_bytes(trainer, pipe):
 
 def _peak_memory(trainer):
     """This task's resident-set high-water mark, and each GPU's peak allocation (without GPUs
-    TensorFlow's CPU allocator's) over the training steps (the Trainer's, read before each evaluation and the probe; a plain loop
-    without its own reading: now)."""
+    TensorFlow's CPU allocator's, where it keeps one) over the training steps (the Trainer's,
+    read before each evaluation and the probe; a plain loop without its own reading: now)."""
     peaks = trainer.allocator_peaks if hasattr(trainer, "allocator_peaks") else \
         memory.peaks()
     return {"host_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,  # Linux: KiB
