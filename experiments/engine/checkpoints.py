@@ -59,10 +59,31 @@ def state_digest(model, optimizer):
             "optimizer_variables": len(optimizer.variables)}
 
 
-class Checkpoints:
-    """resolver: the MWMS cluster resolver (enables preemption handling), else None."""
+class ResumeError(ValueError):
+    """A checkpoint this run cannot resume (one line for the user: exit 2)."""
 
-    def __init__(self, directory, trainer, is_chief, task_name, every_steps=0, resolver=None):
+
+def check_split(directory, tensor_parallel):
+    """ResumeError when the checkpoint in `directory` holds the weights split over another
+    --tensor_parallel than this run's (its variables would not match: models/tensor_parallel.py);
+    a digest from before splits were noted is taken as it is."""
+    path = os.path.join(directory, _DIGEST)
+    if not tf.io.gfile.exists(path):
+        return
+    with tf.io.gfile.GFile(path) as f:
+        saved = json.load(f).get("tensor_parallel")
+    if saved is not None and saved != tensor_parallel:
+        raise ResumeError(f"{directory} was written with --tensor_parallel={saved} (its weights "
+                          f"in {saved} shard(s)); resume with --tensor_parallel={saved}, not "
+                          f"{tensor_parallel}, or use another --checkpoint_dir")
+
+
+class Checkpoints:
+    """resolver: the MWMS cluster resolver (enables preemption handling), else None;
+    tensor_parallel: the run's --tensor_parallel, noted with each save."""
+
+    def __init__(self, directory, trainer, is_chief, task_name, every_steps=0, resolver=None,
+                 tensor_parallel=1):
         self.is_chief, self.every_steps, self.trainer = is_chief, every_steps, trainer
         self.root = directory  # the chief's; under --zero every worker writes its shard there
         self.directory = directory if is_chief else os.path.join(
@@ -79,6 +100,8 @@ class Checkpoints:
         self.manager = tf.train.CheckpointManager(self._checkpoint, self.directory,
                                                   max_to_keep=KEEP)
         self._shared_latest = tf.train.latest_checkpoint(directory)
+        # noted with each save's digest: check_split refuses to resume another split
+        self.tensor_parallel = tensor_parallel
         self._epochs = []  # finished epochs' stats, as last handed to save()
         self._saved_at = None  # global step of the last checkpoint this process wrote
         # Each save this process made: global step, wall clock (epoch s) of its start, seconds
@@ -195,7 +218,8 @@ class Checkpoints:
                            "s": time.perf_counter() - start})
         if self.is_chief:
             write_json_atomic(self.digest_path, {"step": self._saved_at, "digest": state_digest(
-                self.trainer.model, self.trainer.optimizer)})
+                self.trainer.model, self.trainer.optimizer),
+                "tensor_parallel": self.tensor_parallel})
             write_json_atomic(self.stats_path, self._epochs)
         else:
             shutil.rmtree(self.directory, ignore_errors=True)

@@ -12,7 +12,8 @@ import tensorflow as tf
 
 from experiments.adaptive import segment
 from experiments.engine import compressed_sync, gpipe, zero
-from experiments.engine.checkpoints import Checkpoints, saved_step
+from experiments.engine.checkpoints import (Checkpoints, ResumeError, check_split,
+                                            saved_step)
 from experiments.engine.record import build_record, new_run_id, peak_memory_per_device, write
 from experiments.engine.build import build, input_context
 from experiments.engine.training import Trainer
@@ -158,8 +159,9 @@ def run_task(cfg, role, extra_config=None):
                           is_chief=is_chief, cpu=cpu)
         if latest:  # before anything is written or restored (the shapes would not match)
             zero.check_resumable(cfg.checkpoint_dir, trainer.zero, start_step)
-    except zero.ZeroError as e:  # a worker, model or checkpoint --zero cannot serve: bad input
-        return _bad_input(e)
+            check_split(cfg.checkpoint_dir, cfg.tensor_parallel)
+    except (zero.ZeroError, ResumeError) as e:  # a worker, model or checkpoint that cannot
+        return _bad_input(e)  # serve (--zero, another tensor split): bad input
     run_id = new_run_id(cfg)
     writer = profiler = None
     logdir = os.path.join(cfg.tensorboard_dir or os.path.join(cfg.results_dir, "tensorboard"),
@@ -174,7 +176,8 @@ def run_task(cfg, role, extra_config=None):
         mwms_cluster = role is not None and all_reduce_workers(cfg.strategy)
         checkpoints = Checkpoints(cfg.checkpoint_dir, trainer, is_chief,
                                   role.name if role else "single", cfg.checkpoint_every_steps,
-                                  resolver=strategy.cluster_resolver if mwms_cluster else None)
+                                  resolver=strategy.cluster_resolver if mwms_cluster else None,
+                                  tensor_parallel=cfg.tensor_parallel)
         epochs, steps_done = checkpoints.restore()
         written = checkpoints.record_written()
         if steps_done >= cfg.epochs * trainer.steps_per_epoch and written:

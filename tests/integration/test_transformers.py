@@ -79,3 +79,23 @@ def test_gpt_learns_real_text_beyond_its_most_frequent_character(tmp_path):
     majority = np.bincount(labels).max() / len(labels)
     assert record["final_eval_accuracy"] > majority + 0.04, (record["final_eval_accuracy"],
                                                              majority)
+
+
+def test_a_checkpoint_of_another_tensor_split_is_refused_in_one_line(tmp_path):
+    """Its variables are the shards': resuming it unsplit (or split otherwise) would restore
+    nothing of them. The resume is refused before anything is written; the same split resumes."""
+    flags = ["--model=vit", "--strategy=model_parallel", "--train_examples=256",
+             "--eval_examples=64", "--batch_size_per_replica=32", *NO_PROBES,
+             f"--checkpoint_dir={tmp_path / 'ckpt'}"]
+    proc = run_module("experiments.run", *flags, "--tensor_parallel=2", "--epochs=1",
+                      f"--results_dir={tmp_path / 'a'}")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    proc = run_module("experiments.run", *flags, "--num_stages=2", "--epochs=2",
+                      f"--results_dir={tmp_path / 'b'}")
+    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "was written with --tensor_parallel=2 (its weights in 2 shard(s)); resume with " \
+           "--tensor_parallel=2, not 1" in proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "b").exists()
+    proc = run_module("experiments.run", *flags, "--tensor_parallel=2", "--epochs=2",
+                      f"--results_dir={tmp_path / 'c'}")
+    assert proc.returncode == 0 and "resumed from" in proc.stdout, proc.stderr[-2000:]
