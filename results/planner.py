@@ -56,6 +56,14 @@ class Config:
         return self.stages * self.tensor_parallel
 
     @property
+    def replicas(self):
+        """Replicas whose batches make one update: a PSS step is one worker's; an all-reduce
+        step is every replica's together, a pipeline's replica its S x T devices."""
+        if kind(self.strategy).parameter_servers:
+            return 1
+        return max(1, self.workers // self.model_devices)
+
+    @property
     def name(self):
         strategy = tasks(self)[0]
         parts = [REGISTRY[strategy].short]
@@ -216,11 +224,7 @@ def predict(profile, cluster, config):
     dropped = "" if prediction.fits_memory else (
         f"needs {prediction.memory_per_device_bytes / 1e6:.0f} MB per device, over the "
         f"{cluster.memory_per_device_mb:g} MB cap")
-    # A PSS step is one worker's batch; an all-reduce step is every replica's together (a
-    # pipeline's replica is its S x T devices).
-    replicas = 1 if kind(config.strategy).parameter_servers else \
-        config.workers // config.model_devices
-    return Planned(config, prediction, p.batch * replicas, dropped,
+    return Planned(config, prediction, p.batch * config.replicas, dropped,
                    _changes(config, sync_dtypes(profile)[0]))
 
 

@@ -12,7 +12,6 @@ batch (the planner's own assumption for accumulation).
 import dataclasses
 
 from results import planner
-from strategies import kind
 
 # A switch must win back this much more than its measured cost: a gain inside the model's
 # error is no reason to restart a cluster.
@@ -20,14 +19,6 @@ MARGIN = 0.25
 # Back to a configuration the run left only when the network moved this far since (x or /).
 RETURN_FACTOR = 2.0
 _GBPS_RANGE = (1e-4, 1e4)  # where the inference looks for the network's rate
-
-
-def replicas(config):
-    """Replicas whose batches make one update: a PSS step is one worker's; a pipeline's replica
-    is its S x T devices."""
-    if kind(config.strategy).parameter_servers:
-        return 1
-    return max(1, config.workers // config.model_devices)
 
 
 def at_batch(profile, batch):
@@ -48,8 +39,8 @@ def candidates(profile, cluster, global_batch):
         if config.accumulation != 1 or config.compression != "none" or config.zero or \
                 config.tensor_parallel > 1 or \
                 config.sync_dtype != dtype or \
-                global_batch % replicas(config) or \
-                (config.microbatches > 1 and (global_batch // replicas(config)) %
+                global_batch % config.replicas or \
+                (config.microbatches > 1 and (global_batch // config.replicas) %
                  config.microbatches):
             continue
         out.append(config)
@@ -59,7 +50,7 @@ def candidates(profile, cluster, global_batch):
 def predicted_rate(profile, cluster, config, global_batch):
     """Examples/s the cost model predicts for `config` at the run's global batch; None when it
     does not fit a device's memory."""
-    p = planner.predict(at_batch(profile, global_batch // replicas(config)), cluster, config)
+    p = planner.predict(at_batch(profile, global_batch // config.replicas), cluster, config)
     return None if p.dropped else p.prediction.examples_per_sec
 
 

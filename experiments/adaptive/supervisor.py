@@ -100,7 +100,7 @@ def first_configuration(cfg, plan):
     split's or ZeRO's checkpoints resume only under the same split)."""
     chosen = planner.Config(**plan["chosen"]["config"])
     global_batch = cfg.global_batch_size or \
-        cfg.batch_size_per_replica * decide.replicas(chosen)
+        cfg.batch_size_per_replica * chosen.replicas
     profile = cost_model.load_profile(cfg.plan_profile, "plan_profile")
     cluster = cost_model.load_cluster(cfg.plan_cluster, "plan_cluster")
     first = decide.best(profile, cluster, global_batch)

@@ -114,7 +114,7 @@ def main(argv):
             configs = decide.candidates(profile, cluster, _GLOBAL.value)
             measured = {c: _measure(model, c, gbps, _DIR.value) for c in configs}
             largest = max(planner.predict(decide.at_batch(
-                profile, _GLOBAL.value // decide.replicas(c)), cluster, c)
+                profile, _GLOBAL.value // c.replicas), cluster, c)
                 .prediction.memory_per_device_bytes for c in configs)
             for cap in (float(c) for c in _CAPS.value):
                 capped = dataclasses.replace(cluster, memory_per_device_mb=cap * largest / 1e6)

@@ -35,6 +35,11 @@ def _estimate(stage, batch, optimizer, shards=1):
             + stage.activation_bytes_per_example * batch)
 
 
+def _gpu_peak(device):
+    """The allocator's peak bytes of a GPU named like /device:GPU:i."""
+    return tf.config.experimental.get_memory_info(device.split("device:")[-1])["peak"]
+
+
 def per_device(stages, devices, batch, optimizer, shards=1):
     """[{device, bytes, kind}] for each of `stages` (models.stages.Stage) on `devices`, with
     `batch` examples in flight on each (or a list: each stage's) and the optimizer state over
@@ -43,8 +48,7 @@ def per_device(stages, devices, batch, optimizer, shards=1):
     batches = batch if isinstance(batch, list) else [batch] * len(stages)
     for stage, device, batch in zip(stages, devices, batches):
         if "GPU" in device.upper():
-            peak = tf.config.experimental.get_memory_info(device.split("device:")[-1])["peak"]
-            out.append({"device": device, "bytes": peak, "kind": MEASURED})
+            out.append({"device": device, "bytes": _gpu_peak(device), "kind": MEASURED})
         else:
             out.append({"device": device, "bytes": _estimate(stage, batch, optimizer, shards),
                         "kind": ESTIMATE})
@@ -78,9 +82,8 @@ def per_tensor_device(stages, batches, optimizer, weights_on_first=False):
         elsewhere = 0 if weights_on_first else per_weight * sum(shards[1:])
         for t, device in enumerate(layers[0].devices):
             if "GPU" in device.upper():
-                peak = tf.config.experimental.get_memory_info(device.split("device:")[-1])
-                out.append({"stage": s, "shard": t, "device": device, "bytes": peak["peak"],
-                            "kind": MEASURED})
+                out.append({"stage": s, "shard": t, "device": device,
+                            "bytes": _gpu_peak(device), "kind": MEASURED})
                 continue
             if t == 0:
                 held = None if whole is None else whole - elsewhere + batch * own

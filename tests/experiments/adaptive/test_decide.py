@@ -28,13 +28,13 @@ def rate(config, gbps):
 def test_every_candidate_trains_the_same_global_batch():
     configs = decide.candidates(PROFILE, CLUSTER, G)
     assert MWMS in configs and ONE in configs
-    assert all(G % decide.replicas(c) == 0 and c.accumulation == 1 and
+    assert all(G % c.replicas == 0 and c.accumulation == 1 and
                c.sync_dtype == "float32" and c.compression == "none" for c in configs)
     # one device computes the whole global batch: twice the profile's per-replica compute
     one = planner.predict(decide.at_batch(PROFILE, G), CLUSTER, ONE)
     assert one.prediction.step_s == pytest.approx(2 * PROFILE.compute_s)
     odd = decide.candidates(PROFILE, CLUSTER, 127)  # no 2 replicas split 127 examples
-    assert ONE in odd and MWMS not in odd and all(decide.replicas(c) == 1 for c in odd)
+    assert ONE in odd and MWMS not in odd and all(c.replicas == 1 for c in odd)
 
 
 def test_the_network_is_inferred_back_from_a_rate():
