@@ -1,8 +1,8 @@
 """The adaptive experiment (`python -m experiments.compare --preset=adaptive`): the seed's
-Table I on this machine. Per model, in a steady scenario and a changing one (the emulated network
-slows mid-run), one device, data parallel (MWMS), model parallel, hybrid and --adapt (the
-planner's choice, switching when the network drifts: experiments/adaptive/), all at one global
-batch.
+Table I on this machine. Per model, in a steady scenario, a changing one (the emulated network
+slows mid-run) and a straggler one (the last worker slows mid-run): one device, data parallel
+(MWMS, PSS), model parallel, hybrid and --adapt (the planner's choice, switching when the
+network or a straggler moves it: experiments/adaptive/), all at one global batch.
 
 A row per configuration:
   training time    the epochs' own time (no evaluation), plus for --adapt the gaps between its
@@ -16,7 +16,8 @@ A row per configuration:
                    the in-step timeline (its synchronization stamp closes after the update:
                    one device's 1-2% is that update alone), weighted by epoch time; blank where
                    nothing was timed (a lone pipeline's device-to-device copies)
-The single-process configurations have no network to slow: one run stands in both scenarios.
+The single-process configurations have no network to slow and no second host: one run stands
+in every scenario.
 """
 import collections
 import statistics
@@ -26,14 +27,15 @@ from results.cells import ADAPTIVE_PREFIX, workers_of
 from results.tables import Section, experiment_section, fmt, markdown_table
 from strategies import REGISTRY, kind
 
-SCENARIOS = ("steady", "changing")
+SCENARIOS = ("steady", "changing", "straggler")
 LABELS = {"one_device": "single device", "mwms-n2": "data parallel (MWMS N=2)",
           "pss-n2": "data parallel (PSS N=2, 1 ps)",
           "model_parallel-s2-m4": "model parallel (S=2, M=4)",
           "hybrid-n2-s2-m4": "hybrid (N=2 x S=2, M=4)", "auto": "adaptive (--adapt)"}
 COLUMNS = ("model", "scenario", "configuration", "strategy", "training_time_s",
            "examples_per_sec", "final_eval_accuracy", "accuracy_delta_points",
-           "peak_memory_per_device_mb", "communication_share", "switches", "schedule")
+           "peak_memory_per_device_mb", "communication_share", "switches", "schedule",
+           "straggler_schedule")
 
 
 def cell_of(record):
@@ -98,6 +100,8 @@ def _row(record, scenario):
                                    f"{s['verdict'].get('to')}" for s in adapt.get("switches", []))
             if adapt else None,
             "schedule": (record.get("network") or {}).get("schedule") or adapt.get("schedule"),
+            "straggler_schedule": (record.get("straggler") or {}).get("schedule") or
+            adapt.get("straggler_schedule") or None,
             "_record": record}
 
 
@@ -167,7 +171,11 @@ def markdown(adaptive_rows):
         groups[(r["model"], r["scenario"])].append(r)
     for (model, scenario), group in groups.items():
         schedule = next((r["schedule"] for r in group if r["schedule"]), None)
-        parts += ["", f"### {model}, {scenario} network ({schedule or 'unshaped'}: epoch:Gbit/s)",
+        slow = next((r["straggler_schedule"] for r in group if r["straggler_schedule"]), None)
+        title = f"{model}, {scenario} network ({schedule or 'unshaped'}: epoch:Gbit/s)" if \
+            not slow else (f"{model}, a straggler ({slow}: epoch:ms added to the last worker's "
+                           f"steps; network {schedule or 'unshaped'})")
+        parts += ["", f"### {title}",
                   "", markdown_table(
                       ["configuration", "training time (s)", "examples/s", "final accuracy",
                        "Δ accuracy (points)", "peak memory/device (MB)", "communication",
@@ -196,7 +204,8 @@ def plot(adaptive_rows, path):
                 bar.set_hatch("//")
         ax.set_xticks(range(len(group)), names, fontsize=6, rotation=30, ha="right")
         ax.set_ylabel("training time (s)")
-        ax.set_title(f"{model}, {scenario} network", fontsize=9)
+        ax.set_title(f"{model}, {scenario}" + ("" if scenario == "straggler" else " network"),
+                     fontsize=9)
     fig.tight_layout()
     return plots.save(fig, path)
 

@@ -51,10 +51,16 @@ Per-replica step time:  t = compute / device_speedup + overhead + communication
     shared medium (the emulated network, tc tbf on one loopback): every byte of every link
       goes through one bucket of B: all-reduce 2 (N-1) G / B per step; a PSS worker (G + P)/B
       per step, and the cluster at most B / (G + P) steps per second
+  a straggler (the cluster's `straggler_s`: one host whose every step takes that much longer,
+  a busier or slower machine; --adapt measures it as what the others wait for it): in lockstep
+  (all-reduce, pipelines) every step waits for it, t + straggler_s; under PSS only its own
+  workers slow (asynchronous steps): the rate is (N - d) b / t + d b / (t + straggler_s), d its
+  devices; the planner leaves it out of a configuration on fewer hosts than the cluster's
 
 Assumptions (said in every report that uses it): synchronization overlaps compute only by the
-profile's measured `overlap` share (0 where unmeasured; communication x (1 - overlap)), links are full duplex and uncontended except as above, every
-worker is equally fast, the per-replica batch is the profile's.
+profile's measured `overlap` share (0 where unmeasured; communication x (1 - overlap)), links
+are full duplex and uncontended except as above, every worker is equally fast but a straggler's,
+the per-replica batch is the profile's.
 """
 import dataclasses
 import json
@@ -145,6 +151,9 @@ class ClusterSpec:
     # device on its own (TF's ParameterServerStrategy, variable_update=parameter_server)
     ps_local_aggregation: bool = False
     shared_medium: bool = False  # every link shares one bucket of inter_host_gbps
+    # One host (the last) slower by this many seconds per step: a straggler (see the module
+    # doc); 0: every host equally fast
+    straggler_s: float = 0.0
     name: str = ""
 
     @property
@@ -158,6 +167,8 @@ class ClusterSpec:
         for name in ("device_speedup", "intra_host_gbps", "inter_host_gbps"):
             if getattr(self, name) <= 0:
                 raise SpecError(f"cluster {name}={getattr(self, name)} must be > 0")
+        if self.straggler_s < 0:
+            raise SpecError(f"cluster straggler_s={self.straggler_s} must be >= 0")
         if self.ps_placement not in ("own_hosts", "with_workers"):
             raise SpecError(f"cluster ps_placement={self.ps_placement!r} is not valid; choose "
                             f"one of: own_hosts, with_workers")
@@ -346,7 +357,9 @@ class Prediction:
     communication_share: float
     memory_per_device_bytes: int
     fits_memory: bool
-    bound: str = ""  # what limits it beyond the step ("the shared link")
+    bound: str = ""  # what limits it beyond the step ("the shared link", "a straggler")
+    # seconds a step waits for the straggler (lockstep; under PSS its own steps' excess)
+    straggler_s: float = 0.0
 
 
 def memory_per_device(profile, strategy, stages=1, zero_shards=1, tensor_parallel=1,
@@ -481,6 +494,9 @@ def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None, stag
     step = compute + overhead + comm_exposed
     rate = replicas * profile.batch / step
     bound = ""
+    if cluster.straggler_s:
+        step, rate = straggled(step, rate, replicas, profile.batch, strategy, cluster)
+        bound = "a straggler"
     if kind(strategy).parameter_servers and cluster.shared_medium:
         cap = profile.batch * cluster.inter_host_gbps * 1e9 / 8 / (gradient + profile.pull_bytes)
         if cap < rate:
@@ -494,7 +510,17 @@ def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None, stag
         ((reducer or {}).get("state_bytes") or 0) // (split * tensor_parallel)
     return Prediction(strategy, devices, step, compute, overhead, comm_exposed, rate,
                       speedup, speedup / devices, comm_exposed / step, memory,
-                      fits_memory(memory, cluster), bound)
+                      fits_memory(memory, cluster), bound, cluster.straggler_s)
+
+
+def straggled(step, rate, replicas, batch, strategy, cluster):
+    """(step, examples/s) with the cluster's straggler (see the module doc): every lockstep step
+    waits for it; under PSS only the workers on its host, d of the N, step that much slower."""
+    if kind(strategy).parameter_servers:
+        slow = min(cluster.devices_per_host, replicas)
+        return step, (replicas - slow) * batch / step + slow * batch / (step + cluster.straggler_s)
+    step += cluster.straggler_s
+    return step, replicas * batch / step
 
 
 def fits_memory(nbytes, cluster):

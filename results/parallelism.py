@@ -36,7 +36,9 @@ def configuration(record):
     name = _configuration(record)
     straggler = record.get("straggler") or {}
     if straggler.get("task"):
-        name += f", {straggler['task']} +{straggler.get('delay_ms') or 0:g} ms/step"
+        name += f", {straggler['task']} " + (
+            f"+{straggler['delay_ms']:g} ms/step" if straggler.get("delay_ms") else
+            f"slowed {straggler.get('schedule')} (epoch:ms/step)")
     network = record.get("network") or {}
     if network.get("emulated_gbps"):
         name += f", {network['emulated_gbps']:g} Gbit/s"

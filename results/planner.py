@@ -205,16 +205,21 @@ def _has_bytes(profile, dtype):
 
 def predict(profile, cluster, config):
     """Planned: the cost model's prediction for `config` on its part of `cluster`."""
+    # a configuration on fewer hosts than the cluster's leaves the straggler's host out
     part = dataclasses.replace(cluster, hosts=config.hosts,
                                devices_per_host=config.devices_per_host,
-                               num_ps=max(1, config.num_ps), ps_local_aggregation=False)
+                               num_ps=max(1, config.num_ps), ps_local_aggregation=False,
+                               straggler_s=cluster.straggler_s
+                               if config.hosts >= cluster.hosts else 0.0)
     p = accumulated(profile, config.accumulation)
     if kind(config.strategy).single_device:
-        step = p.compute_s / cluster.device_speedup
+        compute = p.compute_s / cluster.device_speedup
+        step = compute + part.straggler_s
         memory = cost_model.memory_per_device(p, config.strategy)
         prediction = cost_model.Prediction(
-            config.strategy, 1, step, step, 0.0, 0.0, p.batch / step, 1.0, 1.0, 0.0, memory,
-            cost_model.fits_memory(memory, cluster))
+            config.strategy, 1, step, compute, 0.0, 0.0, p.batch / step, compute / step,
+            compute / step, 0.0, memory, cost_model.fits_memory(memory, cluster),
+            "a straggler" if part.straggler_s else "", part.straggler_s)
     else:
         prediction = cost_model.predict(p, part, config.strategy, config.sync_dtype,
                                         stages=config.stages, microbatches=config.microbatches,

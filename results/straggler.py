@@ -39,8 +39,10 @@ def rows(records):
     least one straggler run; delay 0 rows are the same setting without a straggler."""
     cells = collections.defaultdict(list)
     for r in records:
+        # a straggler that changes over the run (--straggler_schedule) has no one delay
         if kind(r["strategy"]).multi_worker and not kind(r["strategy"]).pipelined and \
-                not is_network_run(r) and not is_reducer_run(r):
+                not is_network_run(r) and not is_reducer_run(r) and \
+                not (r.get("straggler") or {}).get("schedule"):
             setting = (*setting_of(r), r["strategy"], workers_of(r))
             cells[setting, delay_of(r)].append(r)
     slowed = {setting for setting, delay in cells if delay > 0}

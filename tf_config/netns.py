@@ -15,7 +15,7 @@ import struct
 import subprocess
 import sys
 
-from tf_config import netshape
+from tf_config import netshape, schedules
 
 ENV_MARK = "TFDIST_NETNS"  # set inside the namespace, so nothing re-isolates twice
 _SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
@@ -89,7 +89,7 @@ def main():
         try:
             applied = netshape.apply(gbps, latency_ms)
             if schedule:  # the record's network says the whole schedule, beside the rate now
-                applied["schedule"] = netshape.schedule_text(schedule)
+                applied["schedule"] = schedules.text(schedule)
         except netshape.ShapingUnavailable as e:
             if not best_effort:
                 sys.stderr.write(f"error: cannot emulate the network: {e}; pass "

@@ -24,6 +24,8 @@ import os
 import shutil
 import subprocess
 
+from tf_config import schedules
+
 SHAPE_ENV = "TFDIST_EMULATE"  # JSON {gbps, latency_ms}: asked for, applied by tf_config.netns
 APPLIED_ENV = "TFDIST_EMULATED"  # JSON record entry, set once the shaper is in place
 METHOD_TBF = "tc tbf on the private namespace's loopback (aggregate rate of all links)"
@@ -81,37 +83,8 @@ def current_qdisc():
 
 
 def parse_schedule(text):
-    """'0:1,2:0.05' -> [(0, 1.0), (2, 0.05)]: from after E epochs, G Gbit/s. ValueError (one
-    line) unless it starts at epoch 0, epochs increase and every rate is in (0, 1000]."""
-    out = []
-    for part in text.split(","):
-        epoch, _, gbps = part.strip().partition(":")
-        try:
-            entry = (int(epoch), float(gbps))
-        except ValueError:
-            entry = None
-        if entry is None or not 0 < entry[1] <= 1000 or (out and entry[0] <= out[-1][0]) or \
-                (not out and entry[0] != 0):
-            raise ValueError(f"--emulate_bandwidth_schedule={text}: give EPOCH:GBPS pairs, the "
-                             f"first at epoch 0, epochs increasing, rates in (0, 1000] (e.g. "
-                             f"0:1,2:0.05)")
-        out.append(entry)
-    return out
-
-
-def schedule_text(schedule):
-    """[(0, 1.0), (2, 0.05)] -> '0:1,2:0.05' (the flag's form; the record's network says it)."""
-    return ",".join(f"{epoch}:{gbps:g}" for epoch, gbps in schedule)
-
-
-def rate_at(schedule, epochs_done):
-    """The schedule's rate for the epoch after `epochs_done` finished ones."""
-    return [gbps for epoch, gbps in schedule if epoch <= epochs_done][-1]
-
-
-def request_env(gbps, latency_ms, best_effort=False, schedule=()):
-    return {SHAPE_ENV: json.dumps({"gbps": gbps, "latency_ms": latency_ms,
-                                   "best_effort": best_effort, "schedule": list(schedule)})}
+    """'0:1,2:0.05' -> [(0, 1.0), (2, 0.05)]: from after E epochs, G Gbit/s in (0, 1000]."""
+    return schedules.parse(text, "emulate_bandwidth_schedule", "GBPS", 0, 1000, "0:1,2:0.05")
 
 
 def follow_schedule(epochs_done):
@@ -122,7 +95,7 @@ def follow_schedule(epochs_done):
     schedule = json.loads(raw).get("schedule") if raw else None
     if not schedule or not applied or not applied.get("emulated_gbps"):
         return None
-    gbps = rate_at(schedule, epochs_done)
+    gbps = schedules.value_at(schedule, epochs_done)
     if gbps != applied["emulated_gbps"]:
         applied = {**apply(gbps, applied.get("latency_ms") or 0.0),
                    "schedule": applied.get("schedule")}

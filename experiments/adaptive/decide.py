@@ -1,6 +1,6 @@
 """The adaptive mode's decision after an epoch: has the run drifted from what the plan predicted
-for its configuration, what does the drift say about the network, and is another configuration
-now faster by more than a switch costs. Pure: no TensorFlow, no files (segment.py calls it in
+for its configuration, what does the drift say about the network or about a straggler (a worker
+the others wait for), and is another configuration now faster by more than a switch costs. Pure: no TensorFlow, no files (segment.py calls it in
 the chief; tests call it with made-up epochs).
 
 Every figure goes through the one cost model (results/planner.py over results/cost_model.py),
@@ -10,8 +10,9 @@ switch. The prediction for a replica's batch b scales the profile's compute line
 batch (the planner's own assumption for accumulation).
 """
 import dataclasses
+import statistics
 
-from results import planner
+from results import planner, timeline
 
 # A switch must win back this much more than its measured cost: a gain inside the model's
 # error is no reason to restart a cluster.
@@ -86,24 +87,44 @@ def infer_gbps(profile, cluster, config, global_batch, rate):
     return (lo * hi) ** 0.5
 
 
+@dataclasses.dataclass(frozen=True)
+class Straggler:
+    worker: str
+    extra_s: float  # what it added to each step over the reference epoch (see straggler_of)
+
+
 def straggler_of(reference, last):
-    """The worker the last epoch waited for, when what it added per step over the reference
-    epoch is waiting for a peer rather than synchronizing (in-step timelines, lockstep); else
-    None. A slower network adds synchronization on every worker; a straggler adds waiting on
-    the others for it."""
+    """The Straggler the last epoch waited for, from the in-step timelines of the reference epoch
+    and the last one; else None. In lockstep a slower network adds synchronization on every
+    worker, a straggler adds waiting on the others for it: it is the worker that waited least,
+    and what it adds per step is the others' added wait (their median). Under PSS it is the
+    worker whose median step grew the most, when the growth beyond the others' is over
+    timeline.CLEAR_STEP_RATIO - 1 of their step."""
     def parts(epoch):
-        timeline = epoch.get("timeline") or {}
-        return timeline.get("per_worker") or {} if timeline.get("lockstep") else {}
+        return (epoch.get("timeline") or {}).get("per_worker") or {}
+    lockstep = bool((last.get("timeline") or {}).get("lockstep"))
     before, after = parts(reference), parts(last)
-    if not before or set(before) != set(after):
+    if len(after) < 2 or set(before) != set(after):
         return None
+    if not lockstep:
+        grown = {w: (after[w].get("step_s") or 0) - (before[w].get("step_s") or 0)
+                 for w in after}
+        slow = max(grown, key=grown.get)
+        others = [w for w in after if w != slow]
+        # less what every worker's step grew (a slower network); not more when the others'
+        # shrank (on shared cores the others speed up while the straggler idles)
+        extra = grown[slow] - max(0.0, statistics.median(grown[w] for w in others))
+        step = statistics.median(after[w].get("step_s") or 0 for w in others)
+        return Straggler(slow, extra) if extra > (timeline.CLEAR_STEP_RATIO - 1) * step \
+            else None
     waited = {w: (after[w].get("wait_s") or 0) - (before[w].get("wait_s") or 0) for w in after}
     synced = [(after[w].get("sync_s") or 0) - (before[w].get("sync_s") or 0) for w in after]
     waiter = max(waited, key=waited.get)
     if waited[waiter] <= max(0.0, sorted(synced)[len(synced) // 2]):
         return None
     # the one that waited least is the one the others waited for
-    return min(waited, key=waited.get)
+    slow = min(waited, key=waited.get)
+    return Straggler(slow, statistics.median(waited[w] for w in waited if w != slow))
 
 
 @dataclasses.dataclass
@@ -118,6 +139,8 @@ class Verdict:
     to_rate: float | None = None
     predicted_gain_s: float | None = None
     predicted_cost_s: float | None = None
+    straggler: str | None = None  # the worker the others waited for
+    straggler_s: float | None = None  # what it added to each step
 
     def to_json(self):
         out = dataclasses.asdict(self)
@@ -130,46 +153,54 @@ def check(profile, cluster, current, global_batch, steady_rates, examples_left, 
     """The verdict after an epoch. steady_rates: examples/s of this configuration's steady
     epochs so far, oldest first (its first, tracing, epoch left out); examples_left: examples
     still to train; cost_s: what a switch costs (measured: this configuration's own start);
-    left: [(config, inferred gbps when left)] of the configurations the run left; straggler:
-    the worker the last epoch waited for (straggler_of), if any."""
+    left: [(config, inferred gbps when left, or None when left for a straggler)] of the
+    configurations the run left; straggler: the Straggler the last epoch waited for
+    (straggler_of), if any."""
     if len(steady_rates) < 2:
         return Verdict("watch", "fewer than 2 steady epochs in this configuration")
     reference, last = steady_rates[0], steady_rates[-1]
     drift = last / reference - 1
     if abs(drift) < threshold:
         return Verdict("stay", f"within {threshold:.0%} of its first steady epoch", drift)
-    if straggler is not None:
-        return Verdict("stay", f"drifted {drift:+.0%}, and the time it added is waiting for "
-                               f"{straggler} rather than synchronizing: a straggler, which the "
-                               f"cost model does not model (no switch)", drift)
     predicted = predicted_rate(profile, cluster, current, global_batch)
     if predicted is None:
         return Verdict("stay", f"drifted {drift:+.0%}, but the cost model has {current.name} "
                                f"over the memory cap: nothing to compare with", drift)
     bias = reference / predicted  # the model's error on this machine, taken as the same for all
-    gbps = infer_gbps(profile, cluster, current, global_batch, last / bias)
-    if gbps is None:
-        return Verdict("stay", f"drifted {drift:+.0%}, but the cost model cannot tell the "
-                               f"network from {current.name}'s rate", drift)
-    now = with_network(cluster, gbps)
-    banned = [c for c, when in left if max(when / gbps, gbps / when) < RETURN_FACTOR]
+    if straggler is not None:
+        # the time it added is waiting for one worker rather than synchronizing: the network
+        # stays as it was, and the cluster gains a straggler on the host that worker is on
+        gbps, cause = cluster.inter_host_gbps, (f"{straggler.worker} adds "
+                                                f"{straggler.extra_s * 1e3:.0f} ms a step")
+        now = dataclasses.replace(cluster, straggler_s=straggler.extra_s)
+    else:
+        gbps = infer_gbps(profile, cluster, current, global_batch, last / bias)
+        if gbps is None:
+            return Verdict("stay", f"drifted {drift:+.0%}, but the cost model cannot tell the "
+                                   f"network from {current.name}'s rate", drift)
+        cause, now = f"the network ~{gbps:.3g} Gbit/s", with_network(cluster, gbps)
+    marks = dict(straggler=straggler.worker, straggler_s=straggler.extra_s) if straggler \
+        else {}
+    inferred = None if straggler else gbps
+    # never back to a configuration left for a straggler (one that leaves its host out cannot
+    # see it go), nor to one left at about this network
+    banned = [c for c, when in left if when is None or max(when / gbps, gbps / when) <
+              RETURN_FACTOR]
     choice = best(profile, now, global_batch, exclude=banned)
     if choice is None or choice[0] == current:
-        return Verdict("stay", f"drifted {drift:+.0%} (the network ~{gbps:.3g} Gbit/s): "
-                               f"{current.name} is still the fastest", drift, gbps)
+        return Verdict("stay", f"drifted {drift:+.0%} ({cause}): {current.name} is still the "
+                               f"fastest", drift, inferred, **marks)
     to, rate = choice[0], choice[1] * bias
     gain = examples_left * (1 / last - 1 / rate)
-    verdict = Verdict("switch", "", drift, gbps, to, last, rate, gain, cost_s)
+    verdict = Verdict("switch", "", drift, inferred, to, last, rate, gain, cost_s, **marks)
     if gain <= cost_s * (1 + MARGIN):
         verdict.action, verdict.to = "stay", None
-        verdict.why = (f"drifted {drift:+.0%} (the network ~{gbps:.3g} Gbit/s): {to.name} "
-                       f"would gain {gain:.1f} s, not more than the switch's {cost_s:.1f} s "
-                       f"+ {MARGIN:.0%}")
+        verdict.why = (f"drifted {drift:+.0%} ({cause}): {to.name} would gain {gain:.1f} s, "
+                       f"not more than the switch's {cost_s:.1f} s + {MARGIN:.0%}")
         return verdict
-    verdict.why = (f"drifted {drift:+.0%} (the network ~{gbps:.3g} Gbit/s): {to.name} is "
-                   f"predicted at {rate:.0f} examples/s against {last:.0f} measured, "
-                   f"{gain:.1f} s gained over the {examples_left} examples left for a "
-                   f"{cost_s:.1f} s switch")
+    verdict.why = (f"drifted {drift:+.0%} ({cause}): {to.name} is predicted at {rate:.0f} "
+                   f"examples/s against {last:.0f} measured, {gain:.1f} s gained over the "
+                   f"{examples_left} examples left for a {cost_s:.1f} s switch")
     return verdict
 
 

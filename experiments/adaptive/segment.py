@@ -5,8 +5,10 @@ The supervisor (supervisor.py) then starts the next configuration from that chec
 
 What the supervisor tells a segment comes in ADAPT_ENV (JSON): the checkpoint directory, the
 profile and cluster files, the global batch, the configuration now running, those left before
-(with the network when left), the threshold, and when this segment and the whole run started.
+(with the network when left; none when left for a straggler), the network and the straggler the
+switches inferred, the threshold, and when this segment and the whole run started.
 """
+import dataclasses
 import json
 import os
 import statistics
@@ -39,6 +41,9 @@ class Adapter:
             if env.get("network_gbps"):  # after a switch: the network that switch inferred,
                 # not the spec's, is what this configuration's first epochs ran on
                 self.cluster = decide.with_network(self.cluster, env["network_gbps"])
+            if env.get("straggler_s"):  # and the straggler a switch found, if one did
+                self.cluster = dataclasses.replace(self.cluster,
+                                                   straggler_s=env["straggler_s"])
 
     def after_epoch(self, epochs, epochs_left, strategy):
         """Tags the epoch with its configuration; the chief's verdict goes into the epoch too.

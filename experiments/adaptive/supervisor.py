@@ -4,6 +4,7 @@ configuration, resumed from the last one's checkpoint when the chief asks for a 
     python -m experiments.run --strategy=auto --adapt --plan_profile=PROFILE.json \
         --plan_cluster=CLUSTER.json --model=cnn --epochs=8 \
         --emulate_bandwidth_schedule=0:10,3:0.05      # the network slows after 3 epochs
+        --straggler_schedule=0:0,5:60                  # the last worker +60 ms/step after 5
 
 The global batch is fixed at the plan's choice's global batch (or --global_batch_size) for
 the whole run, and the first configuration is the fastest at it: every configuration trains the
@@ -29,10 +30,10 @@ from results.records import write_json_atomic
 from strategies import needs_cluster
 from tf_config import task_process
 
-# A single process has no network to shape: its segment (and a profiling run) goes without
-# the emulation flags.
+# A single process has no network to shape and no second host to slow: its segment (and a
+# profiling run) goes without the emulation flags.
 UNSHAPED = ["--emulate_bandwidth_schedule=", "--emulate_bandwidth_gbps=0",
-            "--emulate_latency_ms=0"]
+            "--emulate_latency_ms=0", "--straggler_schedule="]
 
 
 def check(cfg, in_cluster):
@@ -50,7 +51,11 @@ def check(cfg, in_cluster):
     for flag in ("straggler_task", "fail_task"):  # they name a task a switch may not have
         if getattr(cfg, flag):
             raise ConfigError(f"--{flag}={getattr(cfg, flag)} names a task of one "
-                              f"configuration; --adapt switches between configurations")
+                              f"configuration; --adapt switches between configurations (a "
+                              f"--straggler_schedule slows the last worker of each)")
+    if cfg.straggler_delay_ms:
+        raise ConfigError(f"--straggler_delay_ms={cfg.straggler_delay_ms:g} needs a "
+                          f"--straggler_task; under --adapt give --straggler_schedule")
 
 
 def checkpoint_dir(cfg):
@@ -112,6 +117,12 @@ def first_configuration(cfg, plan):
     return first[0], global_batch
 
 
+def inferred(journal, key):
+    """The last switch's verdict's `key` among those that inferred it, else None."""
+    return next((s["verdict"][key] for s in reversed(journal["switches"])
+                 if s["verdict"].get(key) is not None), None)
+
+
 def supervise(cfg, argv, schedule=""):
     """Runs the chain; returns the exit code of the command (the last segment's). schedule:
     --emulate_bandwidth_schedule, noted in the journal (a one-device segment's record has no
@@ -130,7 +141,8 @@ def supervise(cfg, argv, schedule=""):
         journal = {"global_batch": global_batch, "profile": cfg.plan_profile,
                    "cluster": cfg.plan_cluster, "threshold": cfg.adapt_threshold,
                    "started_at": time.time(), "segments": [], "switches": [],
-                   "schedule": schedule, "initial": decide.config_json(first)}
+                   "schedule": schedule, "straggler_schedule": cfg.straggler_schedule,
+                   "initial": decide.config_json(first)}
     while True:
         if os.path.exists(request_path):  # the last segment asked for a switch
             with open(request_path) as f:
@@ -153,9 +165,10 @@ def supervise(cfg, argv, schedule=""):
             "cluster": journal["cluster"], "global_batch": journal["global_batch"],
             "threshold": journal["threshold"], "current": decide.config_json(current),
             "left": [[s["from"], s["verdict"]["inferred_gbps"]] for s in journal["switches"]],
-            # the network the last switch inferred: this segment's predictions start from it
-            "network_gbps": journal["switches"][-1]["verdict"]["inferred_gbps"]
-            if journal["switches"] else None,
+            # the network and the straggler the switches inferred: this segment's predictions
+            # start from them
+            "network_gbps": inferred(journal, "inferred_gbps"),
+            "straggler_s": inferred(journal, "straggler_s"),
             "started_at": journal["segments"][-1]["started_at"],
             "run_started_at": journal["started_at"]})
         code, stopped, _ = run_child([sys.executable, "-m", "experiments.run", *argv[1:],

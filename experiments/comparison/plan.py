@@ -7,7 +7,8 @@ recorded runs already count as done (resuming).
 import os
 
 from experiments.comparison.presets import (ADAPTIVE_CLUSTER, ADAPTIVE_SCHEDULES,
-                                            DEFAULT_ADAPTIVE_SCHEDULES, THIS_HOST_CLUSTER)
+                                            ADAPTIVE_STRAGGLER, DEFAULT_ADAPTIVE_SCHEDULES,
+                                            THIS_HOST_CLUSTER)
 from strategies import ALL_REDUCE, kind
 
 # The reducers experiment's strategy: whole replicas per worker that all-reduce (MWMS)
@@ -91,15 +92,18 @@ def _adaptive_cells(threads, batch, schedules):
     """The seed's Table I: one device, data parallel (MWMS N=2; PSS N=2 with 1 ps, a worker's
     step the whole global batch), model parallel (S=2, M=4),
     hybrid (N=2 x S=2) and --adapt, at one global batch (2 x batch), in a steady and a changing
-    scenario (schedules: their --emulate_bandwidth_schedule). The single-process cells have
-    no network to shape: they run once and stand in both scenarios."""
+    scenario (schedules: their --emulate_bandwidth_schedule), and in a straggler one (the
+    steady network, the last worker slowed by ADAPTIVE_STRAGGLER). The single-process cells
+    have no network to shape and no second host to slow: they run once and stand in all."""
     same = [f"--global_batch_size={2 * batch}"]
     pipe = ["--num_stages=2", "--stage_cost=time", "--microbatches=4"]
     out = [("adaptive-one_device", ["--strategy=one_device", f"--threads={2 * threads}", *same]),
            ("adaptive-model_parallel-s2-m4", ["--strategy=model_parallel", *pipe,
                                               f"--threads={2 * threads}", *same])]
-    for scenario, schedule in zip(("steady", "changing"), schedules):
-        net = [f"--emulate_bandwidth_schedule={schedule}"]
+    scenarios = [("steady", schedules[0], []), ("changing", schedules[1], []),
+                 ("straggler", schedules[0], [f"--straggler_schedule={ADAPTIVE_STRAGGLER}"])]
+    for scenario, schedule, slow in scenarios:
+        net = [f"--emulate_bandwidth_schedule={schedule}", *slow]
         out += [
             (f"adaptive-{scenario}-mwms-n2",
              [*strategy_flags("multi_worker_mirrored", 2, 0, threads), *same, *net]),
@@ -273,6 +277,9 @@ def same_run(record, name, run_flags):
         if key == "emulate_bandwidth_schedule":  # the network's, or --adapt's journal's
             recorded = (record.get("network") or {}).get("schedule") or \
                 (record.get("adapt") or {}).get("schedule")
+        if key == "straggler_schedule" and not recorded:  # --adapt's, if a last segment of
+            # one process ran without it
+            recorded = (record.get("adapt") or {}).get("straggler_schedule")
         if key == "strategy" and value == "auto" and config.get("plan"):
             recorded = "auto"  # the record names what the planner chose
         if isinstance(recorded, float):  # "--straggler_delay_ms=50" was recorded as 50.0

@@ -20,8 +20,9 @@ PRESETS = {
                      repeats=1, epochs=3, floors=False, experiments="reducers",
                      bandwidths="0.1,1,0"),
     # The seed's Table I here: one device, data parallel, model parallel, hybrid and --adapt,
-    # steady and with the network slowed after 2 epochs (ADAPTIVE_SCHEDULES): 10 runs per
-    # model, 6 epochs (the slowed ones dominate: ~12 min on 2 vCPUs).
+    # steady, with the network slowed after 2 epochs (ADAPTIVE_SCHEDULES), and with a
+    # straggler after 2 epochs (ADAPTIVE_STRAGGLER): 14 runs per model, 6 epochs (the slowed
+    # network dominates: ~16 min on 2 vCPUs).
     "adaptive": dict(models="cnn,resnet", workers="2", train_examples="", repeats=1, epochs=6,
                      floors=False, experiments="adaptive"),
     # The seed's Table I for a transformer: the ViT and the GPT on one device, data parallel,
@@ -40,6 +41,9 @@ THIS_HOST_CLUSTER = os.path.normpath(os.path.join(
 # at 0.05: its step computes ~5x the cnn's for 2/3 of the gradient bytes).
 ADAPTIVE_SCHEDULES = {"cnn": ("0:10", "0:10,2:0.05"), "resnet": ("0:10", "0:10,2:0.02")}
 DEFAULT_ADAPTIVE_SCHEDULES = ("0:10", "0:10,2:0.05")
+# Its third scenario: the steady network, and the last worker 60 ms slower a step after 2 epochs
+# (--straggler_schedule, epoch:ms): a cnn step is ~20-30 ms, a resnet one ~200 ms.
+ADAPTIVE_STRAGGLER = "0:0,2:60"
 # What --adapt plans for: this machine as 2 one-core workers on one shaped loopback, at the
 # scenarios' first rate
 ADAPTIVE_CLUSTER = os.path.normpath(os.path.join(

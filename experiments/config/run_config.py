@@ -11,6 +11,7 @@ import dataclasses
 from experiments.workload.datasets import DATASETS
 from models import MODELS, PIPELINE_SCHEDULES, STAGE_COSTS
 from strategies import COLLECTIVES, CROSS_DEVICE_OPS, PIPELINED, STRATEGIES, replicas_in_sync
+from tf_config import schedules
 
 OPTIMIZERS = ("sgd", "momentum", "adam")
 FAIL_MODES = ("kill", "preempt", "hang")
@@ -110,6 +111,10 @@ class RunConfig:
                                   "worker:1) by --straggler_delay_ms.")
     straggler_delay_ms: float = setting(0.0, "Milliseconds added to every step of "
                                         "--straggler_task (a sleep in its input pipeline).")
+    straggler_schedule: str = setting("", "Straggler injection over the run, EPOCH:MS,... "
+                                      "(0:0,3:60: from after 3 epochs, 60 ms added to every "
+                                      "step) of --straggler_task, else of the last worker; in "
+                                      "place of --straggler_delay_ms.")
     checkpoint_dir: str = setting("", "Save every epoch here (MWMS: also on preemption, "
                                   "SIGTERM); rerunning with the same directory resumes (Vertex: "
                                   "$AIP_CHECKPOINT_DIR).")
@@ -187,6 +192,23 @@ class RunConfig:
     def model_devices(self):
         """Devices one replica's model is spread over: pipeline stages x tensor shards."""
         return self.num_stages * self.tensor_parallel
+
+    def straggler_worker(self):
+        """The worker --straggler_task or --straggler_schedule slows (a schedule without a
+        task: the last worker), or None."""
+        if self.straggler_task:
+            return int(self.straggler_task.split(":")[1])
+        return max(1, self.num_workers) - 1 if self.straggler_schedule else None
+
+    def straggler_delays(self):
+        """--straggler_schedule as [(epoch, ms)] ([] without one); ConfigError for a bad one."""
+        if not self.straggler_schedule:
+            return []
+        try:
+            return schedules.parse(self.straggler_schedule, "straggler_schedule", "MS", 0,
+                                   60_000, "0:0,3:60", zero=True)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
 
     def resolved_global_batch(self):
         return self.global_batch_size or self.batch_size_per_replica * self.replicas_in_sync()

@@ -7,7 +7,7 @@ import dataclasses
 import os
 import re
 
-from experiments.config.run_config import ConfigError
+from experiments.config.run_config import AUTO, ConfigError
 from experiments.workload import npz_data, text_corpus, user_code
 from experiments.workload.datasets import DATASETS, TEXT, is_user_dataset
 from models import MODELS, NEXT_TOKEN_MODELS, TENSOR_PARALLEL_MODELS, TOKEN_MODELS
@@ -133,6 +133,21 @@ def _check_compression(cfg):
                           f"--strategy={cfg.strategy} has one here")
 
 
+def _check_straggler_schedule(cfg):
+    if not cfg.straggler_schedule:
+        return
+    cfg.straggler_delays()  # parsed, or one line
+    if cfg.straggler_delay_ms:
+        raise ConfigError(f"--straggler_schedule={cfg.straggler_schedule} already gives the "
+                          f"delay: drop --straggler_delay_ms={cfg.straggler_delay_ms:g}")
+    # --strategy=auto: checked again once the plan chose (--adapt drops it from a choice of
+    # one process: the slow host is not in it)
+    if cfg.strategy not in (*MULTI_WORKER, AUTO):
+        raise ConfigError(f"--straggler_schedule={cfg.straggler_schedule} slows a worker of a "
+                          f"cluster (--strategy={' or '.join(MULTI_WORKER)}), not --strategy="
+                          f"{cfg.strategy}")
+
+
 def _check_zero(cfg):
     if not cfg.zero:
         return
@@ -171,9 +186,11 @@ def validate(cfg):
     if cfg.fail_task and cfg.strategy not in MULTI_WORKER:
         raise ConfigError(f"--fail_task={cfg.fail_task} needs a cluster (--strategy="
                           f"{' or '.join(MULTI_WORKER)}), not --strategy={cfg.strategy}")
-    if bool(cfg.straggler_task) != bool(cfg.straggler_delay_ms):
+    _check_straggler_schedule(cfg)
+    if bool(cfg.straggler_delay_ms) != bool(cfg.straggler_task and not cfg.straggler_schedule):
         raise ConfigError(f"--straggler_task={cfg.straggler_task!r} and --straggler_delay_ms="
-                          f"{cfg.straggler_delay_ms:g} go together: give both or neither")
+                          f"{cfg.straggler_delay_ms:g} go together: give both or neither (or "
+                          f"--straggler_schedule, whose straggler is the last worker)")
     if cfg.straggler_task:
         match = re.fullmatch(r"worker:(\d+)", cfg.straggler_task)
         if not match:
@@ -185,7 +202,7 @@ def validate(cfg):
         if int(match.group(1)) >= cfg.num_workers:
             raise ConfigError(f"--straggler_task={cfg.straggler_task} is not in the cluster: "
                               f"workers are worker:0..worker:{cfg.num_workers - 1}")
-        if not 0 < cfg.straggler_delay_ms <= 60_000:
+        if not cfg.straggler_schedule and not 0 < cfg.straggler_delay_ms <= 60_000:
             raise ConfigError(f"--straggler_delay_ms={cfg.straggler_delay_ms:g} must be in "
                               f"(0, 60000]")
     _check_compression(cfg)

@@ -215,14 +215,26 @@ def input_context(strategy):
                                       strategy.num_replicas_in_sync)
 
 
-def _straggler_delay_us(cfg, worker_index):
+def _straggler_delay_us(cfg, worker_index, batches, start_step):
     """Per-step delay of the input pipeline of worker `worker_index` (an int, or a tensor on a
-    PSS worker): --straggler_delay_ms on the straggler, nothing elsewhere."""
-    if not cfg.straggler_task:
+    PSS worker): --straggler_delay_ms on the straggler, nothing elsewhere; under
+    --straggler_schedule a function of the pipeline's batch count, each batch at its epoch's
+    delay (a PSS worker, which runs about 1/N of the steps, counts N steps a batch)."""
+    straggler = cfg.straggler_worker()
+    if straggler is None:
         return None
-    straggler = int(cfg.straggler_task.split(":")[1])
-    return tf.cast(tf.equal(worker_index, straggler), tf.int64) * int(
-        cfg.straggler_delay_ms * 1000)
+    mine = tf.cast(tf.equal(worker_index, straggler), tf.int64)
+    if not cfg.straggler_schedule:
+        return mine * int(cfg.straggler_delay_ms * 1000)
+    schedule = cfg.straggler_delays()
+    epochs = tf.constant([e for e, _ in schedule], tf.int64)
+    delays = tf.constant([int(ms * 1000) for _, ms in schedule], tf.int64)
+    per_batch = max(1, cfg.num_workers) if kind(cfg.strategy).parameter_servers else 1
+
+    def at(batch_index):
+        done = (start_step + batch_index * per_batch) // batches.steps_per_epoch
+        return mine * tf.gather(delays, tf.reduce_sum(tf.cast(epochs <= done, tf.int32)) - 1)
+    return at
 
 
 def worker_dataset(cfg, info, batches, num_pipelines, pipeline_id, start_step=0):
@@ -237,7 +249,8 @@ def worker_dataset(cfg, info, batches, num_pipelines, pipeline_id, start_step=0)
     return inputs.train_dataset(
         info, cfg.train_examples, batches.per_replica_batch * batches.accumulation, cfg.seed,
         cfg.data_dir or None, num_shards=num_pipelines, shard_index=pipeline_id,
-        shuffle_seed=cfg.seed + pipeline_id, delay_us=_straggler_delay_us(cfg, pipeline_id),
+        shuffle_seed=cfg.seed + pipeline_id,
+        delay_us=_straggler_delay_us(cfg, pipeline_id, batches, start_step),
         replicas_in_sync=batches.replicas,
         start_example=start_step * batches.global_batch // num_pipelines)
 

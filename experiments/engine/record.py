@@ -198,8 +198,10 @@ def build_record(cfg, role, trainer, strategy, run_id, epochs, checksum, extra_c
         "startup": _startup(trainer),
         **_launch_events(),
         "network": netshape.recorded(),  # an emulated network (tf_config/netshape.py), or None
-        "straggler": ({"task": cfg.straggler_task, "delay_ms": cfg.straggler_delay_ms}
-                      if cfg.straggler_task else None),
+        "straggler": ({"task": f"worker:{cfg.straggler_worker()}",
+                       "delay_ms": cfg.straggler_delay_ms or None,
+                       "schedule": cfg.straggler_schedule or None}
+                      if cfg.straggler_worker() is not None else None),
         "steps_by_worker": dict(sorted(trainer.steps_by_worker.items())) or None,
         # every stamp of the last epoch's first steps (the epochs carry the per-worker medians):
         # the report's timeline PNG and trace (results/timeline.py)

@@ -24,7 +24,7 @@ from experiments.workload.user_code import UserCodeError
 from results import metrics
 from strategies import all_reduce_workers, kind
 from strategies.factory import MissingGPUs, TPUUnavailable, check_gpus, get_strategy
-from tf_config import events, netshape, watchdog
+from tf_config import events, netshape, schedules, watchdog
 
 
 # A PSS server runs functions whose ops block (iterator reads, variable reads from a ps); with
@@ -204,6 +204,8 @@ def run_task(cfg, role, extra_config=None):
         epochs.append({**dataclasses.asdict(stats), "includes_tracing": epoch == first})
         if gbps is not None:
             epochs[-1]["emulated_gbps"] = gbps
+        if cfg.straggler_schedule:  # what the straggler's steps waited in this epoch
+            epochs[-1]["straggler_ms"] = schedules.value_at(cfg.straggler_delays(), epoch - 1)
         if epoch == first and first_step:
             epochs[-1]["resumed_at_step"] = first_step
         # --adapt: decided before the save, so the epoch's verdict is in the checkpoint's stats

@@ -169,7 +169,8 @@ def train_dataset(info, count, batch_size, seed, data_dir=None, num_shards=1, sh
     replicas_in_sync: for the InputContext a MODULE:FUNCTION dataset is given.
     delay_us (straggler injection): microseconds every batch waits, applied *after* prefetch so
     the consumer's step itself is delayed rather than hidden by the prefetch buffer. An int or a
-    scalar tensor (a parameter-server worker computes its own from its worker index).
+    scalar tensor (a parameter-server worker computes its own from its worker index), or a
+    function of the batch's index in this stream giving its delay (--straggler_schedule).
     """
     # A MODULE:FUNCTION dataset learns which pipeline it feeds; unless it shards by itself, the
     # shard is taken here like any other dataset's.
@@ -191,7 +192,11 @@ def train_dataset(info, count, batch_size, seed, data_dir=None, num_shards=1, sh
             lambda k: cached.shuffle(shard_size, seed=seed64 * 1_000_003 + k,
                                      reshuffle_each_iteration=False)).skip(start % size)
     ds = ds.batch(batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
-    if delay_us is not None:
+    if callable(delay_us):  # a delay per batch (a schedule): batch i's from delay_us(i); the
+        # take(1) ends each one-batch stream without a second sleep for its end
+        ds = ds.enumerate().flat_map(lambda i, batch: tf.data.Dataset.from_tensors(batch).apply(
+            _sleep_dataset(tf.cast(delay_us(i), tf.int64))).take(1))
+    elif delay_us is not None:
         ds = ds.apply(_sleep_dataset(tf.cast(delay_us, tf.int64)))
     return _with_explicit_sharding_policy(ds, tf.data.experimental.AutoShardPolicy.OFF)
 

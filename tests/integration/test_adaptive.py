@@ -85,6 +85,44 @@ def test_a_scheduled_network_drop_makes_the_run_switch_once(tmp_path):
     assert not processes_mentioning(str(tmp_path))
 
 
+def test_a_scheduled_straggler_is_told_from_the_network_and_left_once(tmp_path):
+    # the committed cnn profile, with PSS's per-step overhead raised so that the plan starts in
+    # MWMS N=2 (the lockstep configuration a straggler holds back)
+    profile = json.loads(open(PROFILE).read())
+    profile["overhead_s"] = {"multi_worker_mirrored": 0.0, "parameter_server": 0.02}
+    (tmp_path / "profile.json").write_text(json.dumps(profile))
+    cluster = tmp_path / "cluster.json"
+    cluster.write_text(json.dumps({"hosts": 2, "devices_per_host": 1, "inter_host_gbps": 10.0,
+                                   "intra_host_gbps": 10.0, "shared_medium": True,
+                                   "num_ps": 1}))
+    proc = run_module("experiments.run", "--strategy=auto", "--adapt",
+                      f"--plan_profile={tmp_path / 'profile.json'}", f"--plan_cluster={cluster}",
+                      "--model=cnn", "--epochs=6", "--train_examples=4096", "--eval_examples=256",
+                      # 150 ms a step: over the examples left, leaving it pays for the switch
+                      "--global_batch_size=128", "--straggler_schedule=0:0,2:150",
+                      "--nocomm_probe", "--nocompute_probe", "--notensorboard",
+                      f"--results_dir={tmp_path / 'r'}", timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert len(re.findall(r"adapt: after epoch \d+, switching", proc.stdout)) == 1
+    (record,) = records_in(tmp_path / "r")
+    adapt = record["adapt"]
+    (switch,) = adapt["switches"]
+    assert adapt["segments"][0]["configuration"] == "MWMS N=2"
+    # the straggler came after epoch 2; the first epoch with it asked for the switch
+    assert switch["after_epoch"] == 3 and switch["to"]["strategy"] != "multi_worker_mirrored"
+    verdict = switch["verdict"]
+    # named, and its delay read from what the other worker waited (the sleep less the compute
+    # MWMS's input buffer overlaps with it: 124 ms here), not as a slower network
+    assert verdict["straggler"] == "worker:1" and verdict["inferred_gbps"] is None
+    assert 0.075 < verdict["straggler_s"] < 0.165, verdict
+    assert [e.get("straggler_ms") for e in record["epochs"][:3]] == [0, 0, 150]
+    # what the run measured: the configuration it went to trains faster beside the straggler
+    measured = switch["measured"]
+    assert measured["rate_after"] > 1.5 * measured["rate_before"], measured
+    assert [e["epoch"] for e in record["epochs"]] == [1, 2, 3, 4, 5, 6]
+    assert not processes_mentioning(str(tmp_path))
+
+
 @pytest.mark.parametrize("args, fragment", [
     (["--strategy=one_device"], "--adapt switches between the plan's configurations"),
     (["--strategy=auto", f"--plan_profile={PROFILE}", "--plan_cluster=missing.json"],

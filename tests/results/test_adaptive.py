@@ -75,3 +75,19 @@ def test_adaptive_runs_are_in_their_table_and_no_other(tmp_path):
     assert "### cnn, changing network (0:10,1:0.05: epoch:Gbit/s)" in text
     # the changing scenario: one device, MWMS and --adapt (no steady cell ran)
     assert len((tmp_path / "adaptive.csv").read_text().splitlines()) == 1 + 3
+
+
+def test_the_straggler_scenario_is_a_table_of_its_own(tmp_path):
+    slowed = _cell("straggler-mwms-n2", epoch_time=2.0,
+                   straggler={"task": "worker:1", "delay_ms": None, "schedule": "0:0,2:60"})
+    auto = _cell("straggler-auto", "one_device", 1, epoch_time=0.5)
+    # its last segment ran on one device, without the schedule: the journal still says it
+    auto["adapt"] = {"initial": {"strategy": "multi_worker_mirrored", "workers": 2},
+                     "schedule": "0:10", "straggler_schedule": "0:0,2:60", "switches": []}
+    rows = adaptive.rows([_cell("one_device", "one_device", 1), slowed, auto])
+    mine = [r for r in rows if r["scenario"] == "straggler"]
+    assert [r["configuration"] for r in mine] == ["single device", "data parallel (MWMS N=2)",
+                                                  "adaptive (--adapt)"]
+    assert {r["straggler_schedule"] for r in mine[1:]} == {"0:0,2:60"}
+    text = adaptive.markdown(rows)
+    assert "### cnn, a straggler (0:0,2:60: epoch:ms added to the last worker's steps" in text

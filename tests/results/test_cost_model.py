@@ -219,3 +219,25 @@ def test_1f1b_holds_its_first_stages_share_of_the_activations():
     assert cost_model.activation_share("gpipe", 2, 8) == 1.0
     assert cost_model.activation_share("1f1b", 2, 8) == 2 / 8
     assert cost_model.activation_share("1f1b", 4, 2) == 1.0  # M <= S: all of them, as GPipe
+
+
+def test_a_straggler_holds_lockstep_steps_back_and_only_its_own_pss_steps():
+    profile = _profile(pull_bytes=G)
+    fast = ClusterSpec(hosts=4, inter_host_gbps=GBPS8, inter_host_latency_us=0)
+    slow = dataclasses.replace(fast, straggler_s=0.3)
+    for strategy in ("multi_worker_mirrored", "parameter_server"):
+        assert cost_model.predict(profile, fast, strategy).straggler_s == 0.0
+    mwms, mwms_slow = (cost_model.predict(profile, c, "multi_worker_mirrored")
+                       for c in (fast, slow))
+    # every worker waits for it every step
+    assert mwms_slow.step_s == pytest.approx(mwms.step_s + 0.3)
+    assert mwms_slow.examples_per_sec == pytest.approx(4 * 64 / (mwms.step_s + 0.3))
+    assert mwms_slow.bound == "a straggler" and mwms_slow.straggler_s == 0.3
+    pss, pss_slow = (cost_model.predict(profile, c, "parameter_server") for c in (fast, slow))
+    # 3 workers at their own pace, the slow host's one 0.3 s slower per step
+    t = pss.step_s
+    assert pss_slow.step_s == pytest.approx(t)
+    assert pss_slow.examples_per_sec == pytest.approx(3 * 64 / t + 64 / (t + 0.3))
+    assert pss_slow.examples_per_sec > mwms_slow.examples_per_sec
+    with pytest.raises(cost_model.SpecError, match="straggler_s=-1"):
+        ClusterSpec(straggler_s=-1).check()

@@ -233,3 +233,22 @@ def test_1f1b_takes_gpipes_time_holds_less_and_wins_where_only_it_fits():
     assert "pipeline N=2 S=2 M=8 1F1B" in fits and "pipeline N=2 S=2 M=8" not in fits
     flags = planner.run_flags(f1b.config, planner.CommandTarget("cnn", 64))
     assert "--pipeline_schedule=1f1b" in flags and "--microbatches=8" in flags
+
+
+def test_a_straggler_is_left_out_by_configurations_on_fewer_hosts():
+    slow = dataclasses.replace(CLUSTER, straggler_s=0.5)
+    plain, straggled = _by_name(planner.plan(PROFILE, CLUSTER)), \
+        _by_name(planner.plan(PROFILE, slow))
+    for name, p in straggled.items():
+        waits = p.config.hosts == CLUSTER.hosts  # only a configuration on every host has it
+        assert (p.prediction.straggler_s == 0.5) == waits, name
+        if not waits:
+            assert p.prediction.examples_per_sec == \
+                pytest.approx(plain[name].prediction.examples_per_sec), name
+    # a 0.5 s straggler: every all-reduce over the 4 hosts is slower than one on 2 of them
+    assert straggled["MWMS N=8 (4x2)"].prediction.examples_per_sec < \
+        straggled["MWMS N=4 (2x2)"].prediction.examples_per_sec
+    # on a one-host cluster it is the only host: one device waits for it too
+    one = cost_model.ClusterSpec(hosts=1, devices_per_host=2, straggler_s=0.5)
+    single = _by_name(planner.plan(PROFILE, one))["1 device"].prediction
+    assert single.step_s == pytest.approx(0.02 + 0.5) and single.straggler_s == 0.5

@@ -1,14 +1,14 @@
 """--emulate_bandwidth_schedule: parsed, refused in one line, and the rate of each epoch."""
 import pytest
 
-from tf_config import netshape
+from tf_config import netshape, schedules
 
 
 def test_a_schedule_gives_each_epoch_its_rate():
     schedule = netshape.parse_schedule("0:1, 2:0.05,5:2")
     assert schedule == [(0, 1.0), (2, 0.05), (5, 2.0)]
     # the rate of the epoch after k finished ones: epochs 1-2 at 1, 3-5 at 0.05, then 2
-    assert [netshape.rate_at(schedule, k) for k in range(7)] == [1, 1, 0.05, 0.05, 0.05, 2, 2]
+    assert [schedules.value_at(schedule, k) for k in range(7)] == [1, 1, 0.05, 0.05, 0.05, 2, 2]
 
 
 @pytest.mark.parametrize("text", ["1:1", "0:1,0:2", "0:1,3:0.5,2:1", "0:0", "0:1,2", "0:2000",

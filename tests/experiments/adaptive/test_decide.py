@@ -102,15 +102,54 @@ def _epoch(wait, sync):
         "worker:1": {"compute_s": 0.02, "wait_s": wait, "sync_s": sync, "step_s": 0.03}}}}
 
 
+PSS = planner.Config("parameter_server", 2, 2, 1, num_ps=1)
+
+
+def _pss_epoch(step0, step1):
+    return {"timeline": {"lockstep": False, "per_worker": {
+        "worker:0": {"compute_s": 0.02, "sync_s": 0.005, "step_s": step0},
+        "worker:1": {"compute_s": 0.02, "sync_s": 0.005, "step_s": step1}}}}
+
+
 def test_a_straggler_is_not_read_as_a_slower_network():
     reference = _epoch(0.0, 0.005)
     # worker:0 became slow: worker:1 waits 50 ms for it, the synchronization is unchanged
-    assert decide.straggler_of(reference, _epoch(0.05, 0.005)) == "worker:0"
+    assert decide.straggler_of(reference, _epoch(0.05, 0.005)) == \
+        decide.Straggler("worker:0", 0.05)
     # the network slowed: both synchronize longer, nobody waits more
     assert decide.straggler_of(reference, _epoch(0.001, 0.25)) is None
-    steady = [rate(MWMS, 10.0), rate(MWMS, 0.05)]
-    verdict = decide.check(PROFILE, CLUSTER, MWMS, G, steady, 6144, 1.0, straggler="worker:0")
-    assert verdict.action == "stay" and "waiting for worker:0" in verdict.why
+    # under PSS: the worker whose step grew beyond the others'
+    assert decide.straggler_of(_pss_epoch(0.03, 0.03), _pss_epoch(0.031, 0.09)) == \
+        decide.Straggler("worker:1", pytest.approx(0.059))
+    assert decide.straggler_of(_pss_epoch(0.03, 0.03), _pss_epoch(0.033, 0.034)) is None
+    assert decide.straggler_of(_epoch(0.0, 0.005), {"timeline": {"per_worker": {
+        "worker:0": {"step_s": 0.03}}}}) is None  # one worker: nobody to wait for
+
+
+def test_a_straggler_makes_the_run_leave_its_host_and_never_come_back():
+    slow = decide.Straggler("worker:1", 0.06)
+    # MWMS on both hosts, then every step 60 ms longer
+    before = rate(MWMS, 10.0)
+    after = G / (G / before + 0.06)
+    verdict = decide.check(PROFILE, CLUSTER, MWMS, G, [before, after], 6144, 1.0,
+                           straggler=slow)
+    assert verdict.action == "switch" and verdict.straggler == "worker:1"
+    assert verdict.straggler_s == 0.06 and verdict.inferred_gbps is None
+    assert "worker:1 adds 60 ms a step" in verdict.why
+    # the candidates on both hosts were priced with it; the choice leaves it out or tolerates it
+    straggled = dataclasses.replace(CLUSTER, straggler_s=0.06)
+    assert verdict.to_rate == pytest.approx(
+        decide.predicted_rate(PROFILE, straggled, verdict.to, G), rel=1e-9)
+    assert verdict.to_rate > after
+    # the configuration left for a straggler is never chosen again, whatever the network
+    left = [(MWMS, None)]
+    again = decide.check(PROFILE, straggled, verdict.to, G, [rate(verdict.to, 10.0),
+                                                             rate(verdict.to, 0.01)],
+                         6144, 1.0, left=left)
+    assert again.to != MWMS
+    # too few examples left to pay for a switch
+    late = decide.check(PROFILE, CLUSTER, MWMS, G, [before, after], 256, 5.0, straggler=slow)
+    assert late.action == "stay" and late.to is None and "not more than the switch" in late.why
 
 
 def test_after_a_switch_predictions_start_from_the_network_it_inferred(tmp_path):
