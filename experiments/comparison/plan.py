@@ -7,8 +7,8 @@ recorded runs already count as done (resuming).
 import os
 
 from experiments.comparison.presets import (ADAPTIVE_CLUSTER, ADAPTIVE_SCHEDULES,
-                                            ADAPTIVE_STRAGGLER, DEFAULT_ADAPTIVE_SCHEDULES,
-                                            THIS_HOST_CLUSTER)
+                                            ADAPTIVE_STRAGGLERS, DEFAULT_ADAPTIVE_SCHEDULES,
+                                            DEFAULT_ADAPTIVE_STRAGGLER, THIS_HOST_CLUSTER)
 from strategies import ALL_REDUCE, kind
 
 # The reducers experiment's strategy: whole replicas per worker that all-reduce (MWMS)
@@ -88,20 +88,21 @@ def _transformer_cells(threads, batch):
     ]
 
 
-def _adaptive_cells(threads, batch, schedules):
+def _adaptive_cells(threads, batch, schedules, straggler):
     """The seed's Table I: one device, data parallel (MWMS N=2; PSS N=2 with 1 ps, a worker's
     step the whole global batch), model parallel (S=2, M=4),
     hybrid (N=2 x S=2) and --adapt, at one global batch (2 x batch), in a steady and a changing
     scenario (schedules: their --emulate_bandwidth_schedule), and in a straggler one (the
-    steady network, the last worker slowed by ADAPTIVE_STRAGGLER). The single-process cells
-    have no network to shape and no second host to slow: they run once and stand in all."""
+    steady network, the last worker slowed by `straggler`, its --straggler_schedule). The
+    single-process cells have no network to shape and no second host to slow: they run once
+    and stand in all."""
     same = [f"--global_batch_size={2 * batch}"]
     pipe = ["--num_stages=2", "--stage_cost=time", "--microbatches=4"]
     out = [("adaptive-one_device", ["--strategy=one_device", f"--threads={2 * threads}", *same]),
            ("adaptive-model_parallel-s2-m4", ["--strategy=model_parallel", *pipe,
                                               f"--threads={2 * threads}", *same])]
     scenarios = [("steady", schedules[0], []), ("changing", schedules[1], []),
-                 ("straggler", schedules[0], [f"--straggler_schedule={ADAPTIVE_STRAGGLER}"])]
+                 ("straggler", schedules[0], [f"--straggler_schedule={straggler}"])]
     for scenario, schedule, slow in scenarios:
         net = [f"--emulate_bandwidth_schedule={schedule}", *slow]
         out += [
@@ -211,7 +212,8 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
                           if name not in made]
             if "adaptive" in experiments:
                 cells += [(name, run, extra, 2 * threads) for name, extra in _adaptive_cells(
-                    threads, batch, ADAPTIVE_SCHEDULES.get(model, DEFAULT_ADAPTIVE_SCHEDULES))]
+                    threads, batch, ADAPTIVE_SCHEDULES.get(model, DEFAULT_ADAPTIVE_SCHEDULES),
+                    ADAPTIVE_STRAGGLERS.get(model, DEFAULT_ADAPTIVE_STRAGGLER))]
             for k in accumulation:
                 for repeat in range(repeats):
                     for cell, module, extra, cores in cells:
