@@ -87,6 +87,11 @@ def parse_schedule(text):
     return schedules.parse(text, "emulate_bandwidth_schedule", "GBPS", 0, 1000, "0:1,2:0.05")
 
 
+def request_env(gbps, latency_ms, best_effort=False, schedule=()):
+    return {SHAPE_ENV: json.dumps({"gbps": gbps, "latency_ms": latency_ms,
+                                   "best_effort": best_effort, "schedule": list(schedule)})}
+
+
 def follow_schedule(epochs_done):
     """In the chief, before an epoch: puts the schedule's rate for it in place when it differs
     from the one in place. Returns the rate the epoch runs at; None without a schedule (or on

@@ -29,12 +29,13 @@ for model, dataset in (("gpt", "synthetic_sequences"), ("vit", "synthetic")):
                      comm_probe=False, compute_probe=False)
     runs = [("float64", 2, 256, "one_device", {}),
             ("float64", 2, 256, "t2", dict(strategy="model_parallel", tensor_parallel=2)),
-            ("float64", 2, 256, "small_batch", dict(batch_size_per_replica=16)),
             ("float32", 1, 32, "one_device", {}),
             ("float32", 1, 32, "t2", dict(strategy="model_parallel", tensor_parallel=2))]
-    if model == "gpt":  # both axes: 2 stages of 2 shards, 2 micro-batches, 4 devices
-        runs.append(("float64", 2, 256, "s2t2", dict(strategy="model_parallel", num_stages=2,
-                                                      tensor_parallel=2, microbatches=2)))
+    if model == "gpt":  # both axes: 2 stages of 2 shards, 2 micro-batches, 4 devices; and the
+        # control that the comparison can fail (one model's is enough: the check is the same)
+        runs += [("float64", 2, 256, "s2t2", dict(strategy="model_parallel", num_stages=2,
+                                                   tensor_parallel=2, microbatches=2)),
+                 ("float64", 2, 256, "small_batch", dict(batch_size_per_replica=16))]
     for dtype, epochs, examples, name, changes in runs:
         c = dataclasses.replace(base, float_dtype=dtype, epochs=epochs, train_examples=examples,
                                 **changes)
@@ -81,10 +82,11 @@ def trained():
 def test_split_blocks_reach_the_weights_of_one_device(trained, model):
     """Same seed, data and order, plain SGD: the blocks split over 2 devices (and, for the GPT,
     2 stages of 2 shards each) compute one device's updates: within TOLERANCE_FLOAT64 over 16
-    steps in float64, within TOLERANCE_FLOAT32_ONE_STEP over one step in float32; half the
-    batch (twice the updates) is far from it (the test can fail)."""
+    steps in float64, within TOLERANCE_FLOAT32_ONE_STEP over one step in float32; the GPT at
+    half the batch (twice the updates) is far from it (the test can fail)."""
     one = trained[f"{model}/float64/one_device"]
-    assert max_diff(trained[f"{model}/float64/small_batch"]["weights"], one["weights"]) > 1e-3
+    if model == "gpt":
+        assert max_diff(trained["gpt/float64/small_batch"]["weights"], one["weights"]) > 1e-3
     runs = ["t2"] + (["s2t2"] if model == "gpt" else [])
     for name in runs:
         split = trained[f"{model}/float64/{name}"]
