@@ -365,6 +365,7 @@ def summary(planned, runners_up=3):
                 "predicted_examples_per_sec": p.prediction.examples_per_sec,
                 "predicted_step_s": p.prediction.step_s,
                 "predicted_communication_share": p.prediction.communication_share,
+                "predicted_memory_per_device_bytes": p.prediction.memory_per_device_bytes,
                 "changes": p.changes}
     chosen = best(planned)
     others = [p for p in planned if not p.dropped and not p.changes and p is not chosen]

@@ -97,9 +97,10 @@ def straggler_of(reference, last):
     """The Straggler the last epoch waited for, from the in-step timelines of the reference epoch
     and the last one; else None. In lockstep a slower network adds synchronization on every
     worker, a straggler adds waiting on the others for it: it is the worker that waited least,
-    and what it adds per step is the others' added wait (their median). Under PSS it is the
-    worker whose median step grew the most, when the growth beyond the others' is over
-    timeline.CLEAR_STEP_RATIO - 1 of their step."""
+    and what it adds per step is its peers' added wait (their median). Under PSS a slower
+    network slows every worker's step, a straggler its own only: it is the worker whose median
+    step grew the most while the others' grew by less than timeline.CLEAR_STEP_RATIO, and is
+    now that ratio or more of theirs; it adds its step's growth beyond theirs."""
     def parts(epoch):
         return (epoch.get("timeline") or {}).get("per_worker") or {}
     lockstep = bool((last.get("timeline") or {}).get("lockstep"))
@@ -107,16 +108,17 @@ def straggler_of(reference, last):
     if len(after) < 2 or set(before) != set(after):
         return None
     if not lockstep:
-        grown = {w: (after[w].get("step_s") or 0) - (before[w].get("step_s") or 0)
-                 for w in after}
-        slow = max(grown, key=grown.get)
+        step = {w: ((before[w].get("step_s") or 0), (after[w].get("step_s") or 0)) for w in after}
+        if not all(b > 0 and a > 0 for b, a in step.values()):
+            return None
+        slow = max(step, key=lambda w: step[w][1] - step[w][0])
         others = [w for w in after if w != slow]
-        # less what every worker's step grew (a slower network); not more when the others'
-        # shrank (on shared cores the others speed up while the straggler idles)
-        extra = grown[slow] - max(0.0, statistics.median(grown[w] for w in others))
-        step = statistics.median(after[w].get("step_s") or 0 for w in others)
-        return Straggler(slow, extra) if extra > (timeline.CLEAR_STEP_RATIO - 1) * step \
-            else None
+        was, now = (statistics.median(step[w][i] for w in others) for i in (0, 1))
+        if now >= timeline.CLEAR_STEP_RATIO * was or \
+                step[slow][1] < timeline.CLEAR_STEP_RATIO * now:
+            return None  # everyone slowed (the network), or it is not clearly behind
+        # on shared cores the others speed up while the straggler idles: not counted as less
+        return Straggler(slow, step[slow][1] - step[slow][0] - max(0.0, now - was))
     waited = {w: (after[w].get("wait_s") or 0) - (before[w].get("wait_s") or 0) for w in after}
     synced = [(after[w].get("sync_s") or 0) - (before[w].get("sync_s") or 0) for w in after]
     waiter = max(waited, key=waited.get)
