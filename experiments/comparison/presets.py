@@ -42,9 +42,9 @@ THIS_HOST_CLUSTER = os.path.normpath(os.path.join(
 ADAPTIVE_SCHEDULES = {"cnn": ("0:10", "0:10,2:0.05"), "resnet": ("0:10", "0:10,2:0.02")}
 DEFAULT_ADAPTIVE_SCHEDULES = ("0:10", "0:10,2:0.05")
 # Its third scenario per model: the steady network, and after 2 epochs the last worker's input
-# delayed (--straggler_schedule, epoch:ms) beyond every configuration's step: the delay is a
-# floor under the straggler's step (its input buffers hide a shorter one), and a PSS worker's
-# step holds the whole global batch (measured: cnn ~50-100 ms, resnet ~500 ms on 2 vCPUs).
+# delayed (--straggler_schedule, epoch:ms) beyond every configuration's step: under MWMS the
+# delay is a floor under the straggler's step (its input buffer hides a shorter one), and a PSS
+# worker's step holds the whole global batch (measured: cnn ~50-100 ms, resnet ~500 ms here).
 ADAPTIVE_STRAGGLERS = {"cnn": "0:0,2:200", "resnet": "0:0,2:1200"}
 DEFAULT_ADAPTIVE_STRAGGLER = "0:0,2:200"
 # What --adapt plans for: this machine as 2 one-core workers on one shaped loopback, at the

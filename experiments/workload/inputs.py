@@ -196,6 +196,11 @@ def train_dataset(info, count, batch_size, seed, data_dir=None, num_shards=1, sh
         # take(1) ends each one-batch stream without a second sleep for its end
         ds = ds.enumerate().flat_map(lambda i, batch: tf.data.Dataset.from_tensors(batch).apply(
             _sleep_dataset(tf.cast(delay_us(i), tf.int64))).take(1))
+        # and no prefetch after the flat_map (tf.data injects one after a pipeline's last
+        # function): it would count batches, and sleep, ahead of the steps that take them
+        options = tf.data.Options()
+        options.experimental_optimization.inject_prefetch = False
+        ds = ds.with_options(options)
     elif delay_us is not None:
         ds = ds.apply(_sleep_dataset(tf.cast(delay_us, tf.int64)))
     return _with_explicit_sharding_policy(ds, tf.data.experimental.AutoShardPolicy.OFF)
