@@ -30,8 +30,9 @@ Per-replica step time:  t = compute / device_speedup + overhead + communication
       pipeline per host, an MWMS worker each, all-reducing G across hosts): compute / S x
       (M + S - 1) / M, plus each boundary's activation forward and gradient back for one
       micro-batch on the critical path, 2 (S-1) (batch / M x A / B_intra + a_intra), A the
-      profile's boundary_activation_bytes per example; a device holds 1/S of the memory
-      (under 1F1B of the activations min(S, M)/M of that: the same time, fewer held)
+      profile's boundary_activation_bytes per example; a device holds the largest stage's share
+      of the weights (the profile's stage_weight_shares; 1/S where unknown) and 1/S of the
+      activations (under 1F1B min(S, M)/M of that: the same time, fewer held)
     tensor parallelism (--tensor_parallel=T within each stage; Megatron-LM's split): the
       stage's compute / T plus its R reductions per micro-batch, each its share X / (R M) of
       the profile's tensor_reduced_bytes x batch handed out from the stage's first device and
@@ -96,6 +97,9 @@ class WorkloadProfile:
     # Bytes per example crossing a pipeline stage boundary, one direction (the activation; its
     # gradient returns the same size); 0: unknown, and pipelines are not predicted
     boundary_activation_bytes: int = 0
+    # {"S": the largest of S stages' share of the parameters} as the toolkit splits the model
+    # (balanced by parameters at its cut points); a missing S: 1/S, equal stages
+    stage_weight_shares: dict = dataclasses.field(default_factory=dict)
     tensors: int = 1  # gradient tensors per step (a PSS step reads and pushes each on its own)
     # What splitting the model's transformer blocks over T devices all-reduces
     # (models/tensor_parallel.py): bytes per example over a step's reductions (both
@@ -368,7 +372,9 @@ def memory_per_device(profile, strategy, stages=1, zero_shards=1, tensor_paralle
     batch, and under all-reduce strategies the optimizer state too (under PSS it lives on the
     parameter servers; a worker holds what it pulled), 1/zero_shards of it under ZeRO-1, plus
     the worker's copy of its 1/zero_shards of the parameters (zero.py's shard). A model split
-    over S equal stages puts 1/S of all of it on each device, of the activations the share its
+    over S stages puts its largest stage's share of the weights on the busiest device (the
+    profile's stage_weight_shares, as the toolkit cuts it; 1/S where unknown) and 1/S of the
+    activations, of those the share its
     schedule keeps in flight (`activation_share`: GPipe every micro-batch's, 1; 1F1B's first
     stage min(S, M) of M); T tensor shards split the weights (the split layers holding nearly
     all of them) but not the activations: every layer's output is whole on the stage's first
@@ -378,7 +384,8 @@ def memory_per_device(profile, strategy, stages=1, zero_shards=1, tensor_paralle
         weights += profile.optimizer_state_bytes // zero_shards
     if zero_shards > 1:
         weights += profile.parameter_bytes // zero_shards
-    return int(weights // (stages * tensor_parallel) +
+    share = profile.stage_weight_shares.get(str(stages), 1 / stages) if stages > 1 else 1.0
+    return int(weights * share / tensor_parallel +
                profile.activation_bytes * activation_share // stages)
 
 

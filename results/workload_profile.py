@@ -117,6 +117,8 @@ def profile_of(setting, baseline, own_n1, runs):
         activation_bytes=_activations(runs, parameters, optimizer), overhead_s=overhead,
         tensors=max(1, sum(kinds.values())), overlap=overlap,
         boundary_activation_bytes=int(boundary or 0),
+        stage_weight_shares=next((r["stage_weight_shares"] for r in [*baseline, *runs]
+                                  if r.get("stage_weight_shares")), {}),
         # what a tensor-parallel split of its blocks would all-reduce (models/tensor_parallel.py)
         tensor_reduced_bytes=(split or {}).get("reduced_bytes_per_example", 0),
         tensor_reductions=(split or {}).get("reductions", 0),

@@ -47,6 +47,23 @@ def _boundary_bytes(trainer, pipe):
         return None
 
 
+def _stage_weight_shares(trainer):
+    """{S: the largest stage's share of the parameters} of the toolkit's parameter-balanced
+    split into S = 2 and 4 stages (what --num_stages runs by default): the planner's memory per
+    device of a pipeline (a model's layers rarely halve evenly). Only the counts S the model can
+    be cut into; {} where it cannot be cut at all."""
+    model = getattr(trainer, "model", None)
+    out = {}
+    for count in (2, 4):
+        try:
+            sizes = [st.parameters for st in model_stages.split(model, count, "params")]
+        except Exception:  # noqa: BLE001 - a figure for the planner, never worth the record
+            break
+        if sum(sizes):
+            out[str(count)] = max(sizes) / sum(sizes)
+    return out
+
+
 def _peak_memory(trainer):
     """This task's resident-set high-water mark, and each GPU's peak allocation (without GPUs
     TensorFlow's CPU allocator's, where it keeps one) over the training steps (the Trainer's,
@@ -212,6 +229,7 @@ def build_record(cfg, role, trainer, strategy, run_id, epochs, checksum, extra_c
         "pipeline": pipe,
         "tensor_parallel": _tensor_parallel(cfg, trainer, split),
         "boundary_activation_bytes": _boundary_bytes(trainer, pipe),
+        "stage_weight_shares": _stage_weight_shares(trainer),
         # what a tensor-parallel split of this model's blocks all-reduces (split or not)
         "tensor_split": split,
         "resumed_epochs": [e["epoch"] for e in epochs if e.get("resumed")],

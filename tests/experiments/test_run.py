@@ -263,3 +263,41 @@ def test_auto_trains_the_plans_choice_and_records_it(tmp_path, cluster, strategy
     assert plan["chosen"]["configuration"] == choice and plan["runners_up"]
     assert plan["chosen"]["settings"]["strategy"] == strategy
     assert plan["profile"] == str(profile) and plan["configurations"] > 3
+
+
+# The wide MLP's profile measured here (experiments/adaptive/profile_here.py, 2026-11-26): its
+# weights, gradients and momentum are ~120 MB per replica; its parameter-balanced cut into two
+# stages puts 58% of the parameters on the first (stage_weight_shares).
+WIDE_PROFILE = "docs/examples/profile_wide_mlp_here.json"
+
+
+@pytest.mark.parametrize("cap", [75, 66])
+def test_a_memory_cap_picks_a_split_whose_busiest_device_fits(tmp_path, cap):
+    """Issue 29's memory check: a cap no data-parallel configuration meets makes --strategy=auto
+    train a pipeline whose every stage's peak (estimated: on a CPU TensorFlow keeps one
+    allocator for all logical devices) is under it; a cap the busiest stage would exceed (66
+    MB: equal halves would be 61 MB, the first stage holds 71) is refused before anything is
+    written."""
+    spec = tmp_path / "cluster.json"
+    spec.write_text(json.dumps({"hosts": 1, "devices_per_host": 2, "intra_host_gbps": 100.0,
+                                "memory_per_device_mb": cap}))
+    out = tmp_path / "out"
+    proc = run_module("experiments.run", "--strategy=auto", f"--plan_profile={WIDE_PROFILE}",
+                      f"--plan_cluster={spec}", "--model=wide_mlp", "--epochs=2",
+                      "--train_examples=512", "--eval_examples=128", "--nocomm_probe",
+                      "--nocompute_probe", "--notensorboard", f"--results_dir={out}")
+    if cap == 66:
+        assert proc.returncode == 2 and not out.exists()
+        assert f"no configuration of 'wide_mlp' fits {cap} MB per device" in \
+            proc.stderr.strip().splitlines()[-1]
+        return
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    (record,) = records_in(out)
+    plan = record["config"]["plan"]
+    assert record["strategy"] == "model_parallel" and record["pipeline"]["num_stages"] == 2
+    assert plan["dropped"] >= 3  # one device and mirrored, whatever else
+    stages = [d["bytes"] for d in record["memory_per_device"]]
+    assert len(stages) == 2 and max(stages) < cap * 1e6
+    # what the plan predicted for the busiest device is what the run's stages hold
+    predicted = plan["chosen"]["predicted_memory_per_device_bytes"]
+    assert abs(predicted / max(stages) - 1) < 0.05, (predicted, stages)

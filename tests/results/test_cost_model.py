@@ -241,3 +241,16 @@ def test_a_straggler_holds_lockstep_steps_back_and_only_its_own_pss_steps():
     assert pss_slow.examples_per_sec > mwms_slow.examples_per_sec
     with pytest.raises(cost_model.SpecError, match="straggler_s=-1"):
         ClusterSpec(straggler_s=-1).check()
+
+
+def test_a_pipelines_busiest_device_holds_its_largest_stages_share_of_the_weights():
+    profile = _profile(parameter_bytes=G, optimizer_state_bytes=G, activation_bytes=G)
+    even = cost_model.memory_per_device(profile, "model_parallel", stages=2)
+    assert even == (3 * G) // 2 + G // 2  # weights, gradients and state halved, activations too
+    # the toolkit's cut of this model puts 58% of the parameters on one stage
+    uneven = dataclasses.replace(profile, stage_weight_shares={"2": 0.58})
+    assert cost_model.memory_per_device(uneven, "model_parallel", stages=2) == \
+        pytest.approx(3 * G * 0.58 + G / 2, abs=1)
+    # a split the profile has no share for stays equal
+    assert cost_model.memory_per_device(uneven, "model_parallel", stages=4) == \
+        cost_model.memory_per_device(profile, "model_parallel", stages=4)
