@@ -20,6 +20,7 @@ The single-process configurations have no network to slow and no second host: on
 in every scenario.
 """
 import collections
+import itertools
 import statistics
 
 from results import plots
@@ -191,11 +192,18 @@ def markdown(adaptive_rows):
 
 
 def plot(adaptive_rows, path):
-    """Training time per configuration, a panel per model and scenario."""
-    keys = list(dict.fromkeys((r["model"], r["scenario"]) for r in adaptive_rows))
-    fig, axes = plots.plt.subplots(1, len(keys), figsize=(4.2 * len(keys), 3.8), squeeze=False)
-    for ax, (model, scenario) in zip(axes[0], keys):
+    """Training time per configuration, a panel per model (rows) and scenario (columns)."""
+    models = list(dict.fromkeys(r["model"] for r in adaptive_rows))
+    scenarios = [s for s in SCENARIOS if any(r["scenario"] == s for r in adaptive_rows)]
+    fig, axes = plots.plt.subplots(len(models), len(scenarios),
+                                   figsize=(4.2 * len(scenarios), 3.8 * len(models)),
+                                   squeeze=False)  # a row per model, a column per scenario
+    for (i, model), (j, scenario) in itertools.product(enumerate(models), enumerate(scenarios)):
+        ax = axes[i][j]
         group = [r for r in adaptive_rows if (r["model"], r["scenario"]) == (model, scenario)]
+        if not group:  # a model without this scenario's runs
+            ax.axis("off")
+            continue
         names = [r["configuration"].replace(" (", "\n(") for r in group]
         bars = ax.bar(range(len(group)), [r["training_time_s"] for r in group],
                       color=[REGISTRY[r["strategy"]].color for r in group])
