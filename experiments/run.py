@@ -164,10 +164,13 @@ def main(argv):
         try:  # every check a segment would make, on the first one, before anything is written
             supervisor.check(cfg, bool(os.environ.get("TF_CONFIG", "").strip()))
             _schedule(launch_cfg)  # whatever the first configuration (one process ignores it)
+            cfg.straggler_delays()  # the same: parsed before any profiling run
             cfg = _profiled(cfg, written)
             first, plan, _ = auto.resolve(cfg, False)
             supervisor.first_configuration(cfg, plan)  # one it can switch from fits
-            validate(first)
+            # a one-process configuration runs without the straggler (supervisor.UNSHAPED)
+            validate(first if needs_cluster(first.strategy, first.num_workers) else
+                     dataclasses.replace(first, straggler_schedule=""))
             check_fields(launch_cfg)
             if needs_cluster(first.strategy, first.num_workers):
                 _emulation(first, launch_cfg, None)
@@ -178,6 +181,7 @@ def main(argv):
         sys.exit(supervisor.supervise(cfg, sys.argv, launch_cfg.emulate_bandwidth_schedule))
     try:
         if cfg.strategy == auto.AUTO:
+            cfg.straggler_delays()  # a bad schedule is refused before any profiling run
             cfg, plan, choice = auto.resolve(_profiled(cfg, written),
                                              bool(os.environ.get("TF_CONFIG", "").strip()))
             chosen = plan["chosen"]

@@ -4,7 +4,7 @@ chief's check after each epoch, the workers' agreement, the switch request, the 
 account) and decide (the pure decision: drift, the network it implies, the best configuration
 and whether a switch pays), and profile_here (--strategy=auto's profile measured here).
 
-May import: experiments.config, results (planner, cost_model, records, and the profile's
-builders: cells, workload_profile), strategies, tf_config.
+May import: experiments.config, results (planner, cost_model, records, timeline's straggler
+thresholds, and the profile's builders: cells, workload_profile), strategies, tf_config.
 Not experiments.engine: the engine calls segment, not the other way round.
 """

@@ -1,7 +1,8 @@
 """The adaptive mode's decision after an epoch: has the run drifted from what the plan predicted
-for its configuration, what does the drift say about the network or about a straggler (a worker
-the others wait for), and is another configuration now faster by more than a switch costs. Pure: no TensorFlow, no files (segment.py calls it in
-the chief; tests call it with made-up epochs).
+for its configuration, what does the drift say about the network or about a straggler (a
+worker the others wait for), and is another configuration now faster by more than a switch
+costs. Pure: no TensorFlow, no files (segment.py calls it in the chief; tests call it with
+made-up epochs).
 
 Every figure goes through the one cost model (results/planner.py over results/cost_model.py),
 at the run's fixed global batch: a configuration of R replicas trains R x (global / R), so the
@@ -114,11 +115,15 @@ def straggler_of(reference, last):
         slow = max(step, key=lambda w: step[w][1] - step[w][0])
         others = [w for w in after if w != slow]
         was, now = (statistics.median(step[w][i] for w in others) for i in (0, 1))
+        grew = step[slow][1] - step[slow][0]
         if now >= timeline.CLEAR_STEP_RATIO * was or \
-                step[slow][1] < timeline.CLEAR_STEP_RATIO * now:
-            return None  # everyone slowed (the network), or it is not clearly behind
+                step[slow][1] < timeline.CLEAR_STEP_RATIO * now or \
+                grew < (timeline.CLEAR_STEP_RATIO - 1) * step[slow][0]:
+            return None  # everyone slowed (the network), or it is not clearly behind, or it
+            # was behind already (a straggler the cluster has)
         # on shared cores the others speed up while the straggler idles: not counted as less
-        return Straggler(slow, step[slow][1] - step[slow][0] - max(0.0, now - was))
+        extra = grew - max(0.0, now - was)
+        return Straggler(slow, extra) if extra > 0 else None
     waited = {w: (after[w].get("wait_s") or 0) - (before[w].get("wait_s") or 0) for w in after}
     synced = [(after[w].get("sync_s") or 0) - (before[w].get("sync_s") or 0) for w in after]
     waiter = max(waited, key=waited.get)
@@ -142,7 +147,9 @@ class Verdict:
     predicted_gain_s: float | None = None
     predicted_cost_s: float | None = None
     straggler: str | None = None  # the worker the others waited for
-    straggler_s: float | None = None  # what it added to each step
+    # the straggler's seconds per step the cluster now has: one a switch found before (the
+    # segment's cluster) plus what this epoch added; the next segment's cluster takes it
+    straggler_s: float | None = None
 
     def to_json(self):
         out = dataclasses.asdict(self)
@@ -172,16 +179,18 @@ def check(profile, cluster, current, global_batch, steady_rates, examples_left, 
     if straggler is not None:
         # the time it added is waiting for one worker rather than synchronizing: the network
         # stays as it was, and the cluster gains a straggler on the host that worker is on
+        # (added to one it has: the reference epoch already waited for that)
         gbps, cause = cluster.inter_host_gbps, (f"{straggler.worker} adds "
                                                 f"{straggler.extra_s * 1e3:.0f} ms a step")
-        now = dataclasses.replace(cluster, straggler_s=straggler.extra_s)
+        now = dataclasses.replace(cluster,
+                                  straggler_s=cluster.straggler_s + straggler.extra_s)
     else:
         gbps = infer_gbps(profile, cluster, current, global_batch, last / bias)
         if gbps is None:
             return Verdict("stay", f"drifted {drift:+.0%}, but the cost model cannot tell the "
                                    f"network from {current.name}'s rate", drift)
         cause, now = f"the network ~{gbps:.3g} Gbit/s", with_network(cluster, gbps)
-    marks = dict(straggler=straggler.worker, straggler_s=straggler.extra_s) if straggler \
+    marks = dict(straggler=straggler.worker, straggler_s=now.straggler_s) if straggler \
         else {}
     inferred = None if straggler else gbps
     # never back to a configuration left for a straggler (one that leaves its host out cannot

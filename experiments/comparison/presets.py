@@ -21,7 +21,7 @@ PRESETS = {
                      bandwidths="0.1,1,0"),
     # The seed's Table I here: one device, data parallel, model parallel, hybrid and --adapt,
     # steady, with the network slowed after 2 epochs (ADAPTIVE_SCHEDULES), and with a
-    # straggler after 2 epochs (ADAPTIVE_STRAGGLER): 14 runs per model, 6 epochs (the slowed
+    # straggler after 2 epochs (ADAPTIVE_STRAGGLERS): 14 runs per model, 6 epochs (the slowed
     # network dominates: ~16 min on 2 vCPUs).
     "adaptive": dict(models="cnn,resnet", workers="2", train_examples="", repeats=1, epochs=6,
                      floors=False, experiments="adaptive"),

@@ -215,11 +215,14 @@ def input_context(strategy):
                                       strategy.num_replicas_in_sync)
 
 
-def _straggler_delay_us(cfg, worker_index, batches, start_step):
+def _straggler_delay_us(cfg, worker_index, batches, num_pipelines, start_step):
     """Per-step delay of the input pipeline of worker `worker_index` (an int, or a tensor on a
     PSS worker): --straggler_delay_ms on the straggler, nothing elsewhere; under
     --straggler_schedule a function of the pipeline's batch count, each batch at its epoch's
-    delay (a PSS worker, which runs about 1/N of the steps, counts N steps a batch)."""
+    delay. A step takes R / P batches of each of P pipelines (R replicas in sync); a PSS worker,
+    which runs about 1/N of the steps while all are equally fast, counts N steps a batch: once
+    it straggles it counts slower, so a PSS schedule's later changes land late
+    (docs/reliability.md)."""
     straggler = cfg.straggler_worker()
     if straggler is None:
         return None
@@ -229,10 +232,12 @@ def _straggler_delay_us(cfg, worker_index, batches, start_step):
     schedule = cfg.straggler_delays()
     epochs = tf.constant([e for e, _ in schedule], tf.int64)
     delays = tf.constant([int(ms * 1000) for _, ms in schedule], tf.int64)
-    per_batch = max(1, cfg.num_workers) if kind(cfg.strategy).parameter_servers else 1
+    # (steps, batches) of this pipeline that go together
+    per = (max(1, cfg.num_workers), 1) if kind(cfg.strategy).parameter_servers else \
+        (1, max(1, batches.replicas // num_pipelines))
 
     def at(batch_index):
-        done = (start_step + batch_index * per_batch) // batches.steps_per_epoch
+        done = (start_step * per[1] + batch_index * per[0]) // (batches.steps_per_epoch * per[1])
         return mine * tf.gather(delays, tf.reduce_sum(tf.cast(epochs <= done, tf.int32)) - 1)
     return at
 
@@ -250,7 +255,7 @@ def worker_dataset(cfg, info, batches, num_pipelines, pipeline_id, start_step=0)
         info, cfg.train_examples, batches.per_replica_batch * batches.accumulation, cfg.seed,
         cfg.data_dir or None, num_shards=num_pipelines, shard_index=pipeline_id,
         shuffle_seed=cfg.seed + pipeline_id,
-        delay_us=_straggler_delay_us(cfg, pipeline_id, batches, start_step),
+        delay_us=_straggler_delay_us(cfg, pipeline_id, batches, num_pipelines, start_step),
         replicas_in_sync=batches.replicas,
         start_example=start_step * batches.global_batch // num_pipelines)
 

@@ -27,38 +27,40 @@ from tf_config import events, netshape
 from tf_config.events import LAUNCH_T0_ENV
 
 
-def _boundary_bytes(trainer, pipe):
+def _cuts(trainer):
+    """{S: the model's stages} of the toolkit's parameter-balanced split into S = 2 and 4 stages
+    (what --num_stages runs by default): only the S the model can be cut into; {} where it
+    cannot be cut (one segment, subclassed, a size known only at run time)."""
+    model = getattr(trainer, "model", None)
+    out = {}
+    for count in (2, 4) if model is not None else ():
+        try:
+            out[count] = model_stages.split(model, count, "params")
+        except model_stages.StageError:
+            break
+        except Exception as e:  # noqa: BLE001 - figures for the planner, never worth the record
+            print(f"stage split: the model could not be split ({type(e).__name__}: {e}); "
+                  f"recorded as null", flush=True)
+            break
+    return out
+
+
+def _boundary_bytes(trainer, pipe, cuts):
     """Bytes per example that would cross a pipeline stage boundary of this model: a pipelined
     run's largest boundary; else the cut of a two-stage split balanced by parameters (what the
-    planner's pipelines move, results/planner.py). None where the model cannot be cut (one
-    segment, subclassed, a size known only at run time)."""
+    planner's pipelines move, results/planner.py); None where the model cannot be cut."""
     if pipe is not None and len(trainer.stages) > 1:
         sizes = [st.output_bytes_per_example for st in trainer.stages[:-1]]
         return max(sizes) if None not in sizes else None
-    model = getattr(trainer, "model", None)
-    try:
-        return model_stages.split(model, 2, "params")[0].output_bytes_per_example \
-            if model is not None else None
-    except model_stages.StageError:
-        return None
-    except Exception as e:  # noqa: BLE001 - a figure for the planner, never worth the record
-        print(f"boundary bytes: the model could not be split ({type(e).__name__}: {e}); "
-              f"recorded as null", flush=True)
-        return None
+    return cuts[2][0].output_bytes_per_example if 2 in cuts else None
 
 
-def _stage_weight_shares(trainer):
-    """{S: the largest stage's share of the parameters} of the toolkit's parameter-balanced
-    split into S = 2 and 4 stages (what --num_stages runs by default): the planner's memory per
-    device of a pipeline (a model's layers rarely halve evenly). Only the counts S the model can
-    be cut into; {} where it cannot be cut at all."""
-    model = getattr(trainer, "model", None)
+def _stage_weight_shares(cuts):
+    """{"S": the largest stage's share of the parameters} of those splits: the planner's memory
+    per device of a pipeline (a model's layers rarely divide evenly)."""
     out = {}
-    for count in (2, 4):
-        try:
-            sizes = [st.parameters for st in model_stages.split(model, count, "params")]
-        except Exception:  # noqa: BLE001 - a figure for the planner, never worth the record
-            break
+    for count, stages in cuts.items():
+        sizes = [st.parameters for st in stages]
         if sum(sizes):
             out[str(count)] = max(sizes) / sum(sizes)
     return out
@@ -179,6 +181,7 @@ def build_record(cfg, role, trainer, strategy, run_id, epochs, checksum, extra_c
     """The run's record (docs/records.md). `trainer`: the Trainer, or anything with its
     attributes (the engine floor's plain loop)."""
     pipe = _pipeline(cfg, trainer, epochs)
+    cuts = _cuts(trainer)
     split = tensor_parallel.describe(trainer.model) if cfg.model in TENSOR_PARALLEL_MODELS \
         and getattr(trainer, "model", None) is not None else None
     return {
@@ -228,8 +231,8 @@ def build_record(cfg, role, trainer, strategy, run_id, epochs, checksum, extra_c
                      if getattr(trainer, "trace_stamps", None) else None),
         "pipeline": pipe,
         "tensor_parallel": _tensor_parallel(cfg, trainer, split),
-        "boundary_activation_bytes": _boundary_bytes(trainer, pipe),
-        "stage_weight_shares": _stage_weight_shares(trainer),
+        "boundary_activation_bytes": _boundary_bytes(trainer, pipe, cuts),
+        "stage_weight_shares": _stage_weight_shares(cuts),
         # what a tensor-parallel split of this model's blocks all-reduces (split or not)
         "tensor_split": split,
         "resumed_epochs": [e["epoch"] for e in epochs if e.get("resumed")],

@@ -122,6 +122,11 @@ def test_16_bit_gradient_sync_halves_the_bytes_and_still_trains(tmp_path):
     (["--strategy=model_parallel", "--num_stages=2", "--accumulation_steps=2"],
      "--accumulation_steps=2 does not combine"),
     (["--strategy=hybrid", "--num_stages=2", "--stage_cost=flops"], "params, time"),
+    (["--strategy=multi_worker_mirrored", "--num_workers=2", "--straggler_schedule=0:5,0:9"],
+     "--straggler_schedule=0:5,0:9: give EPOCH:MS pairs"),
+    (["--straggler_schedule=0:0,2:60"], "slows a worker of a cluster"),
+    (["--strategy=parameter_server", "--num_workers=2", "--num_ps=1",
+      "--straggler_schedule=0:0,2:60", "--straggler_delay_ms=5"], "already gives the delay"),
 ])
 def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path, args, fragment):
     out = tmp_path / "out"

@@ -127,6 +127,9 @@ def test_a_scheduled_straggler_is_told_from_the_network_and_left_once(tmp_path):
     (["--strategy=one_device"], "--adapt switches between the plan's configurations"),
     (["--strategy=auto", f"--plan_profile={PROFILE}", "--plan_cluster=missing.json"],
      "--plan_cluster=missing.json"),
+    # refused before any profiling run (no --plan_profile: one would be measured)
+    (["--strategy=auto", "--plan_cluster={fast}", "--model=mlp", "--straggler_schedule=2:60"],
+     "--straggler_schedule=2:60: give EPOCH:MS pairs"),
     # found only once the plan chose (two workers on a 1 Tbit/s network: a cluster, which
     # --noisolate_network cannot shape): the profile measured here for it is taken back
     (["--strategy=auto", "--plan_cluster={fast}", "--model=mlp",

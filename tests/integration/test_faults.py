@@ -245,7 +245,7 @@ def test_straggler_paces_mwms_but_not_pss(tmp_path):
                       "--model=mlp", *FAST, *delay, f"--results_dir={tmp_path / 'mwms'}")
     assert mwms.returncode == 0, mwms.stdout[-3000:] + mwms.stderr[-3000:]
     (record,) = records_in(tmp_path / "mwms")
-    assert record["straggler"] == {"task": "worker:1", "delay_ms": 150.0}
+    assert record["straggler"] == {"task": "worker:1", "delay_ms": 150.0, "schedule": None}
     steps = record["steps_per_epoch"]  # 8: 512 examples, global batch 64
     # MWMS's distributed iterator buffers batches between epochs (measured: 2 per epoch arrive
     # already slept), so (steps - 2) sleeps are the lower bound of a steady epoch.

@@ -144,15 +144,46 @@ def test_a_straggler_makes_the_run_leave_its_host_and_never_come_back():
     assert verdict.to_rate == pytest.approx(
         decide.predicted_rate(PROFILE, straggled, verdict.to, G), rel=1e-9)
     assert verdict.to_rate > after
-    # the configuration left for a straggler is never chosen again, whatever the network
-    left = [(MWMS, None)]
-    again = decide.check(PROFILE, straggled, verdict.to, G, [rate(verdict.to, 10.0),
-                                                             rate(verdict.to, 0.01)],
-                         6144, 1.0, left=left)
-    assert again.to != MWMS
+    # a configuration left for a straggler is never chosen again, whatever the network: MWMS
+    # at 3 Gbit/s would leave for PSS, unless the run had left PSS for a straggler
+    drifted = [rate(MWMS, 10.0), rate(MWMS, 3.0)]
+    assert decide.check(PROFILE, CLUSTER, MWMS, G, drifted, 10 ** 6, 1.0).to == PSS
+    banned = decide.check(PROFILE, CLUSTER, MWMS, G, drifted, 10 ** 6, 1.0, left=[(PSS, None)])
+    assert banned.to != PSS
     # too few examples left to pay for a switch
     late = decide.check(PROFILE, CLUSTER, MWMS, G, [before, after], 256, 5.0, straggler=slow)
     assert late.action == "stay" and late.to is None and "not more than the switch" in late.why
+
+
+def test_a_straggler_found_again_adds_to_the_one_the_cluster_has():
+    # after a switch the segment's cluster carries the 60 ms found before; this configuration's
+    # reference epoch waited for it already, and the last epoch for 40 ms more
+    known = dataclasses.replace(CLUSTER, straggler_s=0.06)
+    before = rate(MWMS, 10.0)
+    verdict = decide.check(PROFILE, known, MWMS, G, [before, G / (G / before + 0.04)], 6144,
+                           1.0, straggler=decide.Straggler("worker:1", 0.04))
+    assert verdict.straggler_s == pytest.approx(0.1)
+    # under PSS, a worker already behind in the reference epoch that did not grow is no new
+    # straggler (nor one of 0 s that would wipe the known one)
+    assert decide.straggler_of(_pss_epoch(0.03, 0.09), _pss_epoch(0.031, 0.092)) is None
+
+
+def test_the_next_segment_starts_from_what_the_switches_inferred(tmp_path):
+    from experiments.adaptive import segment, supervisor
+
+    journal = {"switches": [{"verdict": {"inferred_gbps": 0.05, "straggler_s": None}},
+                            {"verdict": {"inferred_gbps": None, "straggler_s": 0.12}}]}
+    # the network from the first switch survives the second (a straggler's, which infers none)
+    assert supervisor.inferred(journal, "inferred_gbps") == 0.05
+    assert supervisor.inferred(journal, "straggler_s") == 0.12
+    assert supervisor.inferred({"switches": []}, "straggler_s") is None
+    cluster = tmp_path / "cluster.json"
+    cluster.write_text(json.dumps({"hosts": 2, "inter_host_gbps": 10.0}))
+    env = {"profile": "docs/default_report/profile-cnn-14336-b64-k1-float32.json",
+           "cluster": str(cluster), "current": decide.config_json(PSS), "global_batch": G,
+           "network_gbps": 0.05, "straggler_s": 0.12}
+    adapter = segment.Adapter(env, True, False, 2048)
+    assert adapter.cluster.straggler_s == 0.12 and adapter.cluster.inter_host_gbps == 0.05
 
 
 def test_after_a_switch_predictions_start_from_the_network_it_inferred(tmp_path):
