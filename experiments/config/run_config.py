@@ -112,9 +112,9 @@ class RunConfig:
     straggler_delay_ms: float = setting(0.0, "Milliseconds added to every step of "
                                         "--straggler_task (a sleep in its input pipeline).")
     straggler_schedule: str = setting("", "Straggler injection over the run, EPOCH:MS,... "
-                                      "(0:0,3:60: from after 3 epochs, 60 ms added to every "
-                                      "step) of --straggler_task, else of the last worker; in "
-                                      "place of --straggler_delay_ms.")
+                                      "(0:0,3:60: from after 3 epochs, 60 ms before each batch) "
+                                      "of --straggler_task, else of the last worker; in place "
+                                      "of --straggler_delay_ms.")
     checkpoint_dir: str = setting("", "Save every epoch here (MWMS: also on preemption, "
                                   "SIGTERM); rerunning with the same directory resumes (Vertex: "
                                   "$AIP_CHECKPOINT_DIR).")
