@@ -108,12 +108,14 @@ def _profiled(cfg, written):
     if cfg.plan_profile or not cfg.plan_cluster or os.environ.get("TF_CONFIG", "").strip():
         return cfg  # auto.resolve says what is missing or refused
     try:
-        cost_model.load_cluster(cfg.plan_cluster, "plan_cluster")
+        cluster = cost_model.load_cluster(cfg.plan_cluster, "plan_cluster")
     except cost_model.SpecError as e:
         raise ConfigError(str(e)) from None
-    new = [p for p in (profile_here.path_for(cfg), cfg.results_dir) if not os.path.exists(p)]
+    sharing = profile_here.sharing_processes(cluster)
+    new = [p for p in (profile_here.path_for(cfg, sharing), cfg.results_dir)
+           if not os.path.exists(p)]
     try:
-        path = profile_here.measure(cfg, sys.argv)
+        path = profile_here.measure(cfg, sys.argv, sharing=sharing)
     except profile_here.ProfilingFailed as e:
         sys.stderr.write(f"{e}\n")
         sys.exit(1)

@@ -57,6 +57,13 @@ Per-replica step time:  t = compute / device_speedup + overhead + communication
   (all-reduce, pipelines) every step waits for it, t + straggler_s; under PSS only its own
   workers slow (asynchronous steps): the rate is (N - d) b / t + d b / (t + straggler_s), d its
   devices; the planner leaves it out of a configuration on fewer hosts than the cluster's
+  one machine's cores (the cluster's `machine_cores`: a local cluster, every task on one
+  machine): N > 1 data-parallel workers' compute x the profile's sharing slowdown at K = N (K
+  one-thread loops in lockstep there, as MWMS workers wait on each other and a PSS worker on
+  its ps), and the rate at most min(busy cores at K, machine_cores) / the strategy's CPU seconds
+  per example at N=1 over all its tasks (ps and chief too), bound "this machine's cores";
+  where the profile lacks a figure, its term is left out. The sharing was measured on the
+  profile's machine: machine_cores with a profile from elsewhere carries that machine's sharing
 
 Assumptions (said in every report that uses it): synchronization overlaps compute only by the
 profile's measured `overlap` share (0 where unmeasured; communication x (1 - overlap)), links
@@ -118,6 +125,15 @@ class WorkloadProfile:
     # gradient, how it is exchanged ("gather" or "reduce"), the compression's own compute per
     # step on the profile's device, and the per-replica state it keeps (error feedback)
     reducers: dict = dataclasses.field(default_factory=dict)
+    # Where a cluster's tasks share one machine's cores (a cluster spec's machine_cores, a local
+    # cluster): {strategy: CPU seconds per example over all its tasks, ps and chief too} at N=1
+    # ("one_device" too), and {"K": {"slowdown": x, "busy_cores": c}} from the sharing
+    # calibration of K one-thread plain loops in lockstep on the profile's machine
+    # (experiments/comparison/sharing.py): a step's compute x slowdown when K processes share
+    # it, and the c cores such K processes keep busy. Neither reaches a cluster whose devices
+    # have cores of their own.
+    cpu_s_per_example: dict = dataclasses.field(default_factory=dict)
+    sharing: dict = dataclasses.field(default_factory=dict)
     device: str = ""  # what compute_s was measured on ("2-vCPU AMD EPYC, 1 thread", "V100")
     source: str = ""  # the records it came from, or a citation
 
@@ -158,6 +174,11 @@ class ClusterSpec:
     # One host (the last) slower by this many seconds per step: a straggler (see the module
     # doc); 0: every host equally fast
     straggler_s: float = 0.0
+    # The whole cluster (workers, ps, chief) on one machine of this many cores, as a local
+    # cluster runs here: its workers' compute is slowed by the profile's sharing at K = N and
+    # its rate capped by the cores over the CPU seconds an example costs (see the module doc);
+    # 0: every device has cores of its own (a real cluster)
+    machine_cores: int = 0
     name: str = ""
 
     @property
@@ -171,6 +192,9 @@ class ClusterSpec:
         for name in ("device_speedup", "intra_host_gbps", "inter_host_gbps"):
             if getattr(self, name) <= 0:
                 raise SpecError(f"cluster {name}={getattr(self, name)} must be > 0")
+        if self.machine_cores < 0:
+            raise SpecError(f"cluster machine_cores={self.machine_cores} must be >= 0 (0: "
+                            f"devices with cores of their own)")
         if self.straggler_s < 0:
             raise SpecError(f"cluster straggler_s={self.straggler_s} must be >= 0")
         if self.ps_placement not in ("own_hosts", "with_workers"):
@@ -467,6 +491,8 @@ def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None, stag
     compute = profile.compute_s / cluster.device_speedup
     overhead = profile.overhead_s.get(strategy, 0.0)
     gradient = profile.gradient(sync_dtype)
+    slowdown, cores_cap = on_one_machine(profile, cluster, strategy)
+    compute *= slowdown
     reducer = None
     if compression != "none":
         reducer = profile.reducers.get(compression)
@@ -508,6 +534,8 @@ def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None, stag
     if cluster.straggler_s:
         step, rate = straggled(step, rate, replicas, profile.batch, strategy, cluster)
         bound = "a straggler"
+    if cores_cap is not None and cores_cap < rate:
+        rate, bound = cores_cap, "this machine's cores"
     if kind(strategy).parameter_servers and cluster.shared_medium:
         cap = profile.batch * cluster.inter_host_gbps * 1e9 / 8 / (gradient + profile.pull_bytes)
         if cap < rate:
@@ -522,6 +550,21 @@ def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None, stag
     return Prediction(strategy, devices, step, compute, overhead, comm_exposed, rate,
                       speedup, speedup / devices, comm_exposed / step, memory,
                       fits_memory(memory, cluster), bound, cluster.straggler_s)
+
+
+def on_one_machine(profile, cluster, strategy):
+    """(compute factor, examples/s cap or None) of `strategy`'s data-parallel workers when the
+    whole cluster shares one machine of cluster.machine_cores cores (see the module doc): the
+    profile's sharing slowdown at K = N workers and min(its busy cores, machine_cores) / the
+    strategy's CPU seconds per example; (1, None) on a real cluster, for one worker, for
+    pipelines (one process per host, not modelled), and where the profile lacks the figure."""
+    n = cluster.workers
+    if not cluster.machine_cores or n < 2 or strategy not in STRATEGIES:
+        return 1.0, None
+    shared = profile.sharing.get(str(n)) or {}
+    cores = min(shared.get("busy_cores") or cluster.machine_cores, cluster.machine_cores)
+    per_example = profile.cpu_s_per_example.get(strategy)
+    return shared.get("slowdown") or 1.0, cores / per_example if per_example else None
 
 
 def straggled(step, rate, replicas, batch, strategy, cluster):

@@ -29,7 +29,8 @@ from results import cost_model, metrics
 from results.cells import (BASELINE_RUN, ENGINE_FLOOR, SETTING_KEYS, is_collectives_run,
                            is_network_run, is_reducer_run, is_straggler_run, role_of, setting_of,
                            sort_key, workers_of)
-from results.workload_profile import (measured_cell, profile_of, reducer_key, reducers_of,
+from results.workload_profile import (busy_cores_of, cpu_per_example, measured_cell, profile_of, reducer_key,
+                                     reducers_of, slowdown_of,
                                      sync_dtype_of)
 from strategies import kind
 
@@ -110,24 +111,14 @@ def cpu_cap(own_n1, runs_n):
     N=1 run's CPU cost per example; None without CPU figures. A local cluster's runs share this
     machine's cores, so a cluster whose every task (PSS: ps and chief too) wants more cores than
     exist runs no faster than that, whatever the network."""
-    per_cpu = [((r.get("cpu") or {}).get("examples_per_cpu_second"), (r.get("cpu") or {}).get(
-        "scope")) for r in own_n1 or []]
-    per_cpu = [v for v, scope in per_cpu if v and scope == "all tasks"]
+    per_example = cpu_per_example(own_n1 or [])
     cores = [(r.get("environment") or {}).get("usable_cpus") or (r.get("environment") or {}).get(
         "cpu_count") for r in runs_n]
     cores = [c for c in cores if c]
-    if not per_cpu or not cores:
+    if not per_example or not cores:
         return None
-    e1 = metrics.spread(per_cpu)["median"]
+    e1 = 1 / per_example
     return min(cores) * e1, min(cores), e1
-
-
-# Which phase of the sharing calibration a local cluster's processes resemble. Both wait on
-# another process every step: MWMS workers on each other (the all-reduce), a PSS worker on the ps
-# (its pull and push). With every core busy, each such hand-off waits for a core as well; the
-# lockstep phase measures that. (The free phase, independent loops, is the report's "machine's
-# limit" row.)
-SHARING_PHASE = "lockstep"
 
 
 def sweep_fit(sweeps, strategy, n, key="probe_s"):
@@ -159,32 +150,6 @@ def sync_bytes(profile, strategy, dtype):
     if kind(strategy).parameter_servers:
         return (gradient + profile.pull_bytes) / 2
     return gradient
-
-
-def slowdown_of(sharing, strategy, n=2):
-    """(factor, phase, calibrations): how much slower this machine runs a 1-worker step when an
-    N-worker cluster's processes share its cores, from the sharing calibrations of the setting
-    with K = N processes (the median when repeated); None without one."""
-    phase = SHARING_PHASE
-    values = [(s.get("slowdown") or {}).get(phase) for s in sharing or []
-              if s.get("processes") == n]
-    values = [v for v in values if v]
-    if not values:
-        return None
-    return metrics.spread(values)["median"], phase, len(values)
-
-
-def busy_cores_of(sharing, n):
-    """Cores that K = n processes handing off to each other every step keep busy on this machine:
-    K x the lockstep phase's cores per process in the sharing calibrations with K = n (the
-    median when repeated); None without one. A cluster's processes wait on each other (MWMS
-    workers on the all-reduce, a PSS worker on its ps), and while one waits its core may find
-    nothing to run, so the cluster keeps fewer cores busy than the machine has, even with more
-    processes than cores (2026-11-25 here: 1.65-1.84 of 2)."""
-    values = [n * ((s.get("cores_per_process") or {}).get("lockstep") or 0)
-              for s in sharing or [] if s.get("processes") == n]
-    values = [v for v in values if v > 0]
-    return metrics.spread(values)["median"] if values else None
 
 
 def fit(records):
@@ -221,7 +186,8 @@ def fit(records):
     for setting in sorted(runs, key=sort_key):
         probed = [r for rs in runs[setting].values() for r in rs]
         profile, profile_notes = profile_of(setting, baselines.get(setting, []),
-                                            own_n1.get(setting, {}), probed)
+                                            own_n1.get(setting, {}), probed,
+                                            sharing.get(setting))
         if profile is None:
             continue
         profile.reducers = compressed.get(reducer_key(setting), {})

@@ -16,6 +16,11 @@ profile-<model>-<examples>-b<batch>-k<K>-<dtype>.json):
                --accumulation_steps) over its replicas in sync
   bytes        gradient bytes per sync dtype and kind, the PSS pull (variables in their own
                dtype), parameters, optimizer state and activations, from the records
+  cpu_s_per_example  per strategy (and the baseline): CPU seconds per example over all its
+               tasks at N=1, ps and chief too; with `sharing`, what a local cluster's cores
+               can deliver (a cluster spec's machine_cores)
+  sharing      per K calibrated: the lockstep slowdown of K plain loops sharing this machine and
+               the cores they keep busy (experiments/comparison/sharing.py)
   reducers     per --compression form measured on the same model, batch and dtype (any
                setting's compressed runs: reducers_of): payload, exchange, compute, state
 """
@@ -23,6 +28,7 @@ import collections
 
 from results import cost_model, metrics
 from results.cells import SETTING_KEYS, reducer_of, setting_of
+from strategies import BASELINE
 
 
 def step_time_of(record):
@@ -61,9 +67,63 @@ def _compute_step(record):
     return max(0.0, step_time_of(record) - (probe_of(record) or 0.0))
 
 
-def profile_of(setting, baseline, own_n1, runs):
+# Which phase of the sharing calibration a local cluster's processes resemble. Both wait on
+# another process every step: MWMS workers on each other (the all-reduce), a PSS worker on the ps
+# (its pull and push). With every core busy, each such hand-off waits for a core as well; the
+# lockstep phase measures that. (The free phase, independent loops, is the report's "machine's
+# limit" row.)
+SHARING_PHASE = "lockstep"
+
+
+def slowdown_of(sharing, strategy, n=2):
+    """(factor, phase, calibrations): how much slower this machine runs a 1-worker step when an
+    N-worker cluster's processes share its cores, from the sharing calibrations of the setting
+    with K = N processes (the median when repeated); None without one."""
+    phase = SHARING_PHASE
+    values = [(s.get("slowdown") or {}).get(phase) for s in sharing or []
+              if s.get("processes") == n]
+    values = [v for v in values if v]
+    if not values:
+        return None
+    return metrics.spread(values)["median"], phase, len(values)
+
+
+def busy_cores_of(sharing, n):
+    """Cores that K = n processes handing off to each other every step keep busy on this machine:
+    K x the lockstep phase's cores per process in the sharing calibrations with K = n (the
+    median when repeated); None without one. A cluster's processes wait on each other (MWMS
+    workers on the all-reduce, a PSS worker on its ps), and while one waits its core may find
+    nothing to run, so the cluster keeps fewer cores busy than the machine has, even with more
+    processes than cores (2026-11-25 here: 1.65-1.84 of 2)."""
+    values = [n * ((s.get("cores_per_process") or {}).get("lockstep") or 0)
+              for s in sharing or [] if s.get("processes") == n]
+    values = [v for v in values if v > 0]
+    return metrics.spread(values)["median"] if values else None
+
+
+def sharing_figures(sharing):
+    """The profile's `sharing`: {"K": {"slowdown", "busy_cores"}} for each K calibrated."""
+    out = {}
+    for n in sorted({s.get("processes") for s in sharing or [] if s.get("processes")}):
+        slowdown = slowdown_of(sharing, None, n)
+        if slowdown:
+            out[str(n)] = {"slowdown": slowdown[0], "busy_cores": busy_cores_of(sharing, n)}
+    return out
+
+
+def cpu_per_example(records):
+    """CPU seconds per example over all of a run's tasks (the median of `records`); None
+    without CPU figures."""
+    rates = [(r.get("cpu") or {}).get("examples_per_cpu_second") for r in records
+             if (r.get("cpu") or {}).get("scope") == "all tasks"]
+    rate = metrics.median([v for v in rates if v])
+    return 1 / rate if rate else None
+
+
+def profile_of(setting, baseline, own_n1, runs, sharing=None):
     """(WorkloadProfile, notes) of one setting. baseline: its 1-thread baseline records;
-    own_n1: {strategy: its N=1 records}; runs: the setting's probed multi-worker records."""
+    own_n1: {strategy: its N=1 records}; runs: the setting's probed multi-worker records;
+    sharing: the setting's sharing calibrations (engine floor records' `sharing`)."""
     notes = []
     compute = metrics.median([step_time_of(r) for r in baseline])
     if compute:
@@ -123,6 +183,10 @@ def profile_of(setting, baseline, own_n1, runs):
         tensor_reduced_bytes=(split or {}).get("reduced_bytes_per_example", 0),
         tensor_reductions=(split or {}).get("reductions", 0),
         tensor_shards=(split or {}).get("shards", []),
+        cpu_s_per_example={strategy: cost for strategy, cost in (
+            [(BASELINE, cpu_per_example(baseline))] +
+            [(s, cpu_per_example(rs)) for s, rs in sorted(own_n1.items())]) if cost},
+        sharing=sharing_figures(sharing),
         device=f"{(first.get('environment') or {}).get('cpu_model') or 'this machine'}, "
               f"1 thread", source=", ".join(sorted({r["run_id"] for r in [
                   *baseline, *runs]}))[:200])

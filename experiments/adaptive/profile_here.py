@@ -5,7 +5,11 @@
 Three short runs of the same model, data and batch, one thread each: one device (the compute of
 a replica's step on one core), and one MWMS worker and one PSS worker (with its ps and chief)
 with their communication probes (gradient and pull bytes, each strategy's own overhead: a PSS
-step's dispatch through the coordinator costs more than a small model's compute). The profile
+step's dispatch through the coordinator costs more than a small model's compute; the CPU an
+example costs over all tasks). For a cluster on this one machine (the spec's machine_cores),
+also a brief sharing calibration at each K workers the planner may use
+(experiments/comparison/sharing.py: K plain loops in lockstep, 2 rounds of 8 steps), which
+becomes the profile's `sharing`. The profile
 is built from their records as a comparison builds its own (results/workload_profile.py) and
 written to --results_dir as
 profile-<model>-b<batch>-<hash of the dataset, optimizer, learning rate and dtypes>-here.json;
@@ -35,25 +39,36 @@ class ProfilingFailed(RuntimeError):
     """A profiling run failed for another reason than bad input (one line; its output shown)."""
 
 
-def path_for(cfg):
-    """profile-<model>-b<batch>-<what else it trains: a short hash>-here.json"""
+SHARING_ROUNDS, SHARING_STEPS = 2, 8
+
+
+def sharing_processes(cluster):
+    """The K a profile for `cluster` calibrates sharing at: each worker count >= 2 the planner
+    tries, where the whole cluster is on this machine (machine_cores); none otherwise."""
+    return planner.device_counts(cluster) if cluster.machine_cores else []
+
+
+def path_for(cfg, sharing=()):
+    """profile-<model>-b<batch>-<what else it trains and the K calibrated: a short hash>-here.json"""
     what = json.dumps([cfg.dataset, cfg.optimizer, cfg.learning_rate, cfg.float_dtype,
-                       cfg.gradient_sync_dtype, cfg.model_weights, cfg.steps_per_execution])
+                       cfg.gradient_sync_dtype, cfg.model_weights, cfg.steps_per_execution] +
+                      ([list(sharing)] if sharing else []))
     return os.path.join(cfg.results_dir,
                         f"profile-{cfg.model.replace(':', '_').replace('/', '_')}"
                         f"-b{cfg.batch_size_per_replica}-"
                         f"{hashlib.sha1(what.encode()).hexdigest()[:8]}-here.json")
 
 
-def measure(cfg, argv, out=print):
+def measure(cfg, argv, out=print, sharing=()):
     """The path of the profile of cfg's model at its per-replica batch: reused, or measured
-    now. argv: the command's own flags (the model's and data's settings ride along)."""
-    path = path_for(cfg)
+    now. argv: the command's own flags (the model's and data's settings ride along); sharing:
+    the K to calibrate this machine's sharing at (sharing_processes)."""
+    path = path_for(cfg, sharing)
     if os.path.exists(path):
         out(f"auto: using the profile measured here before: {path}")
         return path
-    out(f"auto: measuring the workload profile here first (3 short runs, 1 thread each) -> "
-        f"{path}")
+    out(f"auto: measuring the workload profile here first (3 short runs, 1 thread each"
+        f"{', and sharing at K=' + ','.join(map(str, sharing)) if sharing else ''}) -> {path}")
     # the user's model, data, batch, optimizer and dtypes ride along; what would make a run of
     # another kind (topology, pipeline, reducers, faults, emulation) goes back to its default
     brief = ["--noadapt", "--plan_profile=", "--plan_cluster=", *supervisor.UNSHAPED,
@@ -64,11 +79,16 @@ def measure(cfg, argv, out=print):
                if k != "gradient_sync_dtype"],
              f"--epochs={EPOCHS}", f"--train_examples={STEPS * cfg.batch_size_per_replica}"]
     with tempfile.TemporaryDirectory(prefix="tfdist-profile-") as tmp:
-        for strategy in (["--strategy=one_device"],
-                         ["--strategy=multi_worker_mirrored", "--num_workers=1"],
-                         ["--strategy=parameter_server", "--num_workers=1", "--num_ps=1"]):
+        commands = [["experiments.run", *strategy] for strategy in (
+            ["--strategy=one_device"],
+            ["--strategy=multi_worker_mirrored", "--num_workers=1"],
+            ["--strategy=parameter_server", "--num_workers=1", "--num_ps=1"])] + \
+            [["experiments.comparison.sharing", f"--processes={k}",
+              f"--rounds={SHARING_ROUNDS}", f"--steps_per_round={SHARING_STEPS}"]
+             for k in sharing]
+        for module, *what in commands:
             code, stopped, (stdout, stderr) = supervisor.run_child(
-                [sys.executable, "-m", "experiments.run", *argv[1:], *brief, *strategy,
+                [sys.executable, "-m", module, *argv[1:], *brief, *what,
                  f"--results_dir={tmp}"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 text=True)
             if stopped:
@@ -78,17 +98,17 @@ def measure(cfg, argv, out=print):
                 raise ConfigError(said[-1][len("error: "):] if said else stderr[-300:])
             if code:
                 sys.stderr.write(stdout[-2000:] + stderr[-2000:])
-                raise ProfilingFailed(f"auto: the profiling run {' '.join(strategy)} failed "
+                raise ProfilingFailed(f"auto: the profiling run {' '.join(what)} failed "
                                       f"(exit {code}; its output is above)")
         runs = []
         for name in glob.glob(os.path.join(tmp, "records", "*.json")):
             with open(name) as f:
                 runs.append(json.load(f))
-    by = {r["strategy"]: r for r in runs}
+    by = {r["strategy"]: r for r in runs if not r.get("sharing")}
     mwms, pss = by["multi_worker_mirrored"], by["parameter_server"]
     profile, _ = profile_of(setting_of(by["one_device"]), [by["one_device"]],
                             {"multi_worker_mirrored": [mwms], "parameter_server": [pss]},
-                            [mwms, pss])
+                            [mwms, pss], [r["sharing"] for r in runs if r.get("sharing")])
     profile.source = f"measured here by experiments.run --strategy=auto ({profile.source})"
     os.makedirs(cfg.results_dir, exist_ok=True)
     records_io.write_text_atomic(path, profile.to_json())

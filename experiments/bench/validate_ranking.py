@@ -42,6 +42,10 @@ _EPOCHS = flags.DEFINE_integer("epochs", 3, "Epochs of each run (the first is no
 _GLOBAL = flags.DEFINE_integer("global_batch", 128, "The global batch every configuration "
                                "trains.")
 _WITHIN = flags.DEFINE_float("within", 0.05, "A first choice this close to the fastest counts.")
+_CORES = flags.DEFINE_integer("machine_cores", len(os.sched_getaffinity(0)), "The cluster "
+                              "spec's machine_cores: the cores the whole local cluster shares "
+                              "(0: price each device with cores of its own, as before "
+                              "2026-11-26's second protocol).", lower_bound=0)
 _DATASETS = {"resnet": "synthetic_cifar"}
 
 
@@ -104,13 +108,15 @@ def main(argv):
     for model in _MODELS.value:
         cfg = RunConfig(model=model, dataset=_DATASETS.get(model, "synthetic"),
                         batch_size_per_replica=_GLOBAL.value // 2, results_dir=_DIR.value)
+        local = cost_model.ClusterSpec(hosts=2, devices_per_host=1, shared_medium=True,
+                                       machine_cores=_CORES.value)
         path = profile_here.measure(cfg, ["run", f"--model={model}",
                                           f"--dataset={cfg.dataset}",
-                                          f"--batch_size_per_replica={cfg.batch_size_per_replica}"])
+                                          f"--batch_size_per_replica={cfg.batch_size_per_replica}"],
+                                    sharing=profile_here.sharing_processes(local))
         profile = cost_model.load_profile(path)
         for gbps in (float(b) for b in _BANDWIDTHS.value):
-            cluster = cost_model.ClusterSpec(hosts=2, devices_per_host=1, inter_host_gbps=gbps,
-                                             intra_host_gbps=gbps, shared_medium=True)
+            cluster = decide.with_network(local, gbps)
             configs = decide.candidates(profile, cluster, _GLOBAL.value)
             measured = {c: _measure(model, c, gbps, _DIR.value) for c in configs}
             largest = max(planner.predict(decide.at_batch(

@@ -254,3 +254,37 @@ def test_a_pipelines_busiest_device_holds_its_largest_stages_share_of_the_weight
     # a split the profile has no share for stays equal
     assert cost_model.memory_per_device(uneven, "model_parallel", stages=4) == \
         cost_model.memory_per_device(profile, "model_parallel", stages=4)
+
+
+def test_a_cluster_on_one_machine_shares_its_cores_and_a_real_one_does_not():
+    profile = _profile(pull_bytes=G, cpu_s_per_example={"parameter_server": 0.004,
+                                                        "multi_worker_mirrored": 0.0005},
+                       sharing={"2": {"slowdown": 1.25, "busy_cores": 1.8}})
+    real = ClusterSpec(hosts=2, inter_host_gbps=GBPS8, inter_host_latency_us=0)
+    local = dataclasses.replace(real, machine_cores=2)
+    mwms, mwms_here = (cost_model.predict(profile, c, "multi_worker_mirrored")
+                       for c in (real, local))
+    # two workers in lockstep on one machine compute at the calibration's slowdown; the
+    # synchronization does not change, and the cores (1.8 / 0.5 ms = 3600/s) do not bind
+    assert mwms_here.compute_s == pytest.approx(1.25 * mwms.compute_s)
+    assert mwms_here.step_s == pytest.approx(mwms.step_s + 0.25 * mwms.compute_s)
+    assert mwms_here.bound == "" and mwms.bound == ""
+    # PSS's tasks cost 4 ms of CPU an example: 1.8 busy cores deliver 450 examples/s at most
+    pss, pss_here = (cost_model.predict(profile, c, "parameter_server") for c in (real, local))
+    assert pss.examples_per_sec > 450
+    assert pss_here.examples_per_sec == pytest.approx(1.8 / 0.004)
+    assert pss_here.bound == "this machine's cores"
+    # no more cores than the machine has, whatever the calibration kept busy
+    small = dataclasses.replace(local, machine_cores=1)
+    assert cost_model.predict(profile, small, "parameter_server").examples_per_sec == \
+        pytest.approx(1 / 0.004)
+    # one worker, and a profile without the figures: nothing to share
+    one = dataclasses.replace(local, hosts=1)
+    assert cost_model.predict(profile, one, "multi_worker_mirrored").step_s == \
+        cost_model.predict(profile, dataclasses.replace(real, hosts=1),
+                           "multi_worker_mirrored").step_s
+    bare = _profile(pull_bytes=G)
+    assert cost_model.predict(bare, local, "parameter_server").step_s == \
+        cost_model.predict(bare, real, "parameter_server").step_s
+    with pytest.raises(cost_model.SpecError, match="machine_cores=-1"):
+        ClusterSpec(machine_cores=-1).check()

@@ -300,6 +300,16 @@ def test_the_cap_counts_the_cores_kept_busy_at_each_n(results_dir):
     crowded = [dict(r, environment={"cpu_count": 2, "usable_cpus": 2}) for r in _load(
         results_dir, ps1, four, _sharing(1.9, 2.2, "s4", 4, busy=0.6))]  # 2.4 "busy" cores
     assert _fits(crowded)["parameter_server"].predictions[4][0] == pytest.approx(2 * rate / 1.5)
+    # the profile carries both figures, and the one cost model, told the cluster shares this
+    # machine's 2 cores, caps PSS where the local model does
+    assert fit.profile.cpu_s_per_example["parameter_server"] == pytest.approx(1.5 / rate)
+    assert fit.profile.sharing == {"2": {"slowdown": 1.25, "busy_cores": pytest.approx(1.6)},
+                                   "4": {"slowdown": 2.2, "busy_cores": pytest.approx(1.8)}}
+    for n, hosts in ((2, 2), (4, 4)):
+        local = cost_model.ClusterSpec(hosts=hosts, machine_cores=2)
+        predicted = cost_model.predict(fit.profile, local, "parameter_server")
+        assert predicted.examples_per_sec == pytest.approx(fit.predictions[n][0])
+        assert predicted.bound == "this machine's cores"
 
 
 def test_all_reduce_pays_the_sweeps_cpu_per_synchronization_in_the_cap(results_dir):
