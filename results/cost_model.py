@@ -402,9 +402,8 @@ def memory_per_device(profile, strategy, stages=1, zero_shards=1, tensor_paralle
     the worker's copy of its 1/zero_shards of the parameters (zero.py's shard). A model split
     over S stages puts its largest stage's share of the weights on the busiest device (the
     profile's stage_weight_shares, as the toolkit cuts it; 1/S where unknown) and 1/S of the
-    activations, of those the share its
-    schedule keeps in flight (`activation_share`: GPipe every micro-batch's, 1; 1F1B's first
-    stage min(S, M) of M); T tensor shards split the weights (the split layers holding nearly
+    activations, of those the share its schedule keeps in flight (`activation_share`: GPipe
+    every micro-batch's, 1; 1F1B's first stage min(S, M) of M); T tensor shards split the weights (the split layers holding nearly
     all of them) but not the activations: every layer's output is whole on the stage's first
     device, as Megatron keeps it on every rank."""
     weights = 2 * profile.parameter_bytes

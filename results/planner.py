@@ -214,10 +214,12 @@ def predict(profile, cluster, config):
     p = accumulated(profile, config.accumulation)
     if kind(config.strategy).single_device:
         compute = p.compute_s / cluster.device_speedup
-        step = compute + part.straggler_s
+        step, rate = compute, p.batch / compute
+        if part.straggler_s:
+            step, rate = cost_model.straggled(step, rate, 1, p.batch, config.strategy, part)
         memory = cost_model.memory_per_device(p, config.strategy)
         prediction = cost_model.Prediction(
-            config.strategy, 1, step, compute, 0.0, 0.0, p.batch / step, compute / step,
+            config.strategy, 1, step, compute, 0.0, 0.0, rate, compute / step,
             compute / step, 0.0, memory, cost_model.fits_memory(memory, cluster),
             "a straggler" if part.straggler_s else "", part.straggler_s)
     else:

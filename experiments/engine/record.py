@@ -177,6 +177,15 @@ def peak_memory_per_device(cfg, trainer, epochs):
                default=None)  # none for a subclassed model
 
 
+def _straggler(cfg):
+    """The record's straggler: {task, delay_ms (null under a schedule), schedule}, or None."""
+    worker = cfg.straggler_worker()
+    if worker is None:
+        return None
+    return {"task": f"worker:{worker}", "delay_ms": cfg.straggler_delay_ms or None,
+            "schedule": cfg.straggler_schedule or None}
+
+
 def build_record(cfg, role, trainer, strategy, run_id, epochs, checksum, extra_config):
     """The run's record (docs/records.md). `trainer`: the Trainer, or anything with its
     attributes (the engine floor's plain loop)."""
@@ -218,10 +227,7 @@ def build_record(cfg, role, trainer, strategy, run_id, epochs, checksum, extra_c
         "startup": _startup(trainer),
         **_launch_events(),
         "network": netshape.recorded(),  # an emulated network (tf_config/netshape.py), or None
-        "straggler": ({"task": f"worker:{cfg.straggler_worker()}",
-                       "delay_ms": cfg.straggler_delay_ms or None,
-                       "schedule": cfg.straggler_schedule or None}
-                      if cfg.straggler_worker() is not None else None),
+        "straggler": _straggler(cfg),
         "steps_by_worker": dict(sorted(trainer.steps_by_worker.items())) or None,
         # every stamp of the last epoch's first steps (the epochs carry the per-worker medians):
         # the report's timeline PNG and trace (results/timeline.py)

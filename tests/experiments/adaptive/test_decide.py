@@ -89,6 +89,13 @@ def test_a_profile_measured_here_before_is_reused(tmp_path):
     # what else the profile trained is in its name: another optimizer is another profile
     assert profile_here.path_for(dataclasses.replace(cfg, optimizer="adam")) != path
     assert profile_here.path_for(dataclasses.replace(cfg, epochs=9)) == path
+    # a profile with this machine's sharing is another profile: one without it is not reused
+    # for a cluster on this machine's cores, which calibrates each K the planner tries
+    from results.cost_model import ClusterSpec
+    assert profile_here.sharing_processes(ClusterSpec(hosts=2)) == []
+    assert profile_here.sharing_processes(ClusterSpec(hosts=2, devices_per_host=2,
+                                                      machine_cores=2)) == [2, 4]
+    assert profile_here.path_for(cfg, [2]) != path
     open(path, "w").write("{}")
     said = []
     assert profile_here.measure(cfg, ["run"], out=said.append) == path  # no run started
