@@ -111,11 +111,10 @@ def _profiled(cfg, written):
         cluster = cost_model.load_cluster(cfg.plan_cluster, "plan_cluster")
     except cost_model.SpecError as e:
         raise ConfigError(str(e)) from None
-    sharing = profile_here.sharing_processes(cluster)
-    new = [p for p in (profile_here.path_for(cfg, sharing), cfg.results_dir)
+    new = [p for p in (profile_here.path_for(cfg, cluster), cfg.results_dir)
            if not os.path.exists(p)]
     try:
-        path = profile_here.measure(cfg, sys.argv, sharing=sharing)
+        path = profile_here.measure(cfg, sys.argv, cluster=cluster)
     except profile_here.ProfilingFailed as e:
         sys.stderr.write(f"{e}\n")
         sys.exit(1)

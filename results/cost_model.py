@@ -62,8 +62,10 @@ Per-replica step time:  t = compute / device_speedup + overhead + communication
   one-thread loops in lockstep there, as MWMS workers wait on each other and a PSS worker on
   its ps), and the rate at most min(busy cores at K, machine_cores) / the strategy's CPU seconds
   per example at N=1 over all its tasks (ps and chief too), bound "this machine's cores";
-  where the profile lacks a figure, its term is left out. The sharing was measured on the
-  profile's machine: machine_cores with a profile from elsewhere carries that machine's sharing
+  where the profile lacks a figure, its term is left out. One device (one process: the
+  planner's single-device configuration) has the K = machine_cores cores to itself: its compute
+  / the profile's thread_speedup at K. The sharing was measured on the profile's machine:
+  machine_cores with a profile from elsewhere carries that machine's sharing
 
 Assumptions (said in every report that uses it): synchronization overlaps compute only by the
 profile's measured `overlap` share (0 where unmeasured; communication x (1 - overlap)), links
@@ -134,6 +136,10 @@ class WorkloadProfile:
     # have cores of their own.
     cpu_s_per_example: dict = dataclasses.field(default_factory=dict)
     sharing: dict = dataclasses.field(default_factory=dict)
+    # {"K": one device's step at 1 thread / at K threads}: how much faster one process computes
+    # with a machine_cores cluster's K cores to itself (what --strategy=one_device does with
+    # its default threads); 1 where unmeasured
+    thread_speedup: dict = dataclasses.field(default_factory=dict)
     device: str = ""  # what compute_s was measured on ("2-vCPU AMD EPYC, 1 thread", "V100")
     source: str = ""  # the records it came from, or a citation
 
@@ -564,6 +570,15 @@ def on_one_machine(profile, cluster, strategy):
     cores = min(shared.get("busy_cores") or cluster.machine_cores, cluster.machine_cores)
     per_example = profile.cpu_s_per_example.get(strategy)
     return shared.get("slowdown") or 1.0, cores / per_example if per_example else None
+
+
+def one_process_speedup(profile, cluster):
+    """How much faster one process (one device) computes on a machine_cores cluster, all of
+    whose cores it has: the profile's thread_speedup at K = machine_cores (1 on a real cluster,
+    whose device is the device, and where unmeasured)."""
+    if not cluster.machine_cores:
+        return 1.0
+    return profile.thread_speedup.get(str(cluster.machine_cores)) or 1.0
 
 
 def straggled(step, rate, replicas, batch, strategy, cluster):

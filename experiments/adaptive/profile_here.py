@@ -6,10 +6,10 @@ Three short runs of the same model, data and batch, one thread each: one device 
 a replica's step on one core), and one MWMS worker and one PSS worker (with its ps and chief)
 with their communication probes (gradient and pull bytes, each strategy's own overhead: a PSS
 step's dispatch through the coordinator costs more than a small model's compute; the CPU an
-example costs over all tasks). For a cluster on this one machine (the spec's machine_cores),
-also a brief sharing calibration at each K workers the planner may use
-(experiments/comparison/sharing.py: K plain loops in lockstep, 2 rounds of 8 steps), which
-becomes the profile's `sharing`. The profile
+example costs over all tasks). For a cluster on this one machine (the spec's machine_cores, K
+cores) also: a brief sharing calibration at each worker count the planner may use
+(experiments/comparison/sharing.py: plain loops in lockstep, 2 rounds of 8 steps), the
+profile's `sharing`; and one device at K threads, the profile's `thread_speedup`. The profile
 is built from their records as a comparison builds its own (results/workload_profile.py) and
 written to --results_dir as
 profile-<model>-b<batch>-<hash of the dataset, optimizer, learning rate and dtypes>-here.json;
@@ -28,7 +28,7 @@ from experiments.config.run_config import ConfigError
 from results import planner
 from results import records as records_io
 from results.cells import setting_of
-from results.workload_profile import profile_of
+from results.workload_profile import profile_of, step_time_of
 from tf_config.events import BAD_INPUT_EXIT_CODE
 
 STEPS = 16  # per epoch: two steady epochs of 16 steps each, after the tracing one
@@ -43,32 +43,40 @@ SHARING_ROUNDS, SHARING_STEPS = 2, 8
 
 
 def sharing_processes(cluster):
-    """The K a profile for `cluster` calibrates sharing at: each worker count >= 2 the planner
-    tries, where the whole cluster is on this machine (machine_cores); none otherwise."""
-    return planner.device_counts(cluster) if cluster.machine_cores else []
+    """The process counts a profile for `cluster` calibrates sharing at: each worker count >= 2
+    the planner tries, where the whole cluster is on this machine (machine_cores); none
+    otherwise."""
+    return planner.device_counts(cluster) if cluster and cluster.machine_cores else []
 
 
-def path_for(cfg, sharing=()):
-    """profile-<model>-b<batch>-<what else it trains and the K calibrated: a short hash>-here.json"""
+def path_for(cfg, cluster=None):
+    """profile-<model>-b<batch>-<what else it trains, and this machine's figures a cluster on
+    its cores asks for: a short hash>-here.json"""
+    local = [sharing_processes(cluster), cluster.machine_cores] \
+        if cluster and cluster.machine_cores else []
     what = json.dumps([cfg.dataset, cfg.optimizer, cfg.learning_rate, cfg.float_dtype,
                        cfg.gradient_sync_dtype, cfg.model_weights, cfg.steps_per_execution] +
-                      ([list(sharing)] if sharing else []))
+                      ([local] if local else []))
     return os.path.join(cfg.results_dir,
                         f"profile-{cfg.model.replace(':', '_').replace('/', '_')}"
                         f"-b{cfg.batch_size_per_replica}-"
                         f"{hashlib.sha1(what.encode()).hexdigest()[:8]}-here.json")
 
 
-def measure(cfg, argv, out=print, sharing=()):
+def measure(cfg, argv, out=print, cluster=None):
     """The path of the profile of cfg's model at its per-replica batch: reused, or measured
-    now. argv: the command's own flags (the model's and data's settings ride along); sharing:
-    the K to calibrate this machine's sharing at (sharing_processes)."""
-    path = path_for(cfg, sharing)
+    now. argv: the command's own flags (the model's and data's settings ride along); cluster:
+    the ClusterSpec planned for (machine_cores: this machine's figures are measured too)."""
+    path = path_for(cfg, cluster)
+    sharing = sharing_processes(cluster)
+    cores = cluster.machine_cores if cluster else 0
     if os.path.exists(path):
         out(f"auto: using the profile measured here before: {path}")
         return path
     out(f"auto: measuring the workload profile here first (3 short runs, 1 thread each"
-        f"{', and sharing at K=' + ','.join(map(str, sharing)) if sharing else ''}) -> {path}")
+        f"{f'; one device at {cores} threads' if cores else ''}"
+        f"{'; sharing at ' + ','.join(map(str, sharing)) + ' processes' if sharing else ''})"
+        f" -> {path}")
     # the user's model, data, batch, optimizer and dtypes ride along; what would make a run of
     # another kind (topology, pipeline, reducers, faults, emulation) goes back to its default
     brief = ["--noadapt", "--plan_profile=", "--plan_cluster=", *supervisor.UNSHAPED,
@@ -82,7 +90,8 @@ def measure(cfg, argv, out=print, sharing=()):
         commands = [["experiments.run", *strategy] for strategy in (
             ["--strategy=one_device"],
             ["--strategy=multi_worker_mirrored", "--num_workers=1"],
-            ["--strategy=parameter_server", "--num_workers=1", "--num_ps=1"])] + \
+            ["--strategy=parameter_server", "--num_workers=1", "--num_ps=1"],
+            *([["--strategy=one_device", f"--threads={cores}"]] if cores else []))] + \
             [["experiments.comparison.sharing", f"--processes={k}",
               f"--rounds={SHARING_ROUNDS}", f"--steps_per_round={SHARING_STEPS}"]
              for k in sharing]
@@ -104,11 +113,15 @@ def measure(cfg, argv, out=print, sharing=()):
         for name in glob.glob(os.path.join(tmp, "records", "*.json")):
             with open(name) as f:
                 runs.append(json.load(f))
-    by = {r["strategy"]: r for r in runs if not r.get("sharing")}
-    mwms, pss = by["multi_worker_mirrored"], by["parameter_server"]
-    profile, _ = profile_of(setting_of(by["one_device"]), [by["one_device"]],
+    by = {(r["strategy"], r.get("threads_per_task")): r for r in runs if not r.get("sharing")}
+    one, mwms, pss = (by[s, 1] for s in ("one_device", "multi_worker_mirrored",
+                                         "parameter_server"))
+    profile, _ = profile_of(setting_of(one), [one],
                             {"multi_worker_mirrored": [mwms], "parameter_server": [pss]},
                             [mwms, pss], [r["sharing"] for r in runs if r.get("sharing")])
+    if cores:  # one process with the machine's cores to itself
+        profile.thread_speedup = {str(cores): step_time_of(one) /
+                                  step_time_of(by["one_device", cores])}
     profile.source = f"measured here by experiments.run --strategy=auto ({profile.source})"
     os.makedirs(cfg.results_dir, exist_ok=True)
     records_io.write_text_atomic(path, profile.to_json())

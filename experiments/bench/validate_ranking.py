@@ -4,14 +4,16 @@ ranking check on this machine, out of sample (docs/benchmarks.md has the protoco
     python -m experiments.bench.validate_ranking --results_dir=/tmp/ranking
 
 Per model: the workload profile is measured first (experiments/adaptive/profile_here.py: one
-device, one MWMS and one PSS worker, one thread each) and then held fixed. Per bandwidth B, the
-cluster spec is this machine as 2 one-core devices on one shaped loopback at B
-(shared medium); the planner predicts every configuration that trains the same updates at one
-global batch (experiments/adaptive/decide.candidates), and each runs as the spec describes it
-(one core per device: one device at 1 thread, every task 1 thread), shaped at B where it is a
-cluster. Per memory cap (a share of the largest configuration's predicted memory per device), the
-scenario ranks what fits under it (the cost model's memory per device; the run's own estimate is
-printed beside). Scenarios: models x bandwidths x caps.
+device, one MWMS and one PSS worker, one thread each; this machine's sharing and one device at
+machine_cores threads) and then held fixed. Per bandwidth B, the cluster spec is this machine
+as 2 one-core devices on one shaped loopback at B (shared medium), all its tasks on this
+machine's cores (machine_cores); the planner predicts every configuration that trains the same
+updates at one global batch (experiments/adaptive/decide.candidates), and each runs as the spec
+describes it (every task of a cluster at 1 thread; one device, one process, at machine_cores
+threads: at 1 with --machine_cores=0), shaped at B where it is a cluster. Per memory cap (a
+share of the largest configuration's predicted memory per device), the scenario ranks what fits
+under it (the cost model's memory per device; the run's own estimate is printed beside).
+Scenarios: models x bandwidths x caps.
 Printed: each scenario's predicted and measured order, whether the first choice is the measured
 fastest or within --within of it, and Spearman's rank correlation.
 """
@@ -29,7 +31,7 @@ from experiments.adaptive import decide, profile_here
 from experiments.config import RunConfig
 from experiments.config.cli import parse_flags
 from results import cost_model, planner
-from strategies import needs_cluster
+from strategies import kind, needs_cluster
 
 _DIR = flags.DEFINE_string("results_dir", "/tmp/ranking", "Where the runs' records go.")
 _MODELS = flags.DEFINE_list("models", ["cnn", "resnet", "mlp"], "Models.")
@@ -81,7 +83,11 @@ def spearman(a, b):
 def _measure(model, config, gbps, directory):
     """Steady examples/s and the record's peak memory per device (bytes) of one run."""
     values = planner.settings(config)
-    name = f"{model}-{config.name}-b{gbps}".replace(" ", "").replace("=", "")
+    # one process has the machine's cores to itself, as --strategy=one_device with its default
+    # threads does (the cost model's thread_speedup); every task of a cluster has one core
+    threads = _CORES.value if kind(config.strategy).single_device and _CORES.value else 1
+    name = f"{model}-{config.name}-b{gbps}".replace(" ", "").replace("=", "") + \
+        (f"-t{threads}" if threads > 1 else "")
     out = os.path.join(directory, name)
     if not glob.glob(os.path.join(out, "records", "*.json")):
         flags_ = [f"--{k}={v}" for k, v in values.items()]
@@ -90,7 +96,7 @@ def _measure(model, config, gbps, directory):
                    f"--dataset={_DATASETS.get(model, 'synthetic')}", *flags_,
                    f"--global_batch_size={_GLOBAL.value}", f"--epochs={_EPOCHS.value}",
                    f"--train_examples={_EXAMPLES.value}", "--eval_examples=256",
-                   "--nocomm_probe", "--nocompute_probe", "--notensorboard", "--threads=1",
+                   "--nocomm_probe", "--nocompute_probe", "--notensorboard", f"--threads={threads}",
                    "--threads_per_worker=1", f"--results_dir={out}"] + \
             ([f"--emulate_bandwidth_gbps={gbps}"] if shaped else [])
         subprocess.run(command, check=True, capture_output=True)
@@ -113,7 +119,7 @@ def main(argv):
         path = profile_here.measure(cfg, ["run", f"--model={model}",
                                           f"--dataset={cfg.dataset}",
                                           f"--batch_size_per_replica={cfg.batch_size_per_replica}"],
-                                    sharing=profile_here.sharing_processes(local))
+                                    cluster=local)
         profile = cost_model.load_profile(path)
         for gbps in (float(b) for b in _BANDWIDTHS.value):
             cluster = decide.with_network(local, gbps)

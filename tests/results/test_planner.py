@@ -252,3 +252,21 @@ def test_a_straggler_is_left_out_by_configurations_on_fewer_hosts():
     one = cost_model.ClusterSpec(hosts=1, devices_per_host=2, straggler_s=0.5)
     single = _by_name(planner.plan(PROFILE, one))["1 device"].prediction
     assert single.step_s == pytest.approx(0.02 + 0.5) and single.straggler_s == 0.5
+
+
+def test_on_this_machines_cores_one_device_has_them_all_and_workers_share_them():
+    """A cluster on one machine of 2 cores: one device (one process, its default threads) runs
+    at the profile's measured 2-thread speedup; the 2 workers slow each other by the sharing
+    calibration. On a real cluster neither figure applies."""
+    here = dataclasses.replace(PROFILE, gradient_bytes={"float32": 400_000},
+                               pull_bytes=400_000, thread_speedup={"2": 1.6},
+                               sharing={"2": {"slowdown": 1.3, "busy_cores": 2.0}})
+    real = cost_model.ClusterSpec(hosts=2, inter_host_gbps=10.0, shared_medium=True)
+    local = dataclasses.replace(real, machine_cores=2)
+    away, home = _by_name(planner.plan(here, real)), _by_name(planner.plan(here, local))
+    assert away["1 device"].prediction.step_s == pytest.approx(0.02)
+    assert home["1 device"].prediction.step_s == pytest.approx(0.02 / 1.6)
+    assert home["MWMS N=2"].prediction.compute_s == pytest.approx(0.02 * 1.3)
+    # the ranking turns: two shared cores no longer beat one process on both
+    assert planner.best(planner.plan(here, real)).config.name == "MWMS N=2"
+    assert planner.best(planner.plan(here, local)).config.name == "1 device"

@@ -92,10 +92,11 @@ def test_a_profile_measured_here_before_is_reused(tmp_path):
     # a profile with this machine's sharing is another profile: one without it is not reused
     # for a cluster on this machine's cores, which calibrates each K the planner tries
     from results.cost_model import ClusterSpec
+    here = ClusterSpec(hosts=2, devices_per_host=2, machine_cores=2)
     assert profile_here.sharing_processes(ClusterSpec(hosts=2)) == []
-    assert profile_here.sharing_processes(ClusterSpec(hosts=2, devices_per_host=2,
-                                                      machine_cores=2)) == [2, 4]
-    assert profile_here.path_for(cfg, [2]) != path
+    assert profile_here.sharing_processes(here) == [2, 4]
+    assert profile_here.path_for(cfg, ClusterSpec(hosts=2)) == path
+    assert profile_here.path_for(cfg, here) != path
     open(path, "w").write("{}")
     said = []
     assert profile_here.measure(cfg, ["run"], out=said.append) == path  # no run started
