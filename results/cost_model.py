@@ -64,8 +64,11 @@ Per-replica step time:  t = compute / device_speedup + overhead + communication
   per example at N=1 over all its tasks (ps and chief too), bound "this machine's cores";
   where the profile lacks a figure, its term is left out. One device (one process: the
   planner's single-device configuration) has the K = machine_cores cores to itself: its compute
-  / the profile's thread_speedup at K. The sharing was measured on the profile's machine:
-  machine_cores with a profile from elsewhere carries that machine's sharing
+  / the profile's thread_speedup at K. What it leaves out: the CPU of MWMS's all-reduce in the
+  cap (an N=1 MWMS run reduces nothing; the local scaling model adds the sweep's), a one-host
+  MWMS configuration is one MirroredStrategy process yet slowed as N processes, and pipelines
+  get neither term. The sharing was measured on the profile's machine: machine_cores with a
+  profile from elsewhere carries that machine's sharing
 
 Assumptions (said in every report that uses it): synchronization overlaps compute only by the
 profile's measured `overlap` share (0 where unmeasured; communication x (1 - overlap)), links
@@ -235,10 +238,32 @@ def load_profile(path, flag="profile"):
     if profile.batch < 1 or profile.compute_s <= 0 or not profile.gradient_bytes:
         raise SpecError(f"--{flag}={path}: needs batch >= 1, compute_s > 0 and gradient_bytes")
     for stages, share in profile.stage_weight_shares.items():
-        if not (str(stages).isdigit() and int(stages) >= 2 and 0 < share <= 1):
+        if not (str(stages).isdigit() and int(stages) >= 2 and _positive(share) and share <= 1):
             raise SpecError(f"--{flag}={path}: stage_weight_shares {{{stages!r}: {share}}} is not "
                             f"a stage count >= 2 with a share in (0, 1]")
+    for name, key in (("cpu_s_per_example", "a strategy"), ("thread_speedup", "a core count")):
+        for what, value in _items(getattr(profile, name), name, path, flag):
+            if not _positive(value):
+                raise SpecError(f"--{flag}={path}: {name} {{{what!r}: {value!r}}} is not "
+                                f"{key} with a value > 0")
+    for processes, figures in _items(profile.sharing, "sharing", path, flag):
+        figures_ok = isinstance(figures, dict) and _positive(figures.get("slowdown")) and \
+            (figures.get("busy_cores") is None or _positive(figures["busy_cores"]))
+        if not (str(processes).isdigit() and figures_ok):
+            raise SpecError(f"--{flag}={path}: sharing {{{processes!r}: {figures!r}}} is not a "
+                            f"process count with {{\"slowdown\": > 0, \"busy_cores\": > 0 or "
+                            f"null}}")
     return profile
+
+
+def _positive(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+
+
+def _items(value, name, path, flag):
+    if not isinstance(value, dict):
+        raise SpecError(f"--{flag}={path}: {name} must be an object, not {value!r}")
+    return value.items()
 
 
 def load_cluster(path, flag="cluster"):
@@ -409,9 +434,9 @@ def memory_per_device(profile, strategy, stages=1, zero_shards=1, tensor_paralle
     over S stages puts its largest stage's share of the weights on the busiest device (the
     profile's stage_weight_shares, as the toolkit cuts it; 1/S where unknown) and 1/S of the
     activations, of those the share its schedule keeps in flight (`activation_share`: GPipe
-    every micro-batch's, 1; 1F1B's first stage min(S, M) of M); T tensor shards split the weights (the split layers holding nearly
-    all of them) but not the activations: every layer's output is whole on the stage's first
-    device, as Megatron keeps it on every rank."""
+    every micro-batch's, 1; 1F1B's first stage min(S, M) of M); T tensor shards split the
+    weights (the split layers holding nearly all of them) but not the activations: every
+    layer's output is whole on the stage's first device, as Megatron keeps it on every rank."""
     weights = 2 * profile.parameter_bytes
     if not kind(strategy).parameter_servers:
         weights += profile.optimizer_state_bytes // zero_shards

@@ -29,8 +29,8 @@ from results import cost_model, metrics
 from results.cells import (BASELINE_RUN, ENGINE_FLOOR, SETTING_KEYS, is_collectives_run,
                            is_network_run, is_reducer_run, is_straggler_run, role_of, setting_of,
                            sort_key, workers_of)
-from results.workload_profile import (busy_cores_of, cpu_per_example, measured_cell, profile_of, reducer_key,
-                                     reducers_of, slowdown_of,
+from results.workload_profile import (busy_cores_of, cpu_per_example, measured_cell,
+                                     profile_of, reducer_key, reducers_of, slowdown_of,
                                      sync_dtype_of)
 from strategies import kind
 

@@ -12,7 +12,8 @@ cores) also: a brief sharing calibration at each worker count the planner may us
 profile's `sharing`; and one device at K threads, the profile's `thread_speedup`. The profile
 is built from their records as a comparison builds its own (results/workload_profile.py) and
 written to --results_dir as
-profile-<model>-b<batch>-<hash of the dataset, optimizer, learning rate and dtypes>-here.json;
+profile-<model>-b<batch>-<hash of the dataset, optimizer, learning rate and dtypes, and of the
+process counts and cores a cluster on this machine asks for>-here.json;
 a later run that trains the same reuses it (delete it to measure again).
 """
 import glob
@@ -87,12 +88,15 @@ def measure(cfg, argv, out=print, cluster=None):
                if k != "gradient_sync_dtype"],
              f"--epochs={EPOCHS}", f"--train_examples={STEPS * cfg.batch_size_per_replica}"]
     with tempfile.TemporaryDirectory(prefix="tfdist-profile-") as tmp:
+        # One process with the machine's cores (at 1 core the first run is that); the sharing
+        # calibration's plain loops are one device each (the user's --strategy=auto, earlier
+        # on the command line, would be refused: absl keeps a flag's last value).
         commands = [["experiments.run", *strategy] for strategy in (
             ["--strategy=one_device"],
             ["--strategy=multi_worker_mirrored", "--num_workers=1"],
             ["--strategy=parameter_server", "--num_workers=1", "--num_ps=1"],
-            *([["--strategy=one_device", f"--threads={cores}"]] if cores else []))] + \
-            [["experiments.comparison.sharing", f"--processes={k}",
+            *([["--strategy=one_device", f"--threads={cores}"]] if cores > 1 else []))] + \
+            [["experiments.comparison.sharing", "--strategy=one_device", f"--processes={k}",
               f"--rounds={SHARING_ROUNDS}", f"--steps_per_round={SHARING_STEPS}"]
              for k in sharing]
         for module, *what in commands:
@@ -119,7 +123,7 @@ def measure(cfg, argv, out=print, cluster=None):
     profile, _ = profile_of(setting_of(one), [one],
                             {"multi_worker_mirrored": [mwms], "parameter_server": [pss]},
                             [mwms, pss], [r["sharing"] for r in runs if r.get("sharing")])
-    if cores:  # one process with the machine's cores to itself
+    if cores > 1:  # one process with the machine's cores to itself
         profile.thread_speedup = {str(cores): step_time_of(one) /
                                   step_time_of(by["one_device", cores])}
     profile.source = f"measured here by experiments.run --strategy=auto ({profile.source})"

@@ -100,6 +100,28 @@ def test_profile_and_cluster_files(tmp_path):
         cost_model.load_cluster(str(cluster))
 
 
+
+@pytest.mark.parametrize("fields, said", [
+    ({"stage_weight_shares": {"2": 1.5}}, "stage_weight_shares {'2': 1.5} is not"),
+    ({"cpu_s_per_example": {"parameter_server": -0.001}},
+     "cpu_s_per_example {'parameter_server': -0.001} is not a strategy with a value > 0"),
+    ({"thread_speedup": {"2": "fast"}}, "thread_speedup {'2': 'fast'} is not a core count"),
+    ({"sharing": {"2": {"slowdown": 0}}}, "sharing {'2': {'slowdown': 0}} is not a process"),
+    ({"sharing": {"2": {"slowdown": 1.2, "busy_cores": -1}}}, "sharing .* is not a process"),
+    ({"sharing": {"two": {"slowdown": 1.2}}}, "sharing {'two'"),
+    ({"sharing": [1.2]}, "sharing must be an object, not \\[1.2\\]"),
+])
+def test_a_hand_written_profiles_machine_figures_are_checked(tmp_path, fields, said):
+    profile = tmp_path / "profile.json"
+    profile.write_text(json.dumps({**json.loads(_profile().to_json()), **fields}))
+    with pytest.raises(cost_model.SpecError, match=f"--profile=.*profile.json: {said}"):
+        cost_model.load_profile(str(profile))
+    good = {"sharing": {"2": {"slowdown": 1.2, "busy_cores": None}},
+            "thread_speedup": {"2": 1.6}, "cpu_s_per_example": {"one_device": 0.001}}
+    profile.write_text(json.dumps({**json.loads(_profile().to_json()), **good}))
+    assert cost_model.load_profile(str(profile)).sharing["2"]["slowdown"] == 1.2
+
+
 def test_the_profiles_measured_overlap_hides_that_share_of_synchronization():
     cluster = ClusterSpec(hosts=4, inter_host_gbps=10.0, inter_host_latency_us=50.0)
     plain = cost_model.predict(_profile(), cluster, "parameter_server")
@@ -278,13 +300,16 @@ def test_a_cluster_on_one_machine_shares_its_cores_and_a_real_one_does_not():
     small = dataclasses.replace(local, machine_cores=1)
     assert cost_model.predict(profile, small, "parameter_server").examples_per_sec == \
         pytest.approx(1 / 0.004)
-    # one worker, and a profile without the figures: nothing to share
+    # one worker, and a profile without the figures: nothing to share, no cap
     one = dataclasses.replace(local, hosts=1)
-    assert cost_model.predict(profile, one, "multi_worker_mirrored").step_s == \
-        cost_model.predict(profile, dataclasses.replace(real, hosts=1),
-                           "multi_worker_mirrored").step_s
+    for strategy in ("multi_worker_mirrored", "parameter_server"):
+        alone = cost_model.predict(profile, one, strategy)
+        assert (alone.step_s, alone.examples_per_sec, alone.bound) == pytest.approx(
+            (cost_model.predict(profile, dataclasses.replace(real, hosts=1), strategy).step_s,
+             64 / alone.step_s, "")), strategy
     bare = _profile(pull_bytes=G)
-    assert cost_model.predict(bare, local, "parameter_server").step_s == \
-        cost_model.predict(bare, real, "parameter_server").step_s
+    here, away = (cost_model.predict(bare, c, "parameter_server") for c in (local, real))
+    assert (here.step_s, here.examples_per_sec, here.bound) == \
+        (away.step_s, away.examples_per_sec, away.bound)
     with pytest.raises(cost_model.SpecError, match="machine_cores=-1"):
         ClusterSpec(machine_cores=-1).check()

@@ -205,3 +205,35 @@ def test_after_a_switch_predictions_start_from_the_network_it_inferred(tmp_path)
     after = segment.Adapter({**env, "network_gbps": 0.05}, True, True, 2048)
     # else the slow network of its first epochs would be taken for the model's error
     assert after.cluster.inter_host_gbps == after.cluster.intra_host_gbps == 0.05
+
+
+def test_a_cluster_on_this_machine_profiles_its_cores_as_one_device_runs(tmp_path, monkeypatch):
+    """For a machine_cores cluster the profile adds one device at the machine's threads and the
+    sharing calibration; each of those commands says its own strategy after the user's
+    --strategy=auto (absl keeps the last), or the calibration refuses it."""
+    from experiments.adaptive import profile_here, supervisor
+    from experiments.config import RunConfig
+    from results.cost_model import ClusterSpec
+
+    commands = []
+
+    def fake(command, **_):
+        commands.append(command)
+        return (1, None, ("", "")) if "experiments.comparison.sharing" in command else \
+            (0, None, ("", ""))
+
+    monkeypatch.setattr(supervisor, "run_child", fake)
+    cfg = RunConfig(model="cnn", batch_size_per_replica=32, results_dir=str(tmp_path))
+    with pytest.raises(profile_here.ProfilingFailed, match="--processes=2"):
+        profile_here.measure(cfg, ["run", "--strategy=auto", "--model=cnn"], out=lambda _: 0,
+                             cluster=ClusterSpec(hosts=2, machine_cores=2))
+
+    def last(command, name):
+        return [a for a in command if a.startswith(f"--{name}=")][-1]
+
+    modules = [c[2] for c in commands]
+    assert modules == ["experiments.run"] * 4 + ["experiments.comparison.sharing"]
+    assert [last(c, "strategy") for c in commands] == [
+        "--strategy=one_device", "--strategy=multi_worker_mirrored",
+        "--strategy=parameter_server", "--strategy=one_device", "--strategy=one_device"]
+    assert [last(c, "threads") for c in commands[3:]] == ["--threads=2", "--threads=1"]
