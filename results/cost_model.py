@@ -64,7 +64,8 @@ Per-replica step time:  t = compute / device_speedup + overhead + communication
   per example at N=1 over all its tasks (ps and chief too), bound "this machine's cores";
   where the profile lacks a figure, its term is left out. One device (one process: the
   planner's single-device configuration) has the K = machine_cores cores to itself: its compute
-  / the profile's thread_speedup at K. What it leaves out: the CPU of MWMS's all-reduce in the
+  is the profile's one_process step at K threads, measured at the batch one device will train
+  (scaled linearly to another). What it leaves out: the CPU of MWMS's all-reduce in the
   cap (an N=1 MWMS run reduces nothing; the local scaling model adds the sweep's), a one-host
   MWMS configuration is one MirroredStrategy process yet slowed as N processes, and pipelines
   get neither term. The sharing was measured on the profile's machine: machine_cores with a
@@ -139,10 +140,11 @@ class WorkloadProfile:
     # have cores of their own.
     cpu_s_per_example: dict = dataclasses.field(default_factory=dict)
     sharing: dict = dataclasses.field(default_factory=dict)
-    # {"K": one device's step at 1 thread / at K threads}: how much faster one process computes
-    # with a machine_cores cluster's K cores to itself (what --strategy=one_device does with
-    # its default threads); 1 where unmeasured
-    thread_speedup: dict = dataclasses.field(default_factory=dict)
+    # {"K": {"batch": B, "step_s": s}}: one device's step measured with K threads at batch B,
+    # the batch one device trains under the run's global batch: one process with a
+    # machine_cores cluster's K cores to itself (what --strategy=one_device does with its
+    # default threads); compute_s / 1 thread where unmeasured
+    one_process: dict = dataclasses.field(default_factory=dict)
     device: str = ""  # what compute_s was measured on ("2-vCPU AMD EPYC, 1 thread", "V100")
     source: str = ""  # the records it came from, or a citation
 
@@ -241,11 +243,15 @@ def load_profile(path, flag="profile"):
         if not (str(stages).isdigit() and int(stages) >= 2 and _positive(share) and share <= 1):
             raise SpecError(f"--{flag}={path}: stage_weight_shares {{{stages!r}: {share}}} is not "
                             f"a stage count >= 2 with a share in (0, 1]")
-    for name, key in (("cpu_s_per_example", "a strategy"), ("thread_speedup", "a core count")):
-        for what, value in _items(getattr(profile, name), name, path, flag):
-            if not _positive(value):
-                raise SpecError(f"--{flag}={path}: {name} {{{what!r}: {value!r}}} is not "
-                                f"{key} with a value > 0")
+    for what, value in _items(profile.cpu_s_per_example, "cpu_s_per_example", path, flag):
+        if not _positive(value):
+            raise SpecError(f"--{flag}={path}: cpu_s_per_example {{{what!r}: {value!r}}} is "
+                            f"not a strategy with a value > 0")
+    for cores, step in _items(profile.one_process, "one_process", path, flag):
+        if not (str(cores).isdigit() and isinstance(step, dict) and
+                _positive(step.get("batch")) and _positive(step.get("step_s"))):
+            raise SpecError(f"--{flag}={path}: one_process {{{cores!r}: {step!r}}} is not a "
+                            f"core count with {{\"batch\": > 0, \"step_s\": > 0}}")
     for processes, figures in _items(profile.sharing, "sharing", path, flag):
         figures_ok = isinstance(figures, dict) and _positive(figures.get("slowdown")) and \
             (figures.get("busy_cores") is None or _positive(figures["busy_cores"]))
@@ -597,13 +603,16 @@ def on_one_machine(profile, cluster, strategy):
     return shared.get("slowdown") or 1.0, cores / per_example if per_example else None
 
 
-def one_process_speedup(profile, cluster):
-    """How much faster one process (one device) computes on a machine_cores cluster, all of
-    whose cores it has: the profile's thread_speedup at K = machine_cores (1 on a real cluster,
-    whose device is the device, and where unmeasured)."""
-    if not cluster.machine_cores:
-        return 1.0
-    return profile.thread_speedup.get(str(cluster.machine_cores)) or 1.0
+def one_process_compute(profile, cluster):
+    """Seconds of one device's compute at profile.batch: on a machine_cores cluster, whose K
+    cores the one process has, the profile's one_process step at K threads scaled linearly
+    from its measured batch; else (a real cluster's device, or unmeasured) compute_s; both
+    over the cluster's device_speedup."""
+    measured = profile.one_process.get(str(cluster.machine_cores)) \
+        if cluster.machine_cores else None
+    if measured:
+        return measured["step_s"] * profile.batch / measured["batch"] / cluster.device_speedup
+    return profile.compute_s / cluster.device_speedup
 
 
 def straggled(step, rate, replicas, batch, strategy, cluster):

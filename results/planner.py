@@ -213,8 +213,7 @@ def predict(profile, cluster, config):
                                if config.hosts >= cluster.hosts else 0.0)
     p = accumulated(profile, config.accumulation)
     if kind(config.strategy).single_device:
-        compute = p.compute_s / cluster.device_speedup / cost_model.one_process_speedup(
-            p, cluster)
+        compute = cost_model.one_process_compute(p, cluster)
         step, rate = compute, p.batch / compute
         if part.straggler_s:
             step, rate = cost_model.straggled(step, rate, 1, p.batch, config.strategy, part)

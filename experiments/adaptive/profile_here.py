@@ -9,7 +9,8 @@ step's dispatch through the coordinator costs more than a small model's compute;
 example costs over all tasks). For a cluster on this one machine (the spec's machine_cores, K
 cores) also: a brief sharing calibration at each worker count the planner may use
 (experiments/comparison/sharing.py: plain loops in lockstep, 2 rounds of 8 steps), the
-profile's `sharing`; and one device at K threads, the profile's `thread_speedup`. The profile
+profile's `sharing`; and one device at K threads and the batch it will train (the fixed
+--global_batch_size, else the per-replica batch), the profile's `one_process`. The profile
 is built from their records as a comparison builds its own (results/workload_profile.py) and
 written to --results_dir as
 profile-<model>-b<batch>-<hash of the dataset, optimizer, learning rate and dtypes, and of the
@@ -29,7 +30,7 @@ from experiments.config.run_config import ConfigError
 from results import planner
 from results import records as records_io
 from results.cells import setting_of
-from results.workload_profile import profile_of, step_time_of
+from results.workload_profile import profile_of, step_batch_of, step_time_of
 from tf_config.events import BAD_INPUT_EXIT_CODE
 
 STEPS = 16  # per epoch: two steady epochs of 16 steps each, after the tracing one
@@ -50,10 +51,16 @@ def sharing_processes(cluster):
     return planner.device_counts(cluster) if cluster and cluster.machine_cores else []
 
 
+def one_process_batch(cfg):
+    """The batch one device trains in this run: the fixed global batch, else the profile's
+    (the planner's one device then trains a replica's batch)."""
+    return cfg.global_batch_size or cfg.batch_size_per_replica
+
+
 def path_for(cfg, cluster=None):
     """profile-<model>-b<batch>-<what else it trains, and this machine's figures a cluster on
     its cores asks for: a short hash>-here.json"""
-    local = [sharing_processes(cluster), cluster.machine_cores] \
+    local = [sharing_processes(cluster), cluster.machine_cores, one_process_batch(cfg)] \
         if cluster and cluster.machine_cores else []
     what = json.dumps([cfg.dataset, cfg.optimizer, cfg.learning_rate, cfg.float_dtype,
                        cfg.gradient_sync_dtype, cfg.model_weights, cfg.steps_per_execution] +
@@ -62,6 +69,27 @@ def path_for(cfg, cluster=None):
                         f"profile-{cfg.model.replace(':', '_').replace('/', '_')}"
                         f"-b{cfg.batch_size_per_replica}-"
                         f"{hashlib.sha1(what.encode()).hexdigest()[:8]}-here.json")
+
+
+def _runs(cfg, cores, sharing):
+    """{name: [module, flags...]} of the profiling runs (see the module doc). Each says its
+    own strategy after the user's --strategy=auto (absl keeps a flag's last value): the
+    sharing calibration's plain loops are one device each."""
+    runs = {"one_device": ["experiments.run", "--strategy=one_device"],
+            "multi_worker_mirrored": ["experiments.run", "--strategy=multi_worker_mirrored",
+                                      "--num_workers=1"],
+            "parameter_server": ["experiments.run", "--strategy=parameter_server",
+                                 "--num_workers=1", "--num_ps=1"]}
+    if cores:  # one process with the machine's cores, at the batch it will train
+        batch = one_process_batch(cfg)
+        runs["one_process"] = ["experiments.run", "--strategy=one_device", f"--threads={cores}",
+                               f"--batch_size_per_replica={batch}",
+                               f"--train_examples={STEPS * batch}"]
+    for k in sharing:
+        runs[f"sharing-{k}"] = ["experiments.comparison.sharing", "--strategy=one_device",
+                                f"--processes={k}", f"--rounds={SHARING_ROUNDS}",
+                                f"--steps_per_round={SHARING_STEPS}"]
+    return runs
 
 
 def measure(cfg, argv, out=print, cluster=None):
@@ -75,7 +103,7 @@ def measure(cfg, argv, out=print, cluster=None):
         out(f"auto: using the profile measured here before: {path}")
         return path
     out(f"auto: measuring the workload profile here first (3 short runs, 1 thread each"
-        f"{f'; one device at {cores} threads' if cores else ''}"
+        f"{f'; one device at {cores} threads, batch {one_process_batch(cfg)}' if cores else ''}"
         f"{'; sharing at ' + ','.join(map(str, sharing)) + ' processes' if sharing else ''})"
         f" -> {path}")
     # the user's model, data, batch, optimizer and dtypes ride along; what would make a run of
@@ -87,23 +115,13 @@ def measure(cfg, argv, out=print, cluster=None):
              *[f"--{k}={v}" for k, v in planner.TRAINING.items()
                if k != "gradient_sync_dtype"],
              f"--epochs={EPOCHS}", f"--train_examples={STEPS * cfg.batch_size_per_replica}"]
+    records = {}
     with tempfile.TemporaryDirectory(prefix="tfdist-profile-") as tmp:
-        # One process with the machine's cores (at 1 core the first run is that); the sharing
-        # calibration's plain loops are one device each (the user's --strategy=auto, earlier
-        # on the command line, would be refused: absl keeps a flag's last value).
-        commands = [["experiments.run", *strategy] for strategy in (
-            ["--strategy=one_device"],
-            ["--strategy=multi_worker_mirrored", "--num_workers=1"],
-            ["--strategy=parameter_server", "--num_workers=1", "--num_ps=1"],
-            *([["--strategy=one_device", f"--threads={cores}"]] if cores > 1 else []))] + \
-            [["experiments.comparison.sharing", "--strategy=one_device", f"--processes={k}",
-              f"--rounds={SHARING_ROUNDS}", f"--steps_per_round={SHARING_STEPS}"]
-             for k in sharing]
-        for module, *what in commands:
+        for name, (module, *what) in _runs(cfg, cores, sharing).items():
             code, stopped, (stdout, stderr) = supervisor.run_child(
                 [sys.executable, "-m", module, *argv[1:], *brief, *what,
-                 f"--results_dir={tmp}"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                text=True)
+                 f"--results_dir={os.path.join(tmp, name)}"], stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, text=True)
             if stopped:
                 sys.exit(stopped)
             if code == BAD_INPUT_EXIT_CODE:  # the run's own one-line error
@@ -113,19 +131,19 @@ def measure(cfg, argv, out=print, cluster=None):
                 sys.stderr.write(stdout[-2000:] + stderr[-2000:])
                 raise ProfilingFailed(f"auto: the profiling run {' '.join(what)} failed "
                                       f"(exit {code}; its output is above)")
-        runs = []
-        for name in glob.glob(os.path.join(tmp, "records", "*.json")):
-            with open(name) as f:
-                runs.append(json.load(f))
-    by = {(r["strategy"], r.get("threads_per_task")): r for r in runs if not r.get("sharing")}
-    one, mwms, pss = (by[s, 1] for s in ("one_device", "multi_worker_mirrored",
-                                         "parameter_server"))
+            (found,) = glob.glob(os.path.join(tmp, name, "records", "*.json"))
+            with open(found) as f:
+                records[name] = json.load(f)
+    one, mwms, pss = (records[s] for s in ("one_device", "multi_worker_mirrored",
+                                           "parameter_server"))
     profile, _ = profile_of(setting_of(one), [one],
                             {"multi_worker_mirrored": [mwms], "parameter_server": [pss]},
-                            [mwms, pss], [r["sharing"] for r in runs if r.get("sharing")])
-    if cores > 1:  # one process with the machine's cores to itself
-        profile.thread_speedup = {str(cores): step_time_of(one) /
-                                  step_time_of(by["one_device", cores])}
+                            [mwms, pss], [r["sharing"] for name, r in records.items()
+                                          if name.startswith("sharing-")])
+    if cores:
+        run = records["one_process"]
+        profile.one_process = {str(cores): {"batch": step_batch_of(run),
+                                            "step_s": step_time_of(run)}}
     profile.source = f"measured here by experiments.run --strategy=auto ({profile.source})"
     os.makedirs(cfg.results_dir, exist_ok=True)
     records_io.write_text_atomic(path, profile.to_json())

@@ -5,7 +5,7 @@ ranking check on this machine, out of sample (docs/benchmarks.md has the protoco
 
 Per model: the workload profile is measured first (experiments/adaptive/profile_here.py: one
 device, one MWMS and one PSS worker, one thread each; this machine's sharing and one device at
-machine_cores threads) and then held fixed. Per bandwidth B, the cluster spec is this machine
+machine_cores threads and the global batch) and then held fixed. Per bandwidth B, the cluster spec is this machine
 as 2 one-core devices on one shaped loopback at B (shared medium), all its tasks on this
 machine's cores (machine_cores); the planner predicts every configuration that trains the same
 updates at one global batch (experiments/adaptive/decide.candidates), and each runs as the spec
@@ -84,7 +84,7 @@ def _measure(model, config, gbps, directory):
     """Steady examples/s and the record's peak memory per device (bytes) of one run."""
     values = planner.settings(config)
     # one process has the machine's cores to itself, as --strategy=one_device with its default
-    # threads does (the cost model's thread_speedup); every task of a cluster has one core
+    # threads does (the profile's one_process); every task of a cluster has one core
     threads = _CORES.value if kind(config.strategy).single_device and _CORES.value else 1
     name = f"{model}-{config.name}-b{gbps}".replace(" ", "").replace("=", "") + \
         (f"-t{threads}" if threads > 1 else "")
@@ -113,7 +113,8 @@ def main(argv):
     lines, hits, scenarios, correlations = [], 0, 0, []
     for model in _MODELS.value:
         cfg = RunConfig(model=model, dataset=_DATASETS.get(model, "synthetic"),
-                        batch_size_per_replica=_GLOBAL.value // 2, results_dir=_DIR.value)
+                        batch_size_per_replica=_GLOBAL.value // 2,
+                        global_batch_size=_GLOBAL.value, results_dir=_DIR.value)
         local = cost_model.ClusterSpec(hosts=2, devices_per_host=1, shared_medium=True,
                                        machine_cores=_CORES.value)
         path = profile_here.measure(cfg, ["run", f"--model={model}",

@@ -105,7 +105,8 @@ def test_profile_and_cluster_files(tmp_path):
     ({"stage_weight_shares": {"2": 1.5}}, "stage_weight_shares {'2': 1.5} is not"),
     ({"cpu_s_per_example": {"parameter_server": -0.001}},
      "cpu_s_per_example {'parameter_server': -0.001} is not a strategy with a value > 0"),
-    ({"thread_speedup": {"2": "fast"}}, "thread_speedup {'2': 'fast'} is not a core count"),
+    ({"one_process": {"2": {"batch": 128}}}, "one_process {'2': {'batch': 128}} is not a core"),
+    ({"one_process": {"x": {"batch": 1, "step_s": 1}}}, "one_process {'x'"),
     ({"sharing": {"2": {"slowdown": 0}}}, "sharing {'2': {'slowdown': 0}} is not a process"),
     ({"sharing": {"2": {"slowdown": 1.2, "busy_cores": -1}}}, "sharing .* is not a process"),
     ({"sharing": {"two": {"slowdown": 1.2}}}, "sharing {'two'"),
@@ -117,7 +118,8 @@ def test_a_hand_written_profiles_machine_figures_are_checked(tmp_path, fields, s
     with pytest.raises(cost_model.SpecError, match=f"--profile=.*profile.json: {said}"):
         cost_model.load_profile(str(profile))
     good = {"sharing": {"2": {"slowdown": 1.2, "busy_cores": None}},
-            "thread_speedup": {"2": 1.6}, "cpu_s_per_example": {"one_device": 0.001}}
+            "one_process": {"2": {"batch": 128, "step_s": 0.02}},
+            "cpu_s_per_example": {"one_device": 0.001}}
     profile.write_text(json.dumps({**json.loads(_profile().to_json()), **good}))
     assert cost_model.load_profile(str(profile)).sharing["2"]["slowdown"] == 1.2
 

@@ -256,16 +256,18 @@ def test_a_straggler_is_left_out_by_configurations_on_fewer_hosts():
 
 def test_on_this_machines_cores_one_device_has_them_all_and_workers_share_them():
     """A cluster on one machine of 2 cores: one device (one process, its default threads) runs
-    at the profile's measured 2-thread speedup; the 2 workers slow each other by the sharing
+    at the profile's step measured with 2 threads; the 2 workers slow each other by the sharing
     calibration. On a real cluster neither figure applies."""
     here = dataclasses.replace(PROFILE, gradient_bytes={"float32": 400_000},
-                               pull_bytes=400_000, thread_speedup={"2": 1.6},
+                               pull_bytes=400_000,
+                               one_process={"2": {"batch": 128, "step_s": 0.025}},
                                sharing={"2": {"slowdown": 1.3, "busy_cores": 2.0}})
     real = cost_model.ClusterSpec(hosts=2, inter_host_gbps=10.0, shared_medium=True)
     local = dataclasses.replace(real, machine_cores=2)
     away, home = _by_name(planner.plan(here, real)), _by_name(planner.plan(here, local))
     assert away["1 device"].prediction.step_s == pytest.approx(0.02)
-    assert home["1 device"].prediction.step_s == pytest.approx(0.02 / 1.6)
+    # measured with both cores at twice the profile's batch: 0.025 s for 128, 0.0125 for 64
+    assert home["1 device"].prediction.step_s == pytest.approx(0.0125)
     assert home["MWMS N=2"].prediction.compute_s == pytest.approx(0.02 * 1.3)
     # the ranking turns: two shared cores no longer beat one process on both
     assert planner.best(planner.plan(here, real)).config.name == "MWMS N=2"

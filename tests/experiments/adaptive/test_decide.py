@@ -1,6 +1,7 @@
 """The adaptive mode's decision (experiments/adaptive/decide.py) on made-up epochs: drift, the
 network it implies, the switch and when a switch does not pay."""
 import dataclasses
+import io
 import json
 
 import pytest
@@ -97,6 +98,9 @@ def test_a_profile_measured_here_before_is_reused(tmp_path):
     assert profile_here.sharing_processes(here) == [2, 4]
     assert profile_here.path_for(cfg, ClusterSpec(hosts=2)) == path
     assert profile_here.path_for(cfg, here) != path
+    # ... and so is one whose one-device run trains another global batch
+    assert profile_here.path_for(dataclasses.replace(cfg, global_batch_size=128), here) != \
+        profile_here.path_for(cfg, here)
     open(path, "w").write("{}")
     said = []
     assert profile_here.measure(cfg, ["run"], out=said.append) == path  # no run started
@@ -209,8 +213,8 @@ def test_after_a_switch_predictions_start_from_the_network_it_inferred(tmp_path)
 
 def test_a_cluster_on_this_machine_profiles_its_cores_as_one_device_runs(tmp_path, monkeypatch):
     """For a machine_cores cluster the profile adds one device at the machine's threads and the
-    sharing calibration; each of those commands says its own strategy after the user's
-    --strategy=auto (absl keeps the last), or the calibration refuses it."""
+    run's global batch, and the sharing calibration; each command says its own strategy after
+    the user's --strategy=auto (absl keeps the last), or the calibration refuses it."""
     from experiments.adaptive import profile_here, supervisor
     from experiments.config import RunConfig
     from results.cost_model import ClusterSpec
@@ -223,17 +227,26 @@ def test_a_cluster_on_this_machine_profiles_its_cores_as_one_device_runs(tmp_pat
             (0, None, ("", ""))
 
     monkeypatch.setattr(supervisor, "run_child", fake)
-    cfg = RunConfig(model="cnn", batch_size_per_replica=32, results_dir=str(tmp_path))
+    monkeypatch.setattr(profile_here.glob, "glob", lambda _: ["r.json"])
+    monkeypatch.setattr(profile_here, "open", lambda *_: io.StringIO("{}"), raising=False)
+    cfg = RunConfig(model="cnn", batch_size_per_replica=32, global_batch_size=64,
+                    results_dir=str(tmp_path))
     with pytest.raises(profile_here.ProfilingFailed, match="--processes=2"):
-        profile_here.measure(cfg, ["run", "--strategy=auto", "--model=cnn"], out=lambda _: 0,
+        profile_here.measure(cfg, ["run", "--strategy=auto", "--model=cnn",
+                                    "--batch_size_per_replica=32"], out=lambda _: 0,
                              cluster=ClusterSpec(hosts=2, machine_cores=2))
 
     def last(command, name):
         return [a for a in command if a.startswith(f"--{name}=")][-1]
 
-    modules = [c[2] for c in commands]
-    assert modules == ["experiments.run"] * 4 + ["experiments.comparison.sharing"]
+    assert [c[2] for c in commands] == ["experiments.run"] * 4 + \
+        ["experiments.comparison.sharing"]
     assert [last(c, "strategy") for c in commands] == [
         "--strategy=one_device", "--strategy=multi_worker_mirrored",
         "--strategy=parameter_server", "--strategy=one_device", "--strategy=one_device"]
     assert [last(c, "threads") for c in commands[3:]] == ["--threads=2", "--threads=1"]
+    # one device trains the global batch; the others a replica's
+    assert [last(c, "batch_size_per_replica") for c in commands[2:4]] == \
+        ["--batch_size_per_replica=32", "--batch_size_per_replica=64"]
+    # each run writes where the profile looks for it, none in another's directory
+    assert len({last(c, "results_dir") for c in commands}) == 5
