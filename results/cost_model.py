@@ -239,7 +239,7 @@ def load_profile(path, flag="profile"):
     profile = _load(WorkloadProfile, path, flag)
     if profile.batch < 1 or profile.compute_s <= 0 or not profile.gradient_bytes:
         raise SpecError(f"--{flag}={path}: needs batch >= 1, compute_s > 0 and gradient_bytes")
-    for stages, share in profile.stage_weight_shares.items():
+    for stages, share in _items(profile.stage_weight_shares, "stage_weight_shares", path, flag):
         if not (str(stages).isdigit() and int(stages) >= 2 and _positive(share) and share <= 1):
             raise SpecError(f"--{flag}={path}: stage_weight_shares {{{stages!r}: {share}}} is not "
                             f"a stage count >= 2 with a share in (0, 1]")

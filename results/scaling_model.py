@@ -226,7 +226,7 @@ def _predict_local(f, by_n, own, sharing, sweeps=None):
         sync *= 1.0 - f.profile.overlap.get(f.strategy, 0.0)  # the share N=1 hid
         own_cores = n * f.batch / (f.t_comp + f.overhead + sync)
         f.own_cores[n] = own_cores
-        slowdown = slowdown_of(sharing, f.strategy, n)
+        slowdown = slowdown_of(sharing, n)
         factor = slowdown[0] if slowdown else 1.0
         predicted = n * f.batch / (f.t_comp * factor + f.overhead + sync)
         if slowdown:

@@ -75,7 +75,7 @@ def _compute_step(record):
 SHARING_PHASE = "lockstep"
 
 
-def slowdown_of(sharing, strategy, n=2):
+def slowdown_of(sharing, n=2):
     """(factor, phase, calibrations): how much slower this machine runs a 1-worker step when an
     N-worker cluster's processes share its cores, from the sharing calibrations of the setting
     with K = N processes (the median when repeated); None without one."""
@@ -105,7 +105,7 @@ def sharing_figures(sharing):
     """The profile's `sharing`: {"K": {"slowdown", "busy_cores"}} for each K calibrated."""
     out = {}
     for n in sorted({s.get("processes") for s in sharing or [] if s.get("processes")}):
-        slowdown = slowdown_of(sharing, None, n)
+        slowdown = slowdown_of(sharing, n)
         if slowdown:
             out[str(n)] = {"slowdown": slowdown[0], "busy_cores": busy_cores_of(sharing, n)}
     return out

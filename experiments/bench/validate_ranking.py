@@ -5,12 +5,12 @@ ranking check on this machine, out of sample (docs/benchmarks.md has the protoco
 
 Per model: the workload profile is measured first (experiments/adaptive/profile_here.py: one
 device, one MWMS and one PSS worker, one thread each; this machine's sharing and one device at
-machine_cores threads and the global batch) and then held fixed. Per bandwidth B, the cluster spec is this machine
-as 2 one-core devices on one shaped loopback at B (shared medium), all its tasks on this
-machine's cores (machine_cores); the planner predicts every configuration that trains the same
-updates at one global batch (experiments/adaptive/decide.candidates), and each runs as the spec
-describes it (every task of a cluster at 1 thread; one device, one process, at machine_cores
-threads: at 1 with --machine_cores=0), shaped at B where it is a cluster. Per memory cap (a
+machine_cores threads and the global batch) and then held fixed. Per bandwidth B, the cluster
+spec is this machine as 2 one-core devices on one shaped loopback at B (shared medium), all its
+tasks on this machine's cores (machine_cores); the planner predicts every configuration that
+trains the same updates at one global batch (experiments/adaptive/decide.candidates), and each
+runs as the spec describes it (every task of a cluster at 1 thread; one device, one process, at
+machine_cores threads: at 1 with --machine_cores=0), shaped at B where it is a cluster. Per memory cap (a
 share of the largest configuration's predicted memory per device), the scenario ranks what fits
 under it (the cost model's memory per device; the run's own estimate is printed beside).
 Scenarios: models x bandwidths x caps.
