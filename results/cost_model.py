@@ -1,8 +1,9 @@
 """The one cost model of a data-parallel training step: a workload profile (what one replica's
 step computes and moves) on a cluster spec (hosts, devices, links, parameter servers) under a
-strategy. The report's projections (results/projections.py), the network experiment
-(results/network.py) and `experiments.recommend` all predict through `predict`; no other module
-models a strategy's cost.
+strategy. The report's projections (results/projections.py) and its check of this machine's
+own runs (results/scaling_model.py), the network experiment (results/network.py), the planner
+and `experiments.recommend` all predict through `predict`; no other module models a strategy's
+cost.
 
     python -m experiments.recommend --profile=docs/examples/profile_resnet50_v100.json \
         --cluster=docs/examples/cluster_8x8_v100_25g.json
@@ -65,8 +66,11 @@ Per-replica step time:  t = compute / device_speedup + overhead + communication
   where the profile lacks a figure, its term is left out. One device (one process: the
   planner's single-device configuration) has the K = machine_cores cores to itself: its compute
   is the profile's one_process step at K threads, measured at the batch one device will train
-  (scaled linearly to another). What it leaves out: the CPU of MWMS's all-reduce in the
-  cap (an N=1 MWMS run reduces nothing; the local scaling model adds the sweep's), a one-host
+  (scaled linearly to another). A comparison's own local runs are predicted from their records
+  the same way, with what was measured here in place of the links (`Here`: the synchronization
+  swept with N processes and the CPU it costs each, added to the cap's step). What it leaves
+  out: the CPU of MWMS's all-reduce in the planner's cap (an N=1 MWMS run reduces nothing, and
+  the planner's profile has no sweep), a one-host
   MWMS configuration is one MirroredStrategy process yet slowed as N processes, and pipelines
   get neither term. The sharing was measured on the profile's machine: machine_cores with a
   profile from elsewhere carries that machine's sharing
@@ -507,7 +511,7 @@ def pipeline_s(profile, stages, microbatches, cluster, tensor_parallel=1):
 
 def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None, stages=1,
             microbatches=1, compression="none", zero=0, tensor_parallel=1,
-            schedule_name="gpipe"):
+            schedule_name="gpipe", here=None):
     """The step, throughput and efficiency of `strategy` for `profile` on `cluster`; overlap:
     the share of synchronization hidden behind compute (None: the profile's measured one);
     compression: an all-reduce's --compression form, from the profile's `reducers`; zero: the
@@ -515,7 +519,9 @@ def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None, stag
     Pipelines: `stages` x `tensor_parallel` devices of one host per pipeline, `microbatches`
     per step run in `schedule_name` order (gpipe or 1f1b: the same time, 1F1B holding fewer
     micro-batches' activations); model_parallel is one pipeline, hybrid one per host (an MWMS
-    worker per host all-reducing the gradients)."""
+    worker per host all-reducing the gradients). here: this machine's measured terms (Here),
+    only where its own local cluster's runs are predicted."""
+    here = here or Here()
     if overlap is None:
         overlap = profile.overlap.get(strategy, 0.0)
     if strategy not in STRATEGIES + PIPELINES:
@@ -527,7 +533,7 @@ def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None, stag
     compute = profile.compute_s / cluster.device_speedup
     overhead = profile.overhead_s.get(strategy, 0.0)
     gradient = profile.gradient(sync_dtype)
-    slowdown, cores_cap = on_one_machine(profile, cluster, strategy)
+    slowdown, cores_cap = on_one_machine(profile, cluster, strategy, here.sync_cpu_s)
     compute *= slowdown
     reducer = None
     if compression != "none":
@@ -563,8 +569,9 @@ def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None, stag
         comm = parameter_server_s(gradient, profile.pull_bytes, cluster)
     else:
         comm = sync(cluster)
+    comm += here.sync_s
     comm_exposed = (comm - compress) * (1.0 - overlap) + compress
-    step = compute + overhead + comm_exposed
+    step = compute + overhead + comm_exposed + here.local_s
     rate = replicas * profile.batch / step
     bound = ""
     if cluster.straggler_s:
@@ -588,19 +595,50 @@ def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None, stag
                       fits_memory(memory, cluster), bound, cluster.straggler_s)
 
 
-def on_one_machine(profile, cluster, strategy):
+@dataclasses.dataclass(frozen=True)
+class Here:
+    """Terms measured on this machine for predicting its own local cluster's runs from their
+    records (results/scaling_model.py, results/network.py); a projection to a cluster we do not
+    have never takes one. sync_s: one step's synchronization as measured here with the run's N
+    processes (the collectives sweep at K = N, or the real loopback's probe), in series with
+    whatever the cluster's links add; sync_cpu_s: the CPU seconds one worker's process spends
+    in it, added to each worker step's CPU under the machine's cap; local_s: the rest of a
+    step measured here beyond compute, overhead and synchronization (a fit point's)."""
+    sync_s: float = 0.0
+    sync_cpu_s: float = 0.0
+    local_s: float = 0.0
+
+
+def on_one_machine(profile, cluster, strategy, sync_cpu_s=0.0):
     """(compute factor, examples/s cap or None) of `strategy`'s data-parallel workers when the
     whole cluster shares one machine of cluster.machine_cores cores (see the module doc): the
-    profile's sharing slowdown at K = N workers and min(its busy cores, machine_cores) / the
-    strategy's CPU seconds per example; (1, None) on a real cluster, for one worker, for
-    pipelines (one process per host, not modelled), and where the profile lacks the figure."""
+    profile's sharing slowdown at K = N workers, and min(its busy cores, machine_cores) over a
+    worker step's CPU (the strategy's CPU seconds per example x batch, plus sync_cpu_s);
+    (1, None) on a real cluster, for one worker, for pipelines (one process per host, not
+    modelled), and where the profile lacks the figure."""
     n = cluster.workers
     if not cluster.machine_cores or n < 2 or strategy not in STRATEGIES:
         return 1.0, None
     shared = profile.sharing.get(str(n)) or {}
     cores = min(shared.get("busy_cores") or cluster.machine_cores, cluster.machine_cores)
     per_example = profile.cpu_s_per_example.get(strategy)
-    return shared.get("slowdown") or 1.0, cores / per_example if per_example else None
+    if not per_example:
+        return shared.get("slowdown") or 1.0, None
+    step_cpu = profile.batch * per_example + sync_cpu_s
+    return shared.get("slowdown") or 1.0, cores * profile.batch / step_cpu
+
+
+def this_machine(workers, cores, shaped_gbps=0.0):
+    """The ClusterSpec of a local cluster of `workers` one-device workers sharing this machine's
+    `cores` (0: not known, and no sharing term), its synchronization measured (Here) rather
+    than modelled: links that cost nothing, or with shaped_gbps the emulated network's one
+    shaper of that rate shared by every link (tf_config/netshape.py)."""
+    if shaped_gbps:
+        return ClusterSpec(hosts=workers, inter_host_gbps=shaped_gbps, shared_medium=True,
+                           machine_cores=cores)
+    return ClusterSpec(hosts=workers, inter_host_gbps=float("inf"), inter_host_latency_us=0.0,
+                       intra_host_gbps=float("inf"), intra_host_latency_us=0.0,
+                       machine_cores=cores)
 
 
 def one_process_compute(profile, cluster):

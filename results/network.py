@@ -21,8 +21,7 @@ import math
 from results import cost_model, metrics, plots
 from results.cells import (SETTING_KEYS, bandwidth_of, is_reducer_run, is_straggler_run,
                            setting_of, sort_key, workers_of)
-from results.scaling_model import cpu_cap
-from results.workload_profile import probe_of, profile_of, step_time_of, sync_dtype_of
+from results.workload_profile import cores_of, probe_of, profile_of, step_time_of, sync_dtype_of
 from results.tables import experiment_section, markdown_table
 from strategies import REGISTRY
 
@@ -33,11 +32,13 @@ _STRATEGIES = cost_model.STRATEGIES
 
 
 class Model:
-    """This machine's N=2 runs of one (setting, strategy) under a shared shaper of B Gbit/s."""
+    """This machine's N=2 runs of one (setting, strategy) under a shared shaper of B Gbit/s:
+    cost_model.predict on this machine's cluster (cost_model.this_machine, the profile's CPU
+    figures capping it at `cores`) with the measured local and loopback terms (cost_model.Here)."""
 
-    def __init__(self, strategy, profile, dtype, local_s, loopback_s, cap=None):
+    def __init__(self, strategy, profile, dtype, local_s, loopback_s, cores=0):
         self.strategy, self.profile, self.dtype = strategy, profile, dtype
-        self.local_s, self.loopback_s, self.cap = local_s, loopback_s, cap
+        self.local_s, self.loopback_s, self.cores = local_s, loopback_s, cores
 
     @property
     def batch(self):
@@ -53,22 +54,21 @@ class Model:
                                       shared_medium=True)
 
     def _predicted(self, n, gbps):
-        cluster = cost_model.ClusterSpec(hosts=n, inter_host_gbps=gbps, shared_medium=True)
         # No overlap: this machine's local term was fitted with the whole loopback probe in
         # series (models()), and the shaped transfer is paid the same way.
-        return cost_model.predict(self.profile, cluster, self.strategy, self.dtype, overlap=0.0)
+        return cost_model.predict(self.profile, cost_model.this_machine(n, self.cores, gbps),
+                                  self.strategy, self.dtype, overlap=0.0,
+                                  here=cost_model.Here(sync_s=self.loopback_s,
+                                                       local_s=self.local_s))
 
     def comm_s(self, n, gbps):
         """The shaper's time for the step's bytes, in series with what the same
         synchronization costs on the real loopback (its copies, RPCs and dispatch)."""
-        return self._predicted(n, gbps).communication_s + self.loopback_s
+        return self._predicted(n, gbps).communication_s
 
-    def rate(self, n, gbps):
-        p = self._predicted(n, gbps)
-        rate = n * self.batch / (p.step_s + self.local_s + self.loopback_s)
-        if p.bound:  # PSS: every worker's pushes and pulls share B
-            rate = min(rate, p.examples_per_sec)
-        return min(rate, self.cap) if self.cap else rate
+    def rate(self, n, gbps=0.0):
+        """Examples/s at N under a shaper of gbps (0: the real loopback, the fit point)."""
+        return self._predicted(n, gbps).examples_per_sec
 
 
 def _delayed(record):
@@ -109,9 +109,8 @@ def models(records, shaped_only=True):
             local = metrics.median([step_time_of(r) - profile.compute_s -
                              profile.overhead_s.get(strategy, 0.0) - (probe_of(r) or 0.0)
                              for r in two])
-            cap = cpu_cap(one, two)
             out[(setting, strategy)] = Model(strategy, profile, dtype, max(0.0, local or 0.0),
-                                             loopback, cap[0] if cap else None)
+                                             loopback, cores_of(two))
     return out
 
 
@@ -134,10 +133,7 @@ def rows(records):
             delivered = model.wire_bytes(n) * 8 / probe / 1e9 if probe else None
             note = ""
         else:  # the real loopback: the point the model's local term was fitted to
-            comm = probe
-            step = model.profile.compute_s + model.profile.overhead_s.get(strategy, 0.0) + \
-                model.local_s + (probe or 0.0)
-            predicted = min(n * model.batch / step, model.cap or math.inf)
+            comm, predicted = probe, model.rate(n)
             delivered, note = None, "fit point (real loopback)"
         out.append(dict(zip(COLUMNS, (*setting, strategy, n, gbps, len(runs), measured,
                                       predicted, (predicted - measured) / measured

@@ -3,19 +3,21 @@
 model (results/cost_model.py); the report's projections to clusters we do not have are
 results/projections.py.
 
-This machine's runs at N >= 2 (the validation): N x batch / (compute_s x s_N + overhead +
-sync_N x (1 - overlap)) with sync_N = alpha_N + per_tensor_N x (tensors - 1) + beta_N x bytes
-from the sweep of message sizes that the comparison's collectives cell ran with N processes
-before the N-worker runs (`--comm_sweep`; bytes: the gradient for all-reduce, (push + pull) / 2
-for PSS, whose sweep pulls and pushes each size); without a sweep, the probe measured in the
-predicted runs themselves, and the notes call that prediction in-sample; s_N the slowdown of N
-plain TF loops sharing these cores in lockstep (experiments/comparison/sharing.py at K = N; without
-one the notes say that the prediction assumes cores of their own); and at most what the cores
-deliver: C_N x batch / (batch / e_1 + c_N), with C_N the cores that K = N processes handing off
-every step keep busy (the same calibration's lockstep phase; all cores without one), e_1 the N=1
-run's examples per CPU-second (every task), c_N the CPU seconds one process spends in a
-synchronization with N processes (the sweep's cpu_s; all-reduce only: a PSS N=1 run already
-pushes and pulls every step). Nothing in it is
+This machine's runs at N >= 2 (the validation) are cost_model.predict on this machine's cluster
+(cost_model.this_machine: N workers sharing the runs' cores, machine_cores) with the
+synchronization measured here in place of the links (cost_model.Here): N x batch / (compute_s x
+s_N + overhead + sync_N x (1 - overlap)) with sync_N = alpha_N + per_tensor_N x (tensors - 1) +
+beta_N x bytes from the sweep of message sizes that the comparison's collectives cell ran with N
+processes before the N-worker runs (`--comm_sweep`; bytes: the gradient for all-reduce,
+(push + pull) / 2 for PSS, whose sweep pulls and pushes each size); without a sweep, the probe
+measured in the predicted runs themselves, and the notes call that prediction in-sample; s_N the
+profile's sharing slowdown at K = N (experiments/comparison/sharing.py; without one the notes say
+that the prediction assumes cores of their own); and at most what the cores deliver: C_N x batch
+/ (batch / e_1 + c_N), with C_N the cores that K = N processes handing off every step keep busy
+(the same calibration's lockstep phase; all cores without one), e_1 the N=1 run's examples per
+CPU-second (every task), c_N the CPU seconds one process spends in a synchronization with N
+processes (the sweep's cpu_s; all-reduce only: a PSS N=1 run already pushes and pulls every
+step). Nothing in it is
 fitted to the runs it predicts: what the prediction does not explain is shown as the error, never
 folded into a term that the projections would carry.
 
@@ -29,9 +31,8 @@ from results import cost_model, metrics
 from results.cells import (BASELINE_RUN, ENGINE_FLOOR, SETTING_KEYS, is_collectives_run,
                            is_network_run, is_reducer_run, is_straggler_run, role_of, setting_of,
                            sort_key, workers_of)
-from results.workload_profile import (busy_cores_of, cpu_per_example, measured_cell,
-                                     profile_of, reducer_key, reducers_of, slowdown_of,
-                                     sync_dtype_of)
+from results.workload_profile import (busy_cores_of, cores_of, measured_cell, profile_of,
+                                     reducer_key, reducers_of, slowdown_of, sync_dtype_of)
 from strategies import kind
 
 
@@ -104,21 +105,6 @@ class Fit:
         probe = self.measured[n][1]
         moved = cost_model.bytes_moved(self.profile, self.strategy, n, self.dtype)
         return moved * 8 / probe / 1e9 if probe else None
-
-
-def cpu_cap(own_n1, runs_n):
-    """(examples/s, cores, examples per CPU-second): what the machine's cores can deliver at the
-    N=1 run's CPU cost per example; None without CPU figures. A local cluster's runs share this
-    machine's cores, so a cluster whose every task (PSS: ps and chief too) wants more cores than
-    exist runs no faster than that, whatever the network."""
-    per_example = cpu_per_example(own_n1 or [])
-    cores = [(r.get("environment") or {}).get("usable_cpus") or (r.get("environment") or {}).get(
-        "cpu_count") for r in runs_n]
-    cores = [c for c in cores if c]
-    if not per_example or not cores:
-        return None
-    e1 = 1 / per_example
-    return min(cores) * e1, min(cores), e1
 
 
 def sweep_fit(sweeps, strategy, n, key="probe_s"):
@@ -198,16 +184,15 @@ def fit(records):
             f = Fit(setting, strategy, profile, rs[0].get("num_ps") or 1,
                     {n: measured_cell(by_n[n]) for n in sorted(by_n)},
                     notes=list(profile_notes))
-            _predict_local(f, by_n, own_n1.get(setting, {}).get(strategy),
-                           sharing.get(setting), sweeps)
+            _predict_local(f, by_n, sharing.get(setting), sweeps)
             fits.append(f)
     return fits
 
 
-def _predict_local(f, by_n, own, sharing, sweeps=None):
-    """Fills f.predictions: this machine's run at each measured N from the profile, the
-    synchronization at N (the sweep at K = N, else the runs' own probe) and the sharing
-    calibration at K = N (see the module doc)."""
+def _predict_local(f, by_n, sharing, sweeps=None):
+    """Fills f.predictions: this machine's run at each measured N, through cost_model.predict on
+    a cluster of N workers sharing the runs' cores, with the synchronization measured here at N
+    (the sweep at K = N, else the runs' own probe) and its CPU (see the module doc)."""
     for n, (step, probe, rate) in f.measured.items():
         lb = sweep_fit(sweeps or {}, f.strategy, n)
         if lb is not None:
@@ -223,43 +208,50 @@ def _predict_local(f, by_n, own, sharing, sweeps=None):
             f.sync[n] = (sync, "probe")
             f.notes.append(f"N={n} synchronization from the predicted runs' own probe (no sweep "
                            f"with {n} processes): in-sample")
-        sync *= 1.0 - f.profile.overlap.get(f.strategy, 0.0)  # the share N=1 hid
-        own_cores = n * f.batch / (f.t_comp + f.overhead + sync)
-        f.own_cores[n] = own_cores
-        slowdown = slowdown_of(sharing, n)
-        factor = slowdown[0] if slowdown else 1.0
-        predicted = n * f.batch / (f.t_comp * factor + f.overhead + sync)
-        if slowdown:
-            f.slowdowns[n] = slowdown
-            f.notes.append(f"N={n} on this machine: compute x {factor:.2f}, the slowdown of {n} "
-                           f"plain TF loops run {slowdown[1]} here ({slowdown[2]} calibration(s)); "
-                           f"with cores of their own {own_cores:.0f} examples/s")
-        else:
-            f.notes.append(f"N={n}: no sharing calibration with {n} processes: the prediction "
-                           f"assumes each worker computes as fast as one process alone")
-        cap = cpu_cap(own, by_n[n])
-        if cap is not None:
-            busy = busy_cores_of(sharing, n)
-            cores = min(busy, cap[1]) if busy else cap[1]
-            # One worker's CPU per step: the N=1 run's (all its tasks), plus, for all-reduce, the
-            # CPU one process spends in a synchronization with N processes (the sweep's cpu_s):
-            # an N=1 MWMS run reduces nothing, while a PSS N=1 run already pushes and pulls.
-            cpu_fit = sweep_fit(sweeps or {}, f.strategy, n, "cpu_s") \
-                if kind(f.strategy).all_reduce else None
-            sync_cpu = cpu_fit.seconds(sync_bytes(f.profile, f.strategy, f.dtype),
-                                       f.profile.tensors) if cpu_fit is not None else 0.0
-            step_cpu = f.batch / cap[2] + sync_cpu
-            bound = cores * f.batch / step_cpu
-            if bound < predicted:
-                predicted = bound
-                f.notes.append(
-                    f"N={n} prediction capped by this machine's CPU: {cores:.2f} cores busy ("
-                    + (f"what {n} processes that hand off every step keep busy, from the "
-                       f"sharing calibration at K={n}" if busy else
-                       f"all {cap[1]}: no sharing calibration with {n} processes")
-                    + f") / {step_cpu * 1e3:.2f} CPU-ms per worker step (the N=1 run's "
-                    f"{cap[2]:.0f} examples per CPU-second"
-                    + (f", plus {sync_cpu * 1e3:.2f} ms of one process's CPU per "
-                       f"synchronization from the sweep with {n} processes" if sync_cpu else "")
-                    + "; every task, ps and chief included)")
-        f.predictions[n] = (predicted, rate, (predicted - rate) / rate)
+        # The CPU one process spends in a synchronization with N processes (the sweep's cpu_s),
+        # for all-reduce only: an N=1 MWMS run reduces nothing, a PSS N=1 run pushes and pulls.
+        cpu_fit = sweep_fit(sweeps or {}, f.strategy, n, "cpu_s") \
+            if kind(f.strategy).all_reduce else None
+        sync_cpu = cpu_fit.seconds(sync_bytes(f.profile, f.strategy, f.dtype),
+                                   f.profile.tensors) if cpu_fit is not None else 0.0
+        here = cost_model.Here(sync_s=sync, sync_cpu_s=sync_cpu)
+        cores = cores_of(by_n[n])
+        p = cost_model.predict(f.profile, cost_model.this_machine(n, cores), f.strategy, f.dtype,
+                               here=here)
+        f.own_cores[n] = cost_model.predict(f.profile, cost_model.this_machine(n, 0),
+                                            f.strategy, f.dtype, here=here).examples_per_sec
+        f.notes.extend(_local_notes(f, n, cores, p, sync_cpu, sharing))
+        f.predictions[n] = (p.examples_per_sec, rate, (p.examples_per_sec - rate) / rate)
+
+
+def _local_notes(f, n, cores, p, sync_cpu, sharing):
+    """What the prediction of this machine's N-worker run took from the profile's sharing and
+    CPU figures (cost_model.on_one_machine), in words."""
+    slowdown = slowdown_of(sharing, n)
+    notes = []
+    if not cores:
+        notes.append(f"N={n}: the records give no core count: the prediction assumes each worker "
+                     f"computes on cores of its own")
+    elif slowdown:
+        f.slowdowns[n] = slowdown
+        notes.append(f"N={n} on this machine: compute x {slowdown[0]:.2f}, the slowdown of {n} "
+                     f"plain TF loops run {slowdown[1]} here ({slowdown[2]} calibration(s)); "
+                     f"with cores of their own {f.own_cores[n]:.0f} examples/s")
+    else:
+        notes.append(f"N={n}: no sharing calibration with {n} processes: the prediction "
+                     f"assumes each worker computes as fast as one process alone")
+    if p.bound == "this machine's cores":
+        busy = busy_cores_of(sharing, n)
+        per_example = f.profile.cpu_s_per_example[f.strategy]
+        step_cpu = f.batch * per_example + sync_cpu
+        notes.append(
+            f"N={n} prediction capped by this machine's CPU: {min(busy or cores, cores):.2f} "
+            f"cores busy (" + (f"what {n} processes that hand off every step keep busy, from "
+                               f"the sharing calibration at K={n}" if busy else
+                               f"all {cores}: no sharing calibration with {n} processes")
+            + f") / {step_cpu * 1e3:.2f} CPU-ms per worker step (the N=1 run's "
+            f"{1 / per_example:.0f} examples per CPU-second"
+            + (f", plus {sync_cpu * 1e3:.2f} ms of one process's CPU per "
+               f"synchronization from the sweep with {n} processes" if sync_cpu else "")
+            + "; every task, ps and chief included)")
+    return notes

@@ -111,6 +111,14 @@ def sharing_figures(sharing):
     return out
 
 
+def cores_of(records):
+    """The cores the runs of `records` had (the fewest recorded: usable, else the machine's);
+    0 where none says."""
+    cores = [(r.get("environment") or {}).get("usable_cpus") or
+             (r.get("environment") or {}).get("cpu_count") for r in records]
+    return min([c for c in cores if c], default=0)
+
+
 def cpu_per_example(records):
     """CPU seconds per example over all of a run's tasks (the median of `records`); None
     without CPU figures."""

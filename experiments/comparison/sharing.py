@@ -6,10 +6,11 @@ in lockstep, timed back to back in the same K processes.
 A local cluster's workers share one machine's cores, so a 2-worker step is not "the 1-worker
 step plus synchronization": two 1-thread plain loops that wait for each other after every step
 run each step slower than one loop alone, with no data exchanged at all, while two independent
-ones do not (figures: docs/benchmarks.md, "With the sharing calibration"). The scaling model
-multiplies t_comp (and divides its CPU cap) by the lockstep slowdown when it predicts this
-machine's 2-worker runs; projections to clusters whose workers have machines of their own do not
-(results/scaling_model.py).
+ones do not (figures: docs/benchmarks.md, "With the sharing calibration"). The cost model
+multiplies the compute of a cluster on this machine's cores (machine_cores) by the lockstep
+slowdown at K = N and caps its rate by the cores the lockstep phase keeps busy; projections to
+clusters whose workers have machines of their own do not (results/cost_model.py
+`on_one_machine`).
 
 Three phases, every process running the same plain loop one step per call (so each phase pays
 the same dispatch), taking turns for --rounds rounds:

@@ -315,3 +315,41 @@ def test_a_cluster_on_one_machine_shares_its_cores_and_a_real_one_does_not():
         (away.step_s, away.examples_per_sec, away.bound)
     with pytest.raises(cost_model.SpecError, match="machine_cores=-1"):
         ClusterSpec(machine_cores=-1).check()
+
+
+def test_this_machines_own_runs_are_predicted_by_the_same_model_with_what_was_measured_here():
+    """The local check (results/scaling_model.py) and the network experiment go through
+    predict: the synchronization measured here replaces the links' (and is hidden by the
+    profile's overlap), its CPU joins the cap's step, a fit point's local term joins the step."""
+    profile = _profile(overhead_s={"multi_worker_mirrored": 0.01},
+                       overlap={"multi_worker_mirrored": 0.5},
+                       cpu_s_per_example={"multi_worker_mirrored": 0.001},
+                       sharing={"2": {"slowdown": 1.5, "busy_cores": 2.0}})
+    here = cost_model.Here(sync_s=0.04)
+    p = cost_model.predict(profile, cost_model.this_machine(2, 4), "multi_worker_mirrored",
+                           here=here)
+    # compute x the slowdown at K=2, the overhead, half the measured 40 ms (the overlap)
+    assert p.step_s == pytest.approx(0.15 + 0.01 + 0.02)
+    assert p.communication_s == pytest.approx(0.02) and p.bound == ""
+    # 2 busy cores / 64 CPU-ms a step = 2000 examples/s does not bind (711/s); with the sync's
+    # 160 CPU-ms a step it does: 2 x 64 / 0.224 = 571
+    cpu = cost_model.Here(sync_s=0.04, sync_cpu_s=0.16)
+    capped = cost_model.predict(profile, cost_model.this_machine(2, 4), "multi_worker_mirrored",
+                                here=cpu)
+    assert capped.examples_per_sec == pytest.approx(2 * 64 / (0.064 + 0.16))
+    assert capped.bound == "this machine's cores"
+    # cores not known: no sharing and no cap, the links still free
+    unknown = cost_model.predict(profile, cost_model.this_machine(2, 0), "multi_worker_mirrored",
+                                 here=cpu)
+    assert unknown.step_s == pytest.approx(0.1 + 0.01 + 0.02) and unknown.bound == ""
+    # under a shaper: its shared medium in series with the measured loopback and local terms
+    shaped = cost_model.predict(profile, cost_model.this_machine(2, 0, GBPS8),
+                                "multi_worker_mirrored", overlap=0.0,
+                                here=cost_model.Here(sync_s=0.04, local_s=0.03))
+    assert shaped.communication_s == pytest.approx(2 * G / 1e9 + 0.04)
+    assert shaped.step_s == pytest.approx(0.1 + 0.01 + 2 * G / 1e9 + 0.04 + 0.03)
+    # a projection takes none of it
+    away = cost_model.predict(profile, ClusterSpec(hosts=2, inter_host_gbps=GBPS8),
+                              "multi_worker_mirrored")
+    assert away.step_s == pytest.approx(
+        0.1 + 0.01 + 0.5 * cost_model.allreduce_s(G, ClusterSpec(hosts=2, inter_host_gbps=GBPS8)))

@@ -12,13 +12,13 @@ from tests.results.test_scaling_model import _record
 M = 1_000_000  # gradient bytes of the fixture records
 
 
-def _profile(compute=0.1, overhead=None):
+def _profile(compute=0.1, overhead=None, cpu=None):
     return cost_model.WorkloadProfile("cnn", 64, compute, {"float32": M}, pull_bytes=M,
-                                      overhead_s=overhead or {})
+                                      overhead_s=overhead or {}, cpu_s_per_example=cpu or {})
 
 
-def _model(strategy, local=0.0, loopback=0.0, cap=None, **kw):
-    return network.Model(strategy, _profile(**kw), "float32", local, loopback, cap)
+def _model(strategy, local=0.0, loopback=0.0, cores=0, **kw):
+    return network.Model(strategy, _profile(**kw), "float32", local, loopback, cores)
 
 
 def test_shared_shaper_cost_model_by_hand():
@@ -31,8 +31,9 @@ def test_shared_shaper_cost_model_by_hand():
     # 1e7 / 2e6 = 5 steps/s for the whole cluster, i.e. 320 examples/s.
     assert pss.rate(2, 0.08) == pytest.approx(min(2 * 64 / 0.3, 320))
     assert pss.rate(2, 0.08) == pytest.approx(320)
-    capped = _model("parameter_server", cap=100.0)
-    assert capped.rate(2, 80) == 100.0  # the machine's cores, whatever the network
+    # the machine's cores, whatever the network: 2 cores / 0.02 CPU-s per example
+    capped = _model("parameter_server", cores=2, cpu={"parameter_server": 0.02})
+    assert capped.rate(2, 80) == pytest.approx(100.0)
     # What the same all-reduce costs on the real loopback is paid in series with the shaper.
     series = _model("multi_worker_mirrored", local=0.01, loopback=0.02)
     assert series.comm_s(2, 0.08) == pytest.approx(0.2 + 0.02)

@@ -31,7 +31,7 @@ def _record(run_id, strategy, n, epoch_time, steps, probe=None, run_name="", thr
            "steps_per_epoch": steps, "epochs": epochs, "steady_state": {},
            "final_eval_accuracy": 0.9, "final_eval_loss": 1.0,
            "config": {"accumulation_steps": accumulation} if accumulation > 1 else {},
-           "environment": {}, "threads_per_task": threads}
+           "environment": {"cpu_count": 2, "usable_cpus": 2}, "threads_per_task": threads}
     if probe is not None:
         rec["communication"] = {"gradient_bytes": 1_000_000, "method": "x",
                                 "probe_s": {"median": probe, "min": probe, "max": probe, "n": 1}}
