@@ -11,6 +11,8 @@
     python -m experiments.run --strategy=tpu --tpu=my-tpu     # or TPU_NAME; exit 2 without a TPU
     python -m experiments.run --strategy=auto --plan_profile=PROFILE.json \
         --plan_cluster=CLUSTER.json --model=cnn      # the planner chooses (config/auto.py)
+    TF_CONFIG=... python -m experiments.run --strategy=auto --model=cnn   # on each task of a
+        # platform's cluster: planned on its tasks (experiments/adaptive/on_workers.py)
 
 Your own model and data (experiments/workload/user_model.py, experiments/workload/user_data.py,
 experiments/workload/npz_data.py): --model=MODULE:FUNCTION or PATH.keras, --dataset=MODULE:FUNCTION or
@@ -33,7 +35,7 @@ tf_settings.apply()  # before TensorFlow is imported anywhere: quiet, and the sa
 from absl import app, flags, logging  # noqa: E402
 
 from experiments.config import ConfigError, LaunchConfig, RunConfig, validate  # noqa: E402
-from experiments.adaptive import profile_here, segment, supervisor  # noqa: E402
+from experiments.adaptive import on_workers, profile_here, segment, supervisor  # noqa: E402
 from experiments.config import auto  # noqa: E402
 from experiments.config import flags as config_flags  # noqa: E402
 from experiments.config.cli import bad_input, parse_flags  # noqa: E402
@@ -41,7 +43,7 @@ from experiments.config.validation import check_fields  # noqa: E402
 from results import cost_model  # noqa: E402
 from strategies import all_reduce_workers, kind, needs_cluster  # noqa: E402
 from tf_config import TFConfigError, check_strategy_fits, role_from_env  # noqa: E402
-from tf_config import launch, netns, netshape  # noqa: E402
+from tf_config import launch, netns, netshape, rendezvous  # noqa: E402
 
 # Every flag is a field of RunConfig or LaunchConfig (experiments/config/run_config.py).
 config_flags.define(RunConfig)
@@ -122,6 +124,16 @@ def _profiled(cfg, written):
     return dataclasses.replace(cfg, plan_profile=path)
 
 
+def _planned_on_workers(cfg, role):
+    """experiments/adaptive/on_workers.py's resolve, its failures said in one line: bad input
+    (exit 2, raised), a cluster that did not meet or a profiling run that failed (exit 1)."""
+    try:
+        return on_workers.resolve(cfg, role, sys.argv)
+    except (rendezvous.RendezvousError, profile_here.ProfilingFailed) as e:
+        sys.stderr.write(f"error: {e}\n")
+        sys.exit(1)
+
+
 def _refuse(error, written):
     """Bad input found after a profile was measured for it: the profile (and the results
     directory it made) go again, so bad input leaves nothing written."""
@@ -167,7 +179,7 @@ def main(argv):
             _schedule(launch_cfg)  # whatever the first configuration (one process ignores it)
             cfg.straggler_delays()  # the same: parsed before any profiling run
             cfg = _profiled(cfg, written)
-            first, plan, _ = auto.resolve(cfg, False)
+            first, plan, _ = auto.resolve(cfg)
             supervisor.first_configuration(cfg, plan)  # one it can switch from fits
             # a one-process configuration runs without the straggler (supervisor.UNSHAPED)
             validate(first if needs_cluster(first.strategy, first.num_workers) else
@@ -183,12 +195,26 @@ def main(argv):
     try:
         if cfg.strategy == auto.AUTO:
             cfg.straggler_delays()  # a bad schedule is refused before any profiling run
-            cfg, plan, choice = auto.resolve(_profiled(cfg, written),
-                                             bool(os.environ.get("TF_CONFIG", "").strip()))
+            platform_role = role_from_env()
+            if platform_role is not None:  # the platform's cluster: plan on its tasks
+                cfg, plan, choice, tf_config = _planned_on_workers(cfg, platform_role)
+            elif os.environ.get("TF_CONFIG", "").strip():
+                raise ConfigError("--strategy=auto: TF_CONFIG names a single task; unset it to "
+                                  "plan a cluster on this machine")
+            else:
+                cfg, plan, choice = auto.resolve(_profiled(cfg, written))
             chosen = plan["chosen"]
             print(f"auto: {chosen['configuration']} ({chosen['predicted_examples_per_sec']:.0f} "
                   f"examples/s predicted; best of {plan['configurations']} on "
-                  f"{cfg.plan_cluster}): {' '.join(choice)}", flush=True)
+                  f"{plan['cluster']}): {' '.join(choice)}", flush=True)
+            if platform_role is not None:
+                if tf_config == on_workers.NOT_USED:
+                    print(f"auto: {platform_role.name} is not one of the tasks "
+                          f"{chosen['configuration']} uses: nothing to run here", flush=True)
+                    sys.exit(0)
+                os.environ.pop("TF_CONFIG", None)
+                if tf_config is not None:
+                    os.environ["TF_CONFIG"] = tf_config
             batch = cfg.resolved_per_replica_batch()
             if plan["profile_batch"] != batch or plan["profile_model"] != cfg.model:
                 print(f"auto: the profile is of {plan['profile_model']} at {plan['profile_batch']} "

@@ -7,6 +7,8 @@
     python -m experiments.vertex --strategy=tpu --dry_run     # cloud-tpu, TPU_V3 x 8
     python -m experiments.vertex --strategy=auto --plan_profile=PROFILE.json \
         --plan_cluster=CLUSTER.json --dry_run   # the planner's best (experiments/config/auto.py)
+    python -m experiments.vertex --strategy=auto --num_workers=3 --num_ps=1 --dry_run
+        # no profile: the job's chief, workers and ps plan on themselves (adaptive/on_workers.py)
     python -m experiments.vertex --strategy=multi_worker_mirrored --num_workers=2 --format=tfjob \
         --image_uri=IMAGE --base_output_dir=gs://B/run1
     python -m experiments.vertex ... --image_uri=IMAGE --base_output_dir=gs://B/run1 \
@@ -48,7 +50,9 @@ from results import planner  # noqa: E402
 
 _STRATEGY = flags.DEFINE_enum("strategy", "multi_worker_mirrored", [*STRATEGIES, AUTO],
                               "Strategy; auto: the planner's best configuration of "
-                              "--plan_profile on --plan_cluster (it sets the counts too).")
+                              "--plan_profile on --plan_cluster (it sets the counts too); "
+                              "without --plan_profile the job (a chief, --num_workers workers, "
+                              "--num_ps ps) plans on its own tasks.")
 _PLAN_PROFILE = flags.DEFINE_string("plan_profile", "", "--strategy=auto: the workload profile.")
 _PLAN_CLUSTER = flags.DEFINE_string("plan_cluster", "", "--strategy=auto: the cluster spec.")
 _WORKERS = flags.DEFINE_integer("num_workers", 2, "Workers.", lower_bound=1)
@@ -115,10 +119,16 @@ def main(argv):
         chosen_here = [a for a in run_args if a.split("=")[0][2:] in planner.TRAINING]
         if chosen_here:
             bad_input(f"{chosen_here[0]} after --: with --strategy=auto the plan chooses it")
-        if not _PLAN_PROFILE.value:  # the job's workers are not here to be profiled
-            bad_input("experiments.vertex --strategy=auto needs --plan_profile=PROFILE.json (a "
-                      "comparison's profile-*.json, or one measured by experiments.run "
-                      "--strategy=auto here)")
+    if strategy == AUTO and not _PLAN_PROFILE.value:
+        # no profile here: the job's own tasks meet, profile and plan, and train the choice
+        # (experiments/adaptive/on_workers.py)
+        if _PLAN_CLUSTER.value:
+            bad_input(f"--plan_cluster={_PLAN_CLUSTER.value} plans here, with --plan_profile; "
+                      f"without one the job plans on its own tasks and measures their links")
+        said = (f"auto: the job plans on its own tasks (a chief, {workers} worker(s), {ps} ps): "
+                f"they meet, the chief profiles and measures the links, and each trains its "
+                f"part of the plan's choice or exits")
+    elif strategy == AUTO:
         try:
             values, plan = auto.choose(_PLAN_PROFILE.value, _PLAN_CLUSTER.value)
         except ConfigError as e:
@@ -141,7 +151,8 @@ def main(argv):
                 f"{plan['configurations']})"
                 + ("" if model == plan["profile_model"] else
                    f"; this job trains {model}: the predictions are the profile's"))
-    on_tpu = kind(strategy).accelerator == "tpu"
+    on_workers = strategy == AUTO  # still auto: planned on the job's tasks
+    on_tpu = not on_workers and kind(strategy).accelerator == "tpu"
     if bool(_ACCEL.value) != bool(_ACCEL_N.value) and not on_tpu:
         bad_input(f"--accelerator_type={_ACCEL.value!r} and --accelerator_count={_ACCEL_N.value} "
                   f"go together: give both or neither")
@@ -152,13 +163,14 @@ def main(argv):
     if tpu_type and not on_tpu:
         bad_input(f"--accelerator_type={_ACCEL.value} is a TPU: use --strategy=tpu (got "
                   f"--strategy={strategy})")
-    if kind(strategy).local_replicas and _ACCEL_N.value and replicas > _ACCEL_N.value:
+    if not on_workers and kind(strategy).local_replicas and _ACCEL_N.value and \
+            replicas > _ACCEL_N.value:
         bad_input(f"--num_replicas={replicas} exceeds --accelerator_count={_ACCEL_N.value}: "
                   f"{strategy} runs one replica per GPU of its machine")
     _check_gcs("base_output_dir", _OUTPUT.value)
     _check_gcs("staging_bucket", _STAGING.value)
-    pss = kind(strategy).parameter_servers
-    if pss:
+    pss = on_workers or kind(strategy).parameter_servers  # auto's tasks may run PSS
+    if pss and not on_workers:
         run_args = [f"--num_ps={ps}"] + run_args  # validated by each task
     spec = JobSpec(strategy=strategy, run_args=run_args, image_uri=_IMAGE.value,
                    num_workers=workers, num_ps=ps if pss else 0, num_replicas=replicas,

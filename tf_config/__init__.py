@@ -1,4 +1,5 @@
-"""TF_CONFIG: build cluster specs, read and validate what a platform set, launch local clusters.
+"""TF_CONFIG: build cluster specs, read and validate what a platform set, launch local clusters,
+and let a platform's tasks meet before TensorFlow starts (rendezvous: --strategy=auto's plan).
 
 Nothing in this package imports TensorFlow: the launcher must stay light and start fast.
 """

@@ -2,7 +2,8 @@
 configuration's `experiments.run` from the last one's checkpoint), segment (inside a run: the
 chief's check after each epoch, the workers' agreement, the switch request, the record's
 account) and decide (the pure decision: drift, the network it implies, the best configuration
-and whether a switch pays), and profile_here (--strategy=auto's profile measured here).
+and whether a switch pays), profile_here (--strategy=auto's profile measured here) and
+on_workers (--strategy=auto on a platform's TF_CONFIG cluster: planned on its own tasks).
 
 May import: experiments.config, results (planner, cost_model, records, timeline's straggler
 thresholds, and the profile's builders: cells, workload_profile), strategies, tf_config.

@@ -116,11 +116,15 @@ def measure(cfg, argv, out=print, cluster=None):
                if k != "gradient_sync_dtype"],
              f"--epochs={EPOCHS}", f"--train_examples={STEPS * cfg.batch_size_per_replica}"]
     records = {}
+    # Each profiling run is a process (or local cluster) of this machine's own, even on a task
+    # of a platform's cluster (experiments/adaptive/on_workers.py): not that cluster's
+    # TF_CONFIG, nor the platform's output directories.
+    env = {k: v for k, v in os.environ.items() if k != "TF_CONFIG" and not k.startswith("AIP_")}
     with tempfile.TemporaryDirectory(prefix="tfdist-profile-") as tmp:
         for name, (module, *what) in _runs(cfg, cores, sharing).items():
             code, stopped, (stdout, stderr) = supervisor.run_child(
                 [sys.executable, "-m", module, *argv[1:], *brief, *what,
-                 f"--results_dir={os.path.join(tmp, name)}"], stdout=subprocess.PIPE,
+                 f"--results_dir={os.path.join(tmp, name)}"], env=env, stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE, text=True)
             if stopped:
                 sys.exit(stopped)

@@ -19,6 +19,11 @@ import dataclasses
 
 from strategies import kind
 
+# experiments.run's --strategy=auto, when every task of the job plans on the job's own workers
+# (experiments/adaptive/on_workers.py): pools for a chief, workers and ps, the plan choosing
+# which of them train
+PLANNED_ON_WORKERS = "auto"
+
 # The image the flags default to: a job with it cannot start (no such registry project).
 PLACEHOLDER_PROJECT = "PROJECT"
 PLACEHOLDER_IMAGE = f"us-docker.pkg.dev/{PLACEHOLDER_PROJECT}/tfdist/tfdist-compare:latest"
@@ -58,7 +63,7 @@ def run_command(spec, gpus=0):
     """The container command: the same entry point and flags as a local run. `gpus` > 0: the
     container's machine has that many GPUs, and the run refuses to start without them."""
     args = [f"--strategy={spec.strategy}"]
-    if kind(spec.strategy).local_replicas:
+    if spec.strategy != PLANNED_ON_WORKERS and kind(spec.strategy).local_replicas:
         args.append(f"--num_replicas={spec.num_replicas}")
     if gpus:
         args.append(f"--require_gpus={gpus}")

@@ -7,23 +7,26 @@ tests, which is why the manifest always has a runPolicy (the SDK refuses a TFJob
 """
 import yaml
 
-from experiments.cloud.jobspec import output_dirs, run_command
+from experiments.cloud.jobspec import PLANNED_ON_WORKERS, output_dirs, run_command
 from strategies import MULTI_WORKER, kind
 
 
 def tfjob(spec, name="tfdist-compare", namespace="default"):
-    """A Kubeflow TFJob manifest (dict) for MWMS or PSS. GPUs (accelerator_count) go to the
-    workers only; with base_output_dir every container gets Vertex's AIP_* directories."""
-    strategy_kind = kind(spec.strategy)
-    if strategy_kind.parameter_servers:
+    """A Kubeflow TFJob manifest (dict) for MWMS, PSS, or --strategy=auto planned on the job's
+    tasks (a chief, workers and ps). GPUs (accelerator_count) go to the workers only (and to
+    auto's chief, which may train); with base_output_dir every container gets Vertex's AIP_*
+    directories."""
+    # auto planned on the tasks: PSS's pools, the plan choosing which replicas train
+    if spec.strategy == PLANNED_ON_WORKERS or kind(spec.strategy).parameter_servers:
         replicas = {"Chief": 1, "Worker": spec.num_workers, "PS": spec.num_ps}
-    elif strategy_kind.all_reduce:
+    elif kind(spec.strategy).all_reduce:
         replicas = {"Worker": spec.num_workers}
     else:
         raise ValueError(f"a TFJob is for {', '.join(MULTI_WORKER)}, not {spec.strategy!r}")
     specs = {}
     for role, count in replicas.items():
-        gpus = spec.accelerator_count if role == "Worker" else 0
+        trains = ("Worker", "Chief") if spec.strategy == PLANNED_ON_WORKERS else ("Worker",)
+        gpus = spec.accelerator_count if role in trains else 0
         command, args = run_command(spec, gpus)
         container = {"name": "tensorflow", "image": spec.image_uri, "command": command,
                      "args": args, "ports": [{"name": "tfjob-port", "containerPort": 2222}]}

@@ -11,13 +11,14 @@ tpu client source). A TPU VM machine type (e.g. ct5lp-hightpu-4t, TPU_V5_LITEPOD
 `--machine_type=... --accelerator_type=TPU_V5_LITEPOD --accelerator_count=4 -- --tpu=local`.
 Not verified on Vertex: this toolkit's machines have no TPU.
 """
-from experiments.cloud.jobspec import (DEFAULT_MACHINE, TPU_CORES, TPU_DEFAULT_ACCELERATOR,
-                                       TPU_MACHINE, run_command)
+from experiments.cloud.jobspec import (DEFAULT_MACHINE, PLANNED_ON_WORKERS, TPU_CORES,
+                                       TPU_DEFAULT_ACCELERATOR, TPU_MACHINE, run_command)
 import strategies
 
 
 def _pool(spec, replicas, accelerators=True):
-    if strategies.kind(spec.strategy).accelerator == "tpu":  # TPU cores, not GPUs: no --require_gpus
+    if spec.strategy != PLANNED_ON_WORKERS and \
+            strategies.kind(spec.strategy).accelerator == "tpu":  # TPU cores, not GPUs: no --require_gpus
         machine = {"machine_type": spec.machine_type or TPU_MACHINE,
                    "accelerator_type": spec.accelerator_type or TPU_DEFAULT_ACCELERATOR,
                    "accelerator_count": spec.accelerator_count or TPU_CORES}
@@ -37,6 +38,10 @@ def _pool(spec, replicas, accelerators=True):
 
 def vertex_custom_job(spec):
     """A CustomJob dict (the `aiplatform.CustomJob` keyword arguments)."""
+    if spec.strategy == PLANNED_ON_WORKERS:  # the chief may train: it gets the workers' devices
+        pools = [_pool(spec, 1), _pool(spec, spec.num_workers) if spec.num_workers else {},
+                 _pool(spec, spec.num_ps, accelerators=False) if spec.num_ps else {}]
+        return _job(spec, pools)
     strategy_kind = strategies.kind(spec.strategy)
     if strategy_kind.parameter_servers:
         # the chief only coordinates: no accelerator; ps hold variables: no accelerator
@@ -52,6 +57,10 @@ def vertex_custom_job(spec):
         pools = [_pool(spec, 1)]
     else:
         raise ValueError(f"unknown strategy {spec.strategy!r}; valid: {', '.join(strategies.REGISTRY)}")
+    return _job(spec, pools)
+
+
+def _job(spec, pools):
     job = {"display_name": spec.display_name, "worker_pool_specs": pools}
     if spec.base_output_dir:
         job["base_output_dir"] = spec.base_output_dir

@@ -10,8 +10,9 @@ three short one-thread runs: one device, one MWMS and one PSS worker), and reuse
 
 The choice is the plan's best (the fastest configuration that fits and trains what the profile
 trained: experiments.plan's "Best"). A local run launches the chosen cluster; under a platform's
-TF_CONFIG the cluster is already fixed, so auto is refused there (plan first: experiments.plan
-or experiments.vertex --strategy=auto print the job to launch).
+TF_CONFIG the cluster is already fixed: its tasks meet, the chief profiles and measures its
+links to them, and the plan is chosen among what those tasks can run
+(experiments/adaptive/on_workers.py).
 """
 import dataclasses
 
@@ -21,36 +22,46 @@ from results import cost_model, planner
 PLAN_ENV = "TFDIST_AUTO_PLAN"  # the launcher's tasks: the plan the chief records
 
 
-def choose(profile_path, cluster_path):
+def choose(profile_path, cluster_path, cluster=None, runnable=None):
     """(planner.settings of the best configuration, planner.summary of the plan); ConfigError
-    (one line) for a missing or unusable profile or cluster spec, or when nothing fits."""
-    if not cluster_path:
+    (one line) for a missing or unusable profile or cluster spec, or when nothing fits.
+    cluster: the ClusterSpec itself (cluster_path then only names it); runnable: config ->
+    "" when this cluster's tasks can run it, else why not (a platform's fixed TF_CONFIG)."""
+    if not cluster_path and cluster is None:
         raise ConfigError("--strategy=auto needs --plan_cluster=CLUSTER.json (what "
                           "experiments.plan takes), and --plan_profile=PROFILE.json or nothing "
                           "(measured here first)")
     try:
         profile = cost_model.load_profile(profile_path, "plan_profile")
-        cluster = cost_model.load_cluster(cluster_path, "plan_cluster")
+        if cluster is None:
+            cluster = cost_model.load_cluster(cluster_path, "plan_cluster")
         planned = planner.plan(profile, cluster)
     except cost_model.SpecError as e:
         raise ConfigError(str(e)) from None
+    if runnable is not None:
+        planned = [p if p.dropped or not runnable(p.config) else
+                   dataclasses.replace(p, dropped=runnable(p.config)) for p in planned]
     best = planner.best(planned)
     if best is None:
         raise ConfigError(f"--strategy=auto: no configuration of {profile.model!r} fits "
-                          f"{cluster.memory_per_device_mb:g} MB per device on {cluster_path}")
+                          f"{cluster.memory_per_device_mb:g} MB per device"
+                          + (" and this cluster's tasks" if runnable else "")
+                          + f" on {cluster_path}")
     return planner.settings(best.config), {**planner.summary(planned), "profile": profile_path,
                                            "cluster": cluster_path,
                                            "profile_model": profile.model,
                                            "profile_batch": profile.batch}
 
 
-def resolve(cfg, in_cluster):
+def resolve(cfg):
     """(cfg with the plan's choice in place of auto, the plan's summary, the flags that say the
-    choice): what `experiments.run --strategy=auto` trains. in_cluster: TF_CONFIG is set."""
-    if in_cluster:
-        raise ConfigError("--strategy=auto plans the cluster itself, but TF_CONFIG already fixes "
-                          "one: run experiments.plan (or experiments.vertex --strategy=auto) and "
-                          "launch the job it prints")
+    choice): what `experiments.run --strategy=auto` trains without TF_CONFIG (with it:
+    experiments/adaptive/on_workers.py)."""
     values, plan = choose(cfg.plan_profile, cfg.plan_cluster)
+    return apply(cfg, values), plan, [f"--{k}={v}" for k, v in values.items()]
+
+
+def apply(cfg, values):
+    """cfg with the plan's settings (planner.settings) in place of auto's."""
     assert cfg.strategy == AUTO
-    return dataclasses.replace(cfg, **values), plan, [f"--{k}={v}" for k, v in values.items()]
+    return dataclasses.replace(cfg, **values)

@@ -4,6 +4,9 @@ import csv
 import json
 import os
 
+import pytest
+import yaml
+
 from tests.helpers import run_module
 
 PROFILE = "--profile=docs/examples/profile_resnet50_v100.json"
@@ -78,7 +81,37 @@ def test_vertex_auto_prints_the_chosen_job(tmp_path):
         bad = run_module("experiments.vertex", *auto, *extra, timeout=120)
         assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
         assert message in bad.stderr
-    # the job's workers are not here: no profile measured for it
+    # a cluster spec plans here, with a profile; without one the job plans on its own tasks
     bad = run_module("experiments.vertex", *auto[1:], "--accelerator_type=NVIDIA_TESLA_V100",
                      "--accelerator_count=8", "--", "--model=cnn", timeout=120)
-    assert bad.returncode == 2 and "needs --plan_profile=PROFILE.json" in bad.stderr, bad.stderr
+    assert bad.returncode == 2 and "plans here, with --plan_profile" in bad.stderr, bad.stderr
+
+
+@pytest.mark.parametrize("form", ["vertex", "tfjob"])
+def test_vertex_auto_without_a_profile_lets_the_job_plan_on_its_own_tasks(form):
+    proc = run_module("experiments.vertex", "--strategy=auto", "--num_workers=3", "--num_ps=2",
+                      "--accelerator_type=NVIDIA_TESLA_T4", "--accelerator_count=1",
+                      f"--format={form}", "--allow_placeholder_image",
+                      "--base_output_dir=gs://b/run", "--", "--model=cnn", timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    said = proc.stderr.strip().splitlines()
+    assert len(said) == 1 and "the job plans on its own tasks (a chief, 3 worker(s), 2 ps)" in \
+        said[0]
+    if form == "vertex":
+        pools = json.loads(proc.stdout)["worker_pool_specs"]
+        counts = [p["replica_count"] for p in pools]
+        gpus = [p["machine_spec"].get("accelerator_count", 0) for p in pools]
+        commands = [p["container_spec"]["args"] for p in pools]
+    else:
+        specs = yaml.safe_load(proc.stdout)["spec"]["tfReplicaSpecs"]
+        pools = [specs[r] for r in ("Chief", "Worker", "PS")]
+        counts = [p["replicas"] for p in pools]
+        containers = [p["template"]["spec"]["containers"][0] for p in pools]
+        gpus = [int(c.get("resources", {}).get("limits", {}).get("nvidia.com/gpu", 0))
+                for c in containers]
+        commands = [c["args"] for c in containers]
+    assert counts == [1, 3, 2]
+    assert gpus == [1, 1, 0]  # the chief may train (one device, or an MWMS worker); ps never
+    for args in commands:  # every task plans: the same command, no counts of its own
+        assert args[0] == "--strategy=auto" and "--model=cnn" in args
+        assert not any(a.startswith(("--num_workers", "--num_ps")) for a in args)

@@ -28,7 +28,7 @@ def test_auto_runs_the_plans_best(tmp_path, cluster, strategy):
     profile, spec = _files(tmp_path, cluster)
     cfg = RunConfig(strategy="auto", plan_profile=profile, plan_cluster=spec, model="mlp",
                     results_dir=str(tmp_path), num_ps=1)
-    chosen, plan, flags = auto.resolve(cfg, in_cluster=False)
+    chosen, plan, flags = auto.resolve(cfg)
     best = planner.best(planner.plan(cost_model.load_profile(profile),
                                      cost_model.load_cluster(spec)))
     assert chosen.strategy == strategy == planner.settings(best.config)["strategy"]
@@ -51,9 +51,7 @@ def test_auto_says_what_is_missing_or_wrong(tmp_path):
             (RunConfig(strategy="auto", plan_profile=spec, plan_cluster=spec),
              "--plan_profile=")):
         with pytest.raises(ConfigError, match=message):
-            auto.resolve(cfg, in_cluster=False)
-    with pytest.raises(ConfigError, match="TF_CONFIG already fixes one"):
-        auto.resolve(RunConfig(strategy="auto", plan_profile=profile, plan_cluster=spec), True)
+            auto.resolve(cfg)
     tiny = _files(tmp_path, {"hosts": 2, "memory_per_device_mb": 0.1})
     with pytest.raises(ConfigError, match="no configuration of 'mlp' fits 0.1 MB per device"):
         auto.choose(*tiny)

@@ -1,0 +1,188 @@
+"""A cluster that a platform already started (TF_CONFIG: Vertex AI, a TFJob, by hand) meeting
+before TensorFlow opens its servers: the chief measures its link to every other task and then
+hands each the same message (--strategy=auto's plan, experiments/adaptive/on_workers.py).
+
+It talks on the chief's own TF_CONFIG address, which stays free until TensorFlow binds it after
+the meeting. Every other task connects (retrying while the chief starts), says who it is, takes
+part in the chief's link probe and waits for the message. The probe, per task, from the chief:
+PINGS round trips of one byte (latency: half the median), then PROBE_BYTES sent by the task
+and timed by the chief from the first byte to the last, REPEATS times (bandwidth: the fastest,
+in Gbit/s of payload; TCP on the same path as TensorFlow's gRPC, so it bounds what gRPC gets).
+Nothing here imports TensorFlow.
+"""
+import dataclasses
+import json
+import socket
+import statistics
+import struct
+import time
+
+PINGS = 20
+PROBE_BYTES = 16 << 20
+REPEATS = 3
+_CHUNK = 1 << 20
+
+
+class RendezvousError(RuntimeError):
+    """The cluster did not meet (one line: who was missing, or what broke)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Link:
+    """The chief's link to one task, as measured."""
+    task: str
+    latency_us: float  # one way: half the median round trip of one byte
+    gbps: float  # the fastest of REPEATS transfers of PROBE_BYTES, task to chief
+
+    def to_dict(self):
+        return dataclasses.asdict(self)
+
+
+def _host_port(address):
+    host, _, port = address.rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+def _send(sock, obj):
+    data = json.dumps(obj).encode()
+    sock.sendall(struct.pack("!I", len(data)) + data)
+
+
+def _recv_exact(sock, n):
+    out = bytearray()
+    while len(out) < n:
+        chunk = sock.recv(min(_CHUNK, n - len(out)))
+        if not chunk:
+            raise ConnectionError("the other side closed the connection")
+        out += chunk
+    return bytes(out)
+
+
+def _recv(sock):
+    (size,) = struct.unpack("!I", _recv_exact(sock, 4))
+    return json.loads(_recv_exact(sock, size))
+
+
+def _probe(sock, task):
+    """Link of `task` (the chief's side of the probe; see the module doc)."""
+    rtts = []
+    for _ in range(PINGS):
+        start = time.perf_counter()
+        sock.sendall(b"p")
+        _recv_exact(sock, 1)
+        rtts.append(time.perf_counter() - start)
+    best = None
+    for _ in range(REPEATS):
+        sock.sendall(b"s")  # send me PROBE_BYTES
+        _recv_exact(sock, 1)  # its first byte: the clock starts once data flows
+        start = time.perf_counter()
+        _recv_exact(sock, PROBE_BYTES - 1)
+        seconds = time.perf_counter() - start
+        best = seconds if best is None else min(best, seconds)
+    sock.sendall(b"d")
+    return Link(task, statistics.median(rtts) / 2 * 1e6,
+                (PROBE_BYTES - 1) * 8 / best / 1e9 if best > 0 else float("inf"))
+
+
+def _answer_probe(sock):
+    """The task's side of the probe: echo pings, send the bytes asked for, until done."""
+    payload = b"\0" * PROBE_BYTES
+    while True:
+        what = _recv_exact(sock, 1)
+        if what == b"p":
+            sock.sendall(b"p")
+        elif what == b"s":
+            sock.sendall(payload)
+        elif what == b"d":
+            return
+        else:
+            raise ConnectionError(f"unexpected probe byte {what!r}")
+
+
+def serve(address, tasks, decide, timeout_s, out=print):
+    """The chief's side: listens on `address` ("host:port", bound on every interface as
+    TensorFlow's server would be), waits up to timeout_s for every task name in `tasks`,
+    probes each link, calls decide(links) -> message (a dict), sends it to every task and
+    returns it. decide's exception reaches the tasks as {"error": its text} and is raised
+    here too, so no task waits for a message that will not come."""
+    _, port = _host_port(address)
+    listener = socket.socket(socket.AF_INET6 if ":" in _host_port(address)[0] else socket.AF_INET)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    joined = {}
+    try:
+        listener.bind(("", port))
+        listener.listen(len(tasks) + 1)
+        deadline = time.monotonic() + timeout_s
+        while set(tasks) - set(joined):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise RendezvousError(
+                    f"rendezvous on {address}: {', '.join(sorted(set(tasks) - set(joined)))} did "
+                    f"not join within {timeout_s:g}s")
+            listener.settimeout(left)
+            try:
+                conn, _ = listener.accept()
+            except socket.timeout:
+                continue
+            conn.settimeout(timeout_s)
+            hello = _recv(conn)
+            if hello.get("task") not in tasks or hello["task"] in joined:
+                _send(conn, {"error": f"unexpected task {hello.get('task')!r}"})
+                conn.close()
+                continue
+            joined[hello["task"]] = conn
+        links = []
+        for task in tasks:  # one at a time: a probe alone on the chief's link
+            links.append(_probe(joined[task], task))
+        out(f"rendezvous: {len(tasks)} task(s) joined; links "
+            + ", ".join(f"{l.task} {l.gbps:.2f} Gbit/s {l.latency_us:.0f} us" for l in links))
+        try:
+            message = decide(links)
+        except Exception as e:
+            for conn in joined.values():
+                _send(conn, {"error": str(e).splitlines()[0] if str(e) else type(e).__name__})
+            raise
+        for conn in joined.values():
+            _send(conn, message)
+        return message
+    finally:
+        for conn in joined.values():
+            conn.close()
+        listener.close()
+
+
+def join(address, task, timeout_s, retry_s=0.5):
+    """A task's side: connects to the chief at `address` (retrying until timeout_s while it
+    starts), answers its probe and returns its message; RendezvousError when the chief never
+    answers or sent {"error": ...}."""
+    host, port = _host_port(address)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            sock = socket.create_connection((host, port), timeout=max(1.0, retry_s))
+            break
+        except OSError as e:
+            if time.monotonic() > deadline:
+                raise RendezvousError(f"rendezvous: the chief at {address} did not answer "
+                                      f"within {timeout_s:g}s ({e})") from None
+            time.sleep(retry_s)
+    try:
+        sock.settimeout(timeout_s)
+        _send(sock, {"task": task})
+        while True:  # the chief may refuse before probing
+            sock.setblocking(True)
+            sock.settimeout(timeout_s)
+            first = sock.recv(1, socket.MSG_PEEK)
+            if not first:
+                raise RendezvousError(f"rendezvous: the chief at {address} closed the connection")
+            if first in (b"p", b"s", b"d"):
+                _answer_probe(sock)
+                continue
+            message = _recv(sock)
+            if "error" in message:
+                raise RendezvousError(f"rendezvous: the chief says: {message['error']}")
+            return message
+    except (OSError, ConnectionError, ValueError) as e:
+        raise RendezvousError(f"rendezvous with the chief at {address} broke: {e}") from None
+    finally:
+        sock.close()
