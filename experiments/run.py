@@ -124,11 +124,11 @@ def _profiled(cfg, written):
     return dataclasses.replace(cfg, plan_profile=path)
 
 
-def _planned_on_workers(cfg, role):
+def _planned_on_workers(cfg, role, written):
     """experiments/adaptive/on_workers.py's resolve, its failures said in one line: bad input
     (exit 2, raised), a cluster that did not meet or a profiling run that failed (exit 1)."""
     try:
-        return on_workers.resolve(cfg, role, sys.argv)
+        return on_workers.resolve(cfg, role, sys.argv, written=written)
     except (rendezvous.RendezvousError, profile_here.ProfilingFailed) as e:
         sys.stderr.write(f"error: {e}\n")
         sys.exit(1)
@@ -197,7 +197,7 @@ def main(argv):
             cfg.straggler_delays()  # a bad schedule is refused before any profiling run
             platform_role = role_from_env()
             if platform_role is not None:  # the platform's cluster: plan on its tasks
-                cfg, plan, choice, tf_config = _planned_on_workers(cfg, platform_role)
+                cfg, plan, choice, tf_config = _planned_on_workers(cfg, platform_role, written)
             elif os.environ.get("TF_CONFIG", "").strip():
                 raise ConfigError("--strategy=auto: TF_CONFIG names a single task; unset it to "
                                   "plan a cluster on this machine")

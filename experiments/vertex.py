@@ -125,6 +125,10 @@ def main(argv):
         if _PLAN_CLUSTER.value:
             bad_input(f"--plan_cluster={_PLAN_CLUSTER.value} plans here, with --plan_profile; "
                       f"without one the job plans on its own tasks and measures their links")
+        if _ACCEL_N.value > 1:  # the tasks plan one device each (on_workers.cluster_spec)
+            bad_input(f"--accelerator_count={_ACCEL_N.value}: a job that plans on its own tasks "
+                      f"plans one device per task; give --plan_profile (planned here) for "
+                      f"machines of several GPUs")
         said = (f"auto: the job plans on its own tasks (a chief, {workers} worker(s), {ps} ps): "
                 f"they meet, the chief profiles and measures the links, and each trains its "
                 f"part of the plan's choice or exits")

@@ -53,22 +53,23 @@ class Model:
         return cost_model.bytes_moved(self.profile, self.strategy, n, self.dtype,
                                       shared_medium=True)
 
-    def _predicted(self, n, gbps):
+    def _predicted(self, n, gbps, loopback_s=None):
         # No overlap: this machine's local term was fitted with the whole loopback probe in
         # series (models()), and the shaped transfer is paid the same way.
+        loopback = self.loopback_s if loopback_s is None else loopback_s
         return cost_model.predict(self.profile, cost_model.this_machine(n, self.cores, gbps),
                                   self.strategy, self.dtype, overlap=0.0,
-                                  here=cost_model.Here(sync_s=self.loopback_s,
-                                                       local_s=self.local_s))
+                                  here=cost_model.Here(sync_s=loopback, local_s=self.local_s))
 
     def comm_s(self, n, gbps):
         """The shaper's time for the step's bytes, in series with what the same
         synchronization costs on the real loopback (its copies, RPCs and dispatch)."""
         return self._predicted(n, gbps).communication_s
 
-    def rate(self, n, gbps=0.0):
-        """Examples/s at N under a shaper of gbps (0: the real loopback, the fit point)."""
-        return self._predicted(n, gbps).examples_per_sec
+    def rate(self, n, gbps=0.0, loopback_s=None):
+        """Examples/s at N under a shaper of gbps (0: the real loopback, the fit point);
+        loopback_s: another loopback probe than the N=2 fit's (a real-loopback row's own)."""
+        return self._predicted(n, gbps, loopback_s).examples_per_sec
 
 
 def _delayed(record):
@@ -133,7 +134,7 @@ def rows(records):
             delivered = model.wire_bytes(n) * 8 / probe / 1e9 if probe else None
             note = ""
         else:  # the real loopback: the point the model's local term was fitted to
-            comm, predicted = probe, model.rate(n)
+            comm, predicted = probe, model.rate(n, loopback_s=probe or 0.0)
             delivered, note = None, "fit point (real loopback)"
         out.append(dict(zip(COLUMNS, (*setting, strategy, n, gbps, len(runs), measured,
                                       predicted, (predicted - measured) / measured

@@ -27,6 +27,14 @@ class RendezvousError(RuntimeError):
     """The cluster did not meet (one line: who was missing, or what broke)."""
 
 
+class ChiefFailed(RendezvousError):
+    """The chief could not plan; its own one line, and whether that was the user's input."""
+
+    def __init__(self, said, bad_input):
+        super().__init__(said)
+        self.bad_input = bad_input
+
+
 @dataclasses.dataclass(frozen=True)
 class Link:
     """The chief's link to one task, as measured."""
@@ -60,6 +68,8 @@ def _recv_exact(sock, n):
 
 def _recv(sock):
     (size,) = struct.unpack("!I", _recv_exact(sock, 4))
+    if size > _MAX_MESSAGE:
+        raise ValueError(f"a message of {size} bytes is not the rendezvous's")
     return json.loads(_recv_exact(sock, size))
 
 
@@ -99,56 +109,110 @@ def _answer_probe(sock):
             raise ConnectionError(f"unexpected probe byte {what!r}")
 
 
+HELLO_S = 10.0  # a connection that says nothing this long is not one of the tasks
+_MAX_MESSAGE = 64 << 20  # a hello or a plan is a few KB; anything larger is not ours
+
+
 def serve(address, tasks, decide, timeout_s, out=print):
     """The chief's side: listens on `address` ("host:port", bound on every interface as
-    TensorFlow's server would be), waits up to timeout_s for every task name in `tasks`,
-    probes each link, calls decide(links) -> message (a dict), sends it to every task and
-    returns it. decide's exception reaches the tasks as {"error": its text} and is raised
-    here too, so no task waits for a message that will not come."""
-    _, port = _host_port(address)
-    listener = socket.socket(socket.AF_INET6 if ":" in _host_port(address)[0] else socket.AF_INET)
+    TensorFlow's server would be), waits up to timeout_s for every task name in `tasks` (a
+    connection that is not one of them is closed and ignored; a task that connects again, as a
+    restarted one does, replaces its first connection), probes each link, calls decide(links)
+    -> message (a dict), sends it to every task and returns it. decide's exception reaches the
+    tasks as {"error": its first line, "bad_input": bad_input(exception)} and is raised here
+    too, so no task waits for a message that will not come. RendezvousError (one line) when a
+    task does not join in time or a link breaks."""
+    host, port = _host_port(address)
+    listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     joined = {}
     try:
-        listener.bind(("", port))
-        listener.listen(len(tasks) + 1)
-        deadline = time.monotonic() + timeout_s
-        while set(tasks) - set(joined):
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise RendezvousError(
-                    f"rendezvous on {address}: {', '.join(sorted(set(tasks) - set(joined)))} did "
-                    f"not join within {timeout_s:g}s")
-            listener.settimeout(left)
-            try:
-                conn, _ = listener.accept()
-            except socket.timeout:
-                continue
-            conn.settimeout(timeout_s)
-            hello = _recv(conn)
-            if hello.get("task") not in tasks or hello["task"] in joined:
-                _send(conn, {"error": f"unexpected task {hello.get('task')!r}"})
-                conn.close()
-                continue
-            joined[hello["task"]] = conn
-        links = []
-        for task in tasks:  # one at a time: a probe alone on the chief's link
-            links.append(_probe(joined[task], task))
+        try:
+            listener.bind(("", port))
+            listener.listen(len(tasks) + 1)
+            deadline = time.monotonic() + timeout_s
+            measured = {}
+            while len(measured) < len(tasks):
+                _accept(listener, joined, measured, tasks, deadline, address, timeout_s)
+                for task in tasks:  # one at a time: a probe alone on the chief's link
+                    if task in measured:
+                        continue
+                    try:
+                        joined[task].settimeout(timeout_s)
+                        measured[task] = _probe(joined[task], task)
+                    except (OSError, ConnectionError, struct.error):
+                        joined.pop(task).close()  # gone (restarting?): wait for it again
+            links = [measured[task] for task in tasks]
+        except OSError as e:
+            raise RendezvousError(f"rendezvous on {address} broke: {e}") from None
         out(f"rendezvous: {len(tasks)} task(s) joined; links "
             + ", ".join(f"{l.task} {l.gbps:.2f} Gbit/s {l.latency_us:.0f} us" for l in links))
         try:
             message = decide(links)
         except Exception as e:
-            for conn in joined.values():
-                _send(conn, {"error": str(e).splitlines()[0] if str(e) else type(e).__name__})
+            said = str(e).splitlines()[0] if str(e) else type(e).__name__
+            _send_all(joined, {"error": said, "bad_input": bad_input(e)})
             raise
-        for conn in joined.values():
-            _send(conn, message)
+        _send_all(joined, message)
         return message
     finally:
         for conn in joined.values():
             conn.close()
         listener.close()
+
+
+def _accept(listener, joined, measured, tasks, deadline, address, timeout_s):
+    """Accepts connections until every task in `tasks` has one in `joined` (see serve). A task
+    that connects again replaces its connection and is measured again."""
+    while set(tasks) - set(joined):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            missing = ", ".join(sorted(set(tasks) - set(joined)))
+            raise RendezvousError(f"rendezvous on {address}: {missing} did not join within "
+                                  f"{timeout_s:g}s")
+        listener.settimeout(left)
+        try:
+            conn, _ = listener.accept()
+        except socket.timeout:
+            continue
+        task = _hello(conn, min(left, HELLO_S), tasks)
+        if task is None:
+            conn.close()
+            continue
+        if task in joined:  # restarted: its first connection is gone or going
+            joined.pop(task).close()
+            measured.pop(task, None)
+        joined[task] = conn
+
+
+def bad_input(error):
+    """Whether the chief's failure is the user's input (exit 2 on every task) rather than a
+    run that failed (exit 1): a ValueError, as ConfigError and SpecError are."""
+    return isinstance(error, ValueError)
+
+
+def _hello(conn, seconds, tasks):
+    """The task name a new connection says within `seconds`, or None (silence, garbage, a
+    name not in `tasks`: told so when it can still hear)."""
+    try:
+        conn.settimeout(seconds)
+        hello = _recv(conn)
+        task = hello.get("task") if isinstance(hello, dict) else None
+        if task not in tasks:
+            _send(conn, {"error": f"unexpected task {task!r}", "bad_input": True})
+            return None
+        return task
+    except (OSError, ConnectionError, ValueError, struct.error):
+        return None
+
+
+def _send_all(joined, message):
+    """Sends `message` to every joined task; one that is gone does not keep it from the rest."""
+    for conn in joined.values():
+        try:
+            _send(conn, message)
+        except OSError:
+            pass
 
 
 def join(address, task, timeout_s, retry_s=0.5):
@@ -180,9 +244,9 @@ def join(address, task, timeout_s, retry_s=0.5):
                 continue
             message = _recv(sock)
             if "error" in message:
-                raise RendezvousError(f"rendezvous: the chief says: {message['error']}")
+                raise ChiefFailed(message["error"], message.get("bad_input", False))
             return message
-    except (OSError, ConnectionError, ValueError) as e:
+    except (OSError, ConnectionError, ValueError, struct.error) as e:
         raise RendezvousError(f"rendezvous with the chief at {address} broke: {e}") from None
     finally:
         sock.close()

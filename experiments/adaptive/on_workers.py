@@ -115,13 +115,20 @@ def _local(cfg):
                                                              "tfdist-auto"))
 
 
-def _decide(cfg, role, argv, out):
-    """The chief's plan once the links are measured: the message every task receives."""
+def _decide(cfg, role, argv, out, written):
+    """The chief's plan once the links are measured: the message every task receives. A
+    profile it measures (and the directory made for it) is appended to `written`."""
     def decide(links):
         given = cost_model.load_cluster(cfg.plan_cluster, "plan_cluster") \
             if cfg.plan_cluster else None
         spec = cluster_spec(role, links, given)
-        path = cfg.plan_profile or profile_here.measure(_local(cfg), argv, out=out)
+        path = cfg.plan_profile
+        if not path:
+            here = _local(cfg)
+            new = [p for p in (profile_here.path_for(here), here.results_dir)
+                   if not os.path.exists(p)]
+            path = profile_here.measure(here, argv, out=out)
+            written.extend(new)
         values, plan = auto.choose(path, cfg.plan_cluster or "TF_CONFIG's tasks", cluster=spec,
                                    runnable=runnable(role))
         with open(path) as f:  # the record keeps what the plan stood on, wherever it ran
@@ -132,28 +139,32 @@ def _decide(cfg, role, argv, out):
     return decide
 
 
-def resolve(cfg, role, argv, out=print):
+def resolve(cfg, role, argv, out=print, written=None):
     """(cfg with the plan's choice, the plan, the choice's flags, this task's TF_CONFIG: a
-    JSON string, None or NOT_USED) for `role`'s task; ConfigError for bad input (the chief's
-    too, sent to every task), rendezvous.RendezvousError when the cluster does not meet."""
-    if role.cluster.get("evaluator"):
+    JSON string, None or NOT_USED) for `role`'s task. ConfigError for bad input (the chief's
+    too, sent to every task in its words); rendezvous.RendezvousError when the cluster does not
+    meet, or the chief failed otherwise (exit 1 on every task); a profile the chief measures
+    is appended to `written` (taken back on bad input found later)."""
+    if role.cluster.get("evaluator") or role.task_type == "evaluator":
         raise ConfigError("--strategy=auto on a TF_CONFIG cluster plans its training tasks: "
                           "drop the evaluator task (the chief evaluates)")
     chief_address = role.cluster[role.chief_type][0]
     if role.is_chief:
         try:
             message = rendezvous.serve(chief_address, others(role),
-                                       _decide(cfg, role, argv, out), TIMEOUT_S, out)
+                                       _decide(cfg, role, argv, out,
+                                               written if written is not None else []),
+                                       TIMEOUT_S, out)
         except cost_model.SpecError as e:
             raise ConfigError(str(e)) from None
     else:
         try:
             message = rendezvous.join(chief_address, role.name, TIMEOUT_S)
-        except rendezvous.RendezvousError as e:
-            said = str(e)
-            if "the chief says: " in said:  # the chief's bad input, in its own words
-                raise ConfigError(said.split("the chief says: ", 1)[1]) from None
-            raise
+        except rendezvous.ChiefFailed as e:
+            if e.bad_input:  # the chief's bad input, in its own words
+                raise ConfigError(str(e)) from None
+            raise rendezvous.RendezvousError(f"the chief could not plan ({e}); its log says "
+                                             f"more") from None
     values, plan = message["values"], message["plan"]
     chosen = auto.apply(cfg, values)
     return chosen, plan, [f"--{k}={v}" for k, v in values.items()], \

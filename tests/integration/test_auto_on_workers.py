@@ -14,7 +14,7 @@ from tf_config.spec import free_ports
 pytestmark = pytest.mark.integration
 
 
-def _job(tmp_path, kinds, *flags):
+def _job(tmp_path, kinds, *flags, codes=None):
     ports = free_ports(len(kinds))
     cluster = {}
     for kind, port in zip(kinds, ports):
@@ -34,9 +34,19 @@ def _job(tmp_path, kinds, *flags):
     finally:
         for p in procs:
             p.kill()
-    assert [p.returncode for p in procs] == [0] * len(procs), \
+    assert [p.returncode for p in procs] == (codes or [0] * len(procs)), \
         "\n".join(o[-2500:] for o in outputs)
     return outputs
+
+
+def test_the_chiefs_bad_input_is_every_tasks_one_line_and_nothing_is_written(tmp_path):
+    outputs = _job(tmp_path, ["chief", "worker", "ps"], "--plan_profile=/no/such.json",
+                   codes=[2, 2, 2])
+    for out in outputs:
+        errors = [line for line in out.splitlines() if line.startswith("error: ")]
+        assert errors == ["error: --plan_profile=/no/such.json: cannot read it as JSON ([Errno "
+                          "2] No such file or directory: '/no/such.json')"], out[-2000:]
+    assert not (tmp_path / "out").exists()
 
 
 def test_a_profile_that_pays_for_two_workers_trains_mwms_and_leaves_the_ps_out(tmp_path):

@@ -1,6 +1,10 @@
 """The meeting of a platform's tasks before TensorFlow starts (tf_config/rendezvous.py): real
 sockets on loopback, the chief and each task in a thread of their own."""
+import json
+import socket
+import struct
 import threading
+import time
 
 import pytest
 
@@ -8,15 +12,27 @@ from tf_config import rendezvous
 from tf_config.spec import free_ports
 
 
-def _meet(tasks, decide, joiners=None, timeout=20.0):
+kinds = {}
+
+
+def _meet(tasks, decide, joiners=None, timeout=20.0, before=None):
     address = f"127.0.0.1:{free_ports(1)[0]}"
     got, errors = {}, {}
 
+    early = threading.Thread(target=before, args=(address,), daemon=True) if before else None
+
     def join(task):
+        if early is not None:  # the tasks come after it
+            early.join(timeout)
         try:
             got[task] = rendezvous.join(address, task, timeout, retry_s=0.05)
+        except rendezvous.ChiefFailed as e:
+            errors[task], kinds[task] = str(e), e.bad_input
         except rendezvous.RendezvousError as e:
             errors[task] = str(e)
+
+    if early is not None:  # a connection that comes before every task
+        early.start()
 
     threads = [threading.Thread(target=join, args=(t,)) for t in (joiners or tasks)]
     for t in threads:  # the tasks start first: they retry until the chief listens
@@ -52,8 +68,8 @@ def test_the_chiefs_failure_reaches_every_task_in_its_words():
     served, got, errors = _meet(["worker:0", "worker:1"], decide)
     assert isinstance(served, ValueError) and not got
     assert set(errors) == {"worker:0", "worker:1"}
-    assert all("the chief says: --plan_profile=x.json: cannot read it as JSON" in e
-               for e in errors.values())
+    assert all(e == "--plan_profile=x.json: cannot read it as JSON" for e in errors.values())
+    assert all(bad for bad in kinds.values())  # a ValueError: the user's input, exit 2
 
 
 def test_a_task_that_never_joins_is_named_and_nobody_waits_forever():
@@ -68,3 +84,42 @@ def test_a_chief_that_never_listens_is_said_after_the_timeout():
     address = f"127.0.0.1:{free_ports(1)[0]}"
     with pytest.raises(rendezvous.RendezvousError, match=f"the chief at {address} did not answer"):
         rendezvous.join(address, "worker:0", 0.5, retry_s=0.1)
+
+
+def _connect(address):
+    for _ in range(200):
+        try:
+            return socket.create_connection(rendezvous._host_port(address), timeout=5)
+        except OSError:
+            time.sleep(0.05)
+    raise AssertionError("the chief never listened")
+
+
+@pytest.mark.parametrize("what", [b"", b"GET / HTTP/1.1\r\n\r\n", b"\0\0\0\x05hello"])
+def test_a_connection_that_is_not_a_task_is_ignored(what, monkeypatch):
+    """A health check, a port scan, garbage: closed, and the tasks still meet (a silent one is
+    dropped after HELLO_S, not after the whole timeout)."""
+    monkeypatch.setattr(rendezvous, "HELLO_S", 0.5)
+    held = []
+
+    def stray(address):
+        sock = _connect(address)
+        held.append(sock)  # kept open: silence, not a closed connection
+        if what:
+            sock.sendall(what)
+
+    start = time.monotonic()
+    served, got, errors = _meet(["worker:0"], lambda links: {"ok": 1}, before=stray)
+    assert served == got["worker:0"] == {"ok": 1} and not errors
+    assert time.monotonic() - start < 15
+
+
+def test_a_restarted_task_replaces_its_first_connection():
+    def first(address):  # says it is worker:0, then goes away without answering the probe
+        sock = _connect(address)
+        data = json.dumps({"task": "worker:0"}).encode()
+        sock.sendall(struct.pack("!I", len(data)) + data)
+        sock.close()
+
+    served, got, errors = _meet(["worker:0"], lambda links: {"ok": 2}, before=first)
+    assert served == got["worker:0"] == {"ok": 2} and not errors
