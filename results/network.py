@@ -134,8 +134,9 @@ def rows(records):
             delivered = model.wire_bytes(n) * 8 / probe / 1e9 if probe else None
             note = ""
         else:  # the real loopback: the point the model's local term was fitted to
-            comm, predicted = probe, model.rate(n, loopback_s=probe or 0.0)
-            delivered, note = None, "fit point (real loopback)"
+            comm, predicted = probe, model.rate(n, loopback_s=probe)
+            delivered = None
+            note = "fit point (real loopback)" if n == 2 else "real loopback"
         out.append(dict(zip(COLUMNS, (*setting, strategy, n, gbps, len(runs), measured,
                                       predicted, (predicted - measured) / measured
                                       if measured else None, probe, comm, delivered, note))))

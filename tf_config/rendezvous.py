@@ -110,6 +110,7 @@ def _answer_probe(sock):
 
 
 HELLO_S = 10.0  # a connection that says nothing this long is not one of the tasks
+PROBE_S = 60.0  # a link probe takes well under a second; a task silent this long is lost
 _MAX_MESSAGE = 64 << 20  # a hello or a plan is a few KB; anything larger is not ours
 
 
@@ -131,17 +132,19 @@ def serve(address, tasks, decide, timeout_s, out=print):
             listener.bind(("", port))
             listener.listen(len(tasks) + 1)
             deadline = time.monotonic() + timeout_s
-            measured = {}
+            measured, lost = {}, {}
             while len(measured) < len(tasks):
-                _accept(listener, joined, measured, tasks, deadline, address, timeout_s)
+                _accept(listener, joined, measured, tasks, deadline, address, timeout_s, lost)
                 for task in tasks:  # one at a time: a probe alone on the chief's link
                     if task in measured:
                         continue
                     try:
-                        joined[task].settimeout(timeout_s)
+                        joined[task].settimeout(
+                            max(1.0, min(PROBE_S, deadline - time.monotonic())))
                         measured[task] = _probe(joined[task], task)
-                    except (OSError, ConnectionError, struct.error):
+                    except (OSError, ConnectionError, struct.error) as e:
                         joined.pop(task).close()  # gone (restarting?): wait for it again
+                        lost[task] = str(e) or type(e).__name__
             links = [measured[task] for task in tasks]
         except OSError as e:
             raise RendezvousError(f"rendezvous on {address} broke: {e}") from None
@@ -153,7 +156,12 @@ def serve(address, tasks, decide, timeout_s, out=print):
             said = str(e).splitlines()[0] if str(e) else type(e).__name__
             _send_all(joined, {"error": said, "bad_input": bad_input(e)})
             raise
-        _send_all(joined, message)
+        # a task restarted while the chief planned: its new connection takes the plan
+        _accept(listener, joined, measured, tasks, time.monotonic(), address, 0, {}, wait=False)
+        failed = _send_all(joined, message)
+        if failed:  # the chief must not train a plan a task never received
+            raise RendezvousError(f"rendezvous on {address}: the plan did not reach "
+                                  f"{', '.join(failed)}")
         return message
     finally:
         for conn in joined.values():
@@ -161,21 +169,25 @@ def serve(address, tasks, decide, timeout_s, out=print):
         listener.close()
 
 
-def _accept(listener, joined, measured, tasks, deadline, address, timeout_s):
-    """Accepts connections until every task in `tasks` has one in `joined` (see serve). A task
-    that connects again replaces its connection and is measured again."""
-    while set(tasks) - set(joined):
+def _accept(listener, joined, measured, tasks, deadline, address, timeout_s, lost, wait=True):
+    """Accepts connections until every task in `tasks` has one in `joined` (see serve); with
+    wait=False only those already waiting. A task that connects again replaces its connection
+    and is measured again."""
+    while set(tasks) - set(joined) or not wait:
         left = deadline - time.monotonic()
-        if left <= 0:
-            missing = ", ".join(sorted(set(tasks) - set(joined)))
-            raise RendezvousError(f"rendezvous on {address}: {missing} did not join within "
-                                  f"{timeout_s:g}s")
-        listener.settimeout(left)
+        if left <= 0 and wait:
+            missing = ", ".join(
+                f"{t} ({'its link broke: ' + lost[t] if t in lost else 'never joined'})"
+                for t in sorted(set(tasks) - set(joined)))
+            raise RendezvousError(f"rendezvous on {address}: {missing}, within {timeout_s:g}s")
+        listener.settimeout(left if wait else 0.0)
         try:
             conn, _ = listener.accept()
-        except socket.timeout:
-            continue
-        task = _hello(conn, min(left, HELLO_S), tasks)
+        except (socket.timeout, BlockingIOError):
+            if wait:
+                continue
+            return
+        task = _hello(conn, max(0.1, min(left, HELLO_S)) if wait else HELLO_S, tasks)
         if task is None:
             conn.close()
             continue
@@ -202,17 +214,20 @@ def _hello(conn, seconds, tasks):
             _send(conn, {"error": f"unexpected task {task!r}", "bad_input": True})
             return None
         return task
-    except (OSError, ConnectionError, ValueError, struct.error):
+    except Exception:  # noqa: BLE001 - whatever a stranger sends, it is not a task's hello
         return None
 
 
 def _send_all(joined, message):
-    """Sends `message` to every joined task; one that is gone does not keep it from the rest."""
-    for conn in joined.values():
+    """Sends `message` to every joined task; one that is gone does not keep it from the rest.
+    Returns the tasks it did not reach."""
+    failed = []
+    for task, conn in joined.items():
         try:
             _send(conn, message)
         except OSError:
-            pass
+            failed.append(task)
+    return failed
 
 
 def join(address, task, timeout_s, retry_s=0.5):

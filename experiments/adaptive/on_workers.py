@@ -119,6 +119,15 @@ def _decide(cfg, role, argv, out, written):
     """The chief's plan once the links are measured: the message every task receives. A
     profile it measures (and the directory made for it) is appended to `written`."""
     def decide(links):
+        try:
+            return plan_for(links)
+        except (ConfigError, cost_model.SpecError, profile_here.ProfilingFailed):
+            raise  # bad input (exit 2), a profiling run that failed (exit 1)
+        except Exception as e:  # noqa: BLE001 - one line on the chief and every task, exit 1
+            raise rendezvous.RendezvousError(f"the chief could not plan: "
+                                             f"{type(e).__name__}: {e}") from None
+
+    def plan_for(links):
         given = cost_model.load_cluster(cfg.plan_cluster, "plan_cluster") \
             if cfg.plan_cluster else None
         spec = cluster_spec(role, links, given)
@@ -163,7 +172,8 @@ def resolve(cfg, role, argv, out=print, written=None):
         except rendezvous.ChiefFailed as e:
             if e.bad_input:  # the chief's bad input, in its own words
                 raise ConfigError(str(e)) from None
-            raise rendezvous.RendezvousError(f"the chief could not plan ({e}); its log says "
+            said = str(e).replace("; its output is above", "")  # above in the chief's log
+            raise rendezvous.RendezvousError(f"the chief could not plan ({said}); its log says "
                                              f"more") from None
     values, plan = message["values"], message["plan"]
     chosen = auto.apply(cfg, values)

@@ -12,12 +12,10 @@ from tf_config import rendezvous
 from tf_config.spec import free_ports
 
 
-kinds = {}
-
-
-def _meet(tasks, decide, joiners=None, timeout=20.0, before=None):
+def _meet(tasks, decide, joiners=None, timeout=20.0, before=None, kinds=None):
     address = f"127.0.0.1:{free_ports(1)[0]}"
     got, errors = {}, {}
+    kinds = {} if kinds is None else kinds  # task -> whether the chief said "bad input"
 
     early = threading.Thread(target=before, args=(address,), daemon=True) if before else None
 
@@ -65,18 +63,23 @@ def test_the_chiefs_failure_reaches_every_task_in_its_words():
     def decide(links):
         raise ValueError("--plan_profile=x.json: cannot read it as JSON")
 
-    served, got, errors = _meet(["worker:0", "worker:1"], decide)
+    kinds = {}
+    served, got, errors = _meet(["worker:0", "worker:1"], decide, kinds=kinds)
     assert isinstance(served, ValueError) and not got
     assert set(errors) == {"worker:0", "worker:1"}
     assert all(e == "--plan_profile=x.json: cannot read it as JSON" for e in errors.values())
-    assert all(bad for bad in kinds.values())  # a ValueError: the user's input, exit 2
+    assert kinds == {"worker:0": True, "worker:1": True}  # the user's input: exit 2
+    # any other failure is not the user's
+    kinds.clear()
+    _, _, errors = _meet(["worker:0"], lambda links: 1 / 0, kinds=kinds)
+    assert kinds == {"worker:0": False} and errors["worker:0"] == "division by zero"
 
 
 def test_a_task_that_never_joins_is_named_and_nobody_waits_forever():
     served, got, errors = _meet(["worker:0", "worker:1"], lambda links: {"plan": 1},
                                 joiners=["worker:0"], timeout=2.0)
     assert isinstance(served, rendezvous.RendezvousError)
-    assert "worker:1 did not join within 2s" in str(served)
+    assert "worker:1 (never joined), within 2s" in str(served)
     assert "worker:0" in errors and not got  # told by the closed connection, not left waiting
 
 
@@ -112,14 +115,57 @@ def test_a_connection_that_is_not_a_task_is_ignored(what, monkeypatch):
     served, got, errors = _meet(["worker:0"], lambda links: {"ok": 1}, before=stray)
     assert served == got["worker:0"] == {"ok": 1} and not errors
     assert time.monotonic() - start < 15
+    held[0].settimeout(5)
+    try:  # closed by the chief (a reset when what it sent was left unread)
+        data = held[0].recv(1 << 16)
+    except ConnectionResetError:
+        data = b""
+    assert data == b""
+    held[0].close()
 
 
 def test_a_restarted_task_replaces_its_first_connection():
-    def first(address):  # says it is worker:0, then goes away without answering the probe
+    """worker:0 says hello and its process dies (its socket stays open, as a half-dead one
+    may) while worker:1 is late; the new worker:0 connects again: the chief closes the first
+    connection, and both tasks get the plan."""
+    first = []
+
+    def early(address):
         sock = _connect(address)
         data = json.dumps({"task": "worker:0"}).encode()
         sock.sendall(struct.pack("!I", len(data)) + data)
-        sock.close()
+        first.append(sock)
 
-    served, got, errors = _meet(["worker:0"], lambda links: {"ok": 2}, before=first)
-    assert served == got["worker:0"] == {"ok": 2} and not errors
+    served, got, errors = _meet(["worker:0", "worker:1"], lambda links: {"ok": 2},
+                                before=early)
+    assert served == got["worker:0"] == got["worker:1"] == {"ok": 2} and not errors
+    first[0].settimeout(5)
+    assert first[0].recv(1) == b""  # closed by the chief, never probed
+    first[0].close()
+
+
+def test_the_plan_reaches_a_task_that_restarts_while_the_chief_plans():
+    address = f"127.0.0.1:{free_ports(1)[0]}"
+    result = {}
+
+    def worker():
+        def restart():  # while the chief is in decide: connect again, as a new process
+            result["second"] = rendezvous.join(address, "worker:0", 20, retry_s=0.05)
+        old = _connect(address)
+        data = json.dumps({"task": "worker:0"}).encode()
+        old.sendall(struct.pack("!I", len(data)) + data)
+        rendezvous._answer_probe(old)  # measured, then the process "dies"
+        old.close()
+        thread = threading.Thread(target=restart)
+        thread.start()
+        thread.join(20)
+
+    def decide(links):
+        time.sleep(1.0)  # the restarted task connects meanwhile
+        return {"ok": 3}
+
+    t = threading.Thread(target=worker)
+    t.start()
+    served = rendezvous.serve(address, ["worker:0"], decide, 20, out=lambda line: None)
+    t.join(20)
+    assert served == result["second"] == {"ok": 3}
