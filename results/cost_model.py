@@ -620,12 +620,12 @@ def on_one_machine(profile, cluster, strategy, sync_cpu_s=0.0):
     if not cluster.machine_cores or n < 2 or strategy not in STRATEGIES:
         return 1.0, None
     shared = profile.sharing.get(str(n)) or {}
-    cores = min(shared.get("busy_cores") or cluster.machine_cores, cluster.machine_cores)
+    slowdown = shared.get("slowdown") or 1.0
     per_example = profile.cpu_s_per_example.get(strategy)
     if not per_example:
-        return shared.get("slowdown") or 1.0, None
-    step_cpu = profile.batch * per_example + sync_cpu_s
-    return shared.get("slowdown") or 1.0, cores * profile.batch / step_cpu
+        return slowdown, None
+    cores = min(shared.get("busy_cores") or cluster.machine_cores, cluster.machine_cores)
+    return slowdown, cores * profile.batch / (profile.batch * per_example + sync_cpu_s)
 
 
 def this_machine(workers, cores, shaped_gbps=0.0):
