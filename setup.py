@@ -27,7 +27,8 @@ setup(
     extras_require={
         # The Vertex tests build the SDK's own CustomJob (offline) and the TFJob tests load the
         # manifest with the Kubeflow training SDK, so the tests need both.
-        "test": ["pytest==9.0.3", *VERTEX, *TFJOB],
+        # pytest-xdist: `make test` runs two tests at a time (Makefile).
+        "test": ["pytest==9.0.3", "pytest-xdist==3.8.0", *VERTEX, *TFJOB],
         # NVIDIA's CUDA/cuDNN wheels for TensorFlow: the GPU image (Dockerfile, VARIANT=gpu).
         "gpu": ["tensorflow[and-cuda]==2.21.0"],
         # Submitting Vertex jobs (experiments.vertex --nodry_run); training images do not need it.

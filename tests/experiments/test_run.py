@@ -11,6 +11,7 @@ EPOCH_KEYS = {"epoch", "time_s", "examples_per_sec", "train_loss", "train_accura
               "eval_accuracy"}
 
 
+@pytest.mark.serial  # share of peak and communication fraction are ratios of timings
 @pytest.mark.parametrize("strategy, extra, replicas", [
     ("one_device", [], 1),
     ("mirrored", ["--num_replicas=2"], 2),

@@ -41,6 +41,7 @@ def test_a_checkpoint_resumes_under_other_strategies_with_the_same_state(tmp_pat
         assert record["epochs"][0]["resumed"] and record["steps_per_epoch"] == 8
 
 
+@pytest.mark.serial  # the plan and the switch follow speeds measured during the test
 @pytest.mark.skipif(not can_shape(), reason="no private namespace or tc tbf here")
 def test_a_scheduled_network_drop_makes_the_run_switch_once(tmp_path):
     cluster = tmp_path / "cluster.json"
@@ -85,6 +86,7 @@ def test_a_scheduled_network_drop_makes_the_run_switch_once(tmp_path):
     assert not processes_mentioning(str(tmp_path))
 
 
+@pytest.mark.serial  # the switch follows speeds measured during the test
 def test_a_scheduled_straggler_is_told_from_the_network_and_left_once(tmp_path):
     # the committed cnn profile, with PSS's per-step overhead raised so that the plan starts in
     # MWMS N=2 (the lockstep configuration a straggler holds back)
@@ -123,6 +125,7 @@ def test_a_scheduled_straggler_is_told_from_the_network_and_left_once(tmp_path):
     assert not processes_mentioning(str(tmp_path))
 
 
+@pytest.mark.serial  # one case profiles here within a 120 s timeout and plans from it
 @pytest.mark.parametrize("args, fragment", [
     (["--strategy=one_device"], "--adapt switches between the plan's configurations"),
     (["--strategy=auto", f"--plan_profile={PROFILE}", "--plan_cluster=missing.json"],

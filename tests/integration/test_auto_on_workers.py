@@ -73,6 +73,7 @@ def test_a_profile_that_pays_for_two_workers_trains_mwms_and_leaves_the_ps_out(t
         sorted(link["gbps"] for link in plan["links"])[0] / 2)
 
 
+@pytest.mark.serial  # the plan follows a profile measured during the test
 def test_the_chief_profiles_its_own_device_when_no_profile_is_given(tmp_path):
     chief, worker = _job(tmp_path, ["chief", "worker"])
     assert "auto: measuring the workload profile here first" in chief

@@ -33,6 +33,7 @@ def test_mwms_two_workers(tmp_path):
     assert not processes_mentioning(str(tmp_path))
 
 
+@pytest.mark.serial  # asserts the cores the cluster used
 def test_pss_two_workers_one_ps(tmp_path):
     proc = run_module("experiments.run", "--strategy=parameter_server", "--num_workers=2",
                       "--num_ps=1", "--model=mlp", *TINY, "--steps_per_execution=3",

@@ -115,6 +115,7 @@ def test_bad_fault_flags(tmp_path, args, fragment):
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.serial  # the kill must land within a few steps of step 12
 def test_mwms_lost_worker_restarts_the_cluster_from_the_last_checkpoint(tmp_path):
     """8 steps per epoch (512 examples, global batch 64), a checkpoint every 5 steps: worker:1
     killed at step 12 (epoch 2); the launcher restarts both workers, which resume from the last
@@ -166,6 +167,7 @@ def test_lost_parameter_server_restarts_the_cluster_from_the_last_checkpoint(tmp
     assert not processes_mentioning(str(tmp_path))
 
 
+@pytest.mark.serial  # the preemption must land within a few steps of step 12
 def test_mwms_preemption_restarts_the_cluster_without_losing_a_step(tmp_path):
     """SIGTERM (a preemption notice) to worker:1: PreemptionCheckpointHandler makes both workers
     save at the same step and exit 75; the launcher restarts them and they continue from exactly
@@ -237,6 +239,7 @@ def test_resume_single_device_keeps_every_epoch(tmp_path):
     assert late["resumed_epochs"] == [1, 2, 3] and late["epochs_timed_here"] == []
 
 
+@pytest.mark.serial  # compares the workers' speeds
 def test_straggler_paces_mwms_but_not_pss(tmp_path):
     """worker:1 sleeps 150 ms before each of its batches. MWMS waits for it at every all-reduce,
     so its epoch takes at least ~(steps - 2) x 150 ms; PSS gives most steps to worker:0."""
@@ -266,6 +269,7 @@ def _log_dir(stdout):
     return path
 
 
+@pytest.mark.serial  # a 4 s watchdog: a busy CPU can stall a healthy step that long
 @pytest.mark.parametrize("strategy, extra, waiting", [
     ("multi_worker_mirrored", [], "worker:0 waits inside TensorFlow at experiments/engine/"),
     ("parameter_server", ["--num_ps=1"],

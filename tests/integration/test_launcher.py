@@ -11,7 +11,8 @@ import pytest
 from tests.helpers import ROOT, processes_mentioning, run_module
 from tf_config import netns
 
-pytestmark = pytest.mark.integration
+# serial: timeouts of a few seconds and races of a few tens of ms
+pytestmark = [pytest.mark.integration, pytest.mark.serial]
 
 # A task that serves its TF_CONFIG port (so the cluster forms), then behaves as told by argv.
 _TASK = r"""

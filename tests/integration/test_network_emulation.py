@@ -7,7 +7,8 @@ import pytest
 from tests.helpers import TINY, can_shape, processes_mentioning, records_in, run_module
 from tf_config import netns, netshape
 
-pytestmark = pytest.mark.integration
+# serial: a shaped cluster must be slower than an unshaped one
+pytestmark = [pytest.mark.integration, pytest.mark.serial]
 
 _MWMS = ["--strategy=multi_worker_mirrored", "--num_workers=2", "--model=mlp", *TINY,
          "--notensorboard"]

@@ -4,6 +4,9 @@ import pytest
 
 from tests.helpers import TINY, processes_mentioning, records_in, run_module
 
+# serial: asserts the cores the two loops kept busy
+pytestmark = [pytest.mark.integration, pytest.mark.serial]
+
 
 def test_two_plain_loops_write_one_sharing_record(tmp_path):
     out = tmp_path / "sharing-out"

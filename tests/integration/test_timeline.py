@@ -11,6 +11,7 @@ pytestmark = pytest.mark.integration
 # PSS's delay is longer: a PSS worker's step is paced by the coordinator's dispatch too, and on
 # a busy 2-vCPU VM the unslowed worker's step reached 44.6 ms (2026-11-26), hiding a 40 ms sleep
 # that runs beside the worker's steps (23-29 ms on quiet ones)
+@pytest.mark.serial  # the other worker's step must stay well under the injected delay
 @pytest.mark.parametrize("strategy, extra, delay_ms, named", [
     ("multi_worker_mirrored", [], 40,
      r"worker:1 last in (\d+)% of steps, median ([\d.]+) ms late"),

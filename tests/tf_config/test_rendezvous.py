@@ -11,6 +11,9 @@ import pytest
 from tf_config import rendezvous
 from tf_config.spec import free_ports
 
+# timeouts of 0.5-1 s between real sockets
+pytestmark = pytest.mark.serial
+
 
 def _meet(tasks, decide, joiners=None, timeout=20.0, before=None, kinds=None):
     address = f"127.0.0.1:{free_ports(1)[0]}"

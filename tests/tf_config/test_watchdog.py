@@ -7,6 +7,8 @@ import sys
 import textwrap
 import time
 
+import pytest
+
 from tf_config import watchdog
 
 
@@ -75,6 +77,7 @@ def _dump_of(code, tmp_path):
     return path.read_text(), str(script)
 
 
+@pytest.mark.serial  # the child must be inside its sleep 0.2 s after it said ready
 def test_a_dump_names_where_the_main_thread_is(tmp_path):
     text, script = _dump_of("time.sleep(60)", tmp_path)
     frames = watchdog.main_thread(text)

@@ -74,6 +74,7 @@ def test_learning_rate_scales_with_the_global_batch_not_the_replicas(scaling):
     assert learning_rate_for(fixed, 256) == pytest.approx(0.1)
 
 
+@pytest.mark.serial  # a wall-clock bound on the epoch
 def test_step_checkpoints_are_not_in_the_epoch_time(tmp_path, monkeypatch):
     cfg = dataclasses.replace(CFG, checkpoint_dir=str(tmp_path), checkpoint_every_steps=2)
     trainer = _trainer(cfg)

@@ -1,8 +1,11 @@
 import time
 
+import pytest
+
 from experiments.measure import comm_probe
 
 
+@pytest.mark.serial  # each 20 ms call must take under 80 ms
 def test_a_probe_call_of_k_synchronizations_is_divided_by_k():
     # The PSS probe schedules steps_per_execution pull+push rounds per call, as training does.
     calls = []
