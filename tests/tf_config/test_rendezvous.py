@@ -15,7 +15,8 @@ from tf_config.spec import free_ports
 pytestmark = pytest.mark.serial
 
 
-def _meet(tasks, decide, joiners=None, timeout=20.0, before=None, kinds=None):
+def _meet(tasks, decide, joiners=None, timeout=20.0, before=None, kinds=None, late=None):
+    """late: {task: seconds it waits before joining}."""
     address = f"127.0.0.1:{free_ports(1)[0]}"
     got, errors = {}, {}
     kinds = {} if kinds is None else kinds  # task -> whether the chief said "bad input"
@@ -25,6 +26,7 @@ def _meet(tasks, decide, joiners=None, timeout=20.0, before=None, kinds=None):
     def join(task):
         if early is not None:  # the tasks come after it
             early.join(timeout)
+        time.sleep((late or {}).get(task, 0.0))
         try:
             got[task] = rendezvous.join(address, task, timeout, retry_s=0.05)
         except rendezvous.ChiefFailed as e:
@@ -139,8 +141,10 @@ def test_a_restarted_task_replaces_its_first_connection():
         sock.sendall(struct.pack("!I", len(data)) + data)
         first.append(sock)
 
+    # worker:1 late indeed: were it first, the chief would probe the dead connection (which
+    # never answers) before it saw the new one
     served, got, errors = _meet(["worker:0", "worker:1"], lambda links: {"ok": 2},
-                                before=early)
+                                before=early, late={"worker:1": 1.0})
     assert served == got["worker:0"] == got["worker:1"] == {"ok": 2} and not errors
     first[0].settimeout(5)
     assert first[0].recv(1) == b""  # closed by the chief, never probed
