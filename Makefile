@@ -36,9 +36,9 @@ bench: $(STAMP)
 	$(BIN)/python -m experiments.bench.peer
 
 # Two tests at a time (pytest-xdist): one at a time left ~3/4 of a core idle on 2 vCPUs (126%
-# CPU, 21m34s; two at a time 180%, 15m28s: docs/benchmarks.md, "The test suite"). Tests whose
-# outcome rests on timing or on a speed measured during the test are marked `serial` and run
-# afterwards, alone. TEST_WORKERS=1 runs everything one at a time.
+# CPU, 21m34s; all two at a time 180%, 15m28s; as below 18m22s: docs/benchmarks.md, "The test
+# suite"). Tests whose outcome rests on timing or on a speed measured during the test are marked
+# `serial` and run afterwards, alone. TEST_WORKERS=1 runs everything one at a time.
 TEST_WORKERS ?= 2
 PARALLEL := $(if $(filter 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist worksteal)
 
