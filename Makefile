@@ -41,18 +41,20 @@ bench: $(STAMP)
 # `serial` and run afterwards, alone. TEST_WORKERS=1 runs everything one at a time.
 TEST_WORKERS ?= 2
 PARALLEL := $(if $(filter 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist worksteal)
+# The tests that marker expression $(1) selects ("" for all): the others, then the serial ones.
+define suite
+	$(BIN)/python -m pytest -q tests $(PARALLEL) -m "$(if $(1),$(1) and )not serial"
+	$(BIN)/python -m pytest -q tests -m "$(if $(1),$(1) and )serial"
+endef
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q tests $(PARALLEL) -m "not serial"
-	$(BIN)/python -m pytest -q tests -m serial
+	$(call suite,)
 
 test-unit: $(STAMP)
-	$(BIN)/python -m pytest -q tests $(PARALLEL) -m "not integration and not serial"
-	$(BIN)/python -m pytest -q tests -m "not integration and serial"
+	$(call suite,not integration)
 
 test-integration: $(STAMP)
-	$(BIN)/python -m pytest -q tests $(PARALLEL) -m "integration and not serial"
-	$(BIN)/python -m pytest -q tests -m "integration and serial"
+	$(call suite,integration)
 
 clean:
 	rm -rf $(VENV) runs *.egg-info
