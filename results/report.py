@@ -31,6 +31,11 @@ def _compute(r):
     return f"{r['achieved_gflops']:.1f}{share}"
 
 
+def _placement(row):
+    """' pinned' after the threads of workers that had cores of their own (--pin_workers)."""
+    return {"yes": " pinned", "mixed": " (pinned in some runs)"}.get(row.get("pinned"), "")
+
+
 def _table(rows, target_accuracy=None):
     head = ["strategy", "N", "threads/task", "epoch time s (min–max)", "examples/s", "speedup",
             "scaling %", "vs fastest 1-process", "vs plain TF loop", "cores used",
@@ -40,7 +45,7 @@ def _table(rows, target_accuracy=None):
     cells = []
     for r in rows:
         cells.append([label(r) if r["role"] != "strategy" else r["strategy"], str(r["n"]),
-                      fmt(r["threads_per_task"]),
+                      fmt(r["threads_per_task"]) + _placement(r),
                       f"{fmt(r['epoch_time_s'])} ({fmt(r['epoch_time_min_s'])}–"
                       f"{fmt(r['epoch_time_max_s'])})", fmt(r["examples_per_sec"], 4),
                       fmt(r["speedup"]), fmt(r["scaling_percent"]),
@@ -72,6 +77,8 @@ def markdown(rows, problems, plot_files, target_accuracy, sections=()):
                  "throughput over a plain TF loop's (engine_floor) at the same threads per task; "
                  "GFLOP/s = 3 x the model's forward FLOPs per example x examples/s, against a "
                  "matmul's FLOP/s on the processes that trained at once (its peak). "
+                 "'pinned': each of the N workers had cores of its own (--pin_workers, where "
+                 "they fit this machine's cores; the chief and ps are not pinned). "
                  "Times are per example trained (epochs are rounded to whole global batches)."
                  + (f" Time to {target_accuracy:.0%} eval accuracy is the median over the runs "
                     "that reached it, with how many did." if target_accuracy else ""))

@@ -24,7 +24,7 @@ from results.cells import (BASELINE_RUN, ENGINE_FLOOR, REFERENCE_RUN, SETTING_KE
                            single_process, sort_key, workers_of)
 
 COLUMNS = (
-    "role", "strategy", "n", *SETTING_KEYS, "threads_per_task", "examples_per_epoch",
+    "role", "strategy", "n", *SETTING_KEYS, "threads_per_task", "pinned", "examples_per_epoch",
     "batch_per_replica_used", "global_batch_used", "runs", "epoch_time_s", "epoch_time_min_s",
     "epoch_time_max_s", "examples_per_sec", "speedup", "scaling_percent", "efficiency",
     "speedup_vs_reference", "reference_row", "vs_engine_floor", "final_eval_accuracy",
@@ -68,6 +68,15 @@ def _compute(runs):
             "share_of_peak": metrics.median([c.get("share_of_peak") for c in computes])}
 
 
+def pinned(runs):
+    """'yes' when every run's workers (or the calibration's loops) had cores of their own
+    (--pin_workers, --pin_loops), 'no' when none did, 'mixed' when the runs pooled differ (a
+    results directory resumed across the change: its figures mix two placements)."""
+    said = {bool((r.get("config") or {}).get("pin_workers") or
+                 (r.get("config") or {}).get("pin_loops")) for r in runs}
+    return "mixed" if len(said) > 1 else ("yes" if said == {True} else "no")
+
+
 def _row(role, strategy, n, setting, threads, runs, target_accuracy):
     time_s, rate = metrics.pooled_steady(runs)
     examples = metrics.median([r["train_examples"] for r in runs])
@@ -77,7 +86,7 @@ def _row(role, strategy, n, setting, threads, runs, target_accuracy):
                            for r in runs) if t is not None] if target_accuracy else []
     return {
         "role": role, "strategy": strategy, "n": n, **dict(zip(SETTING_KEYS, setting)),
-        "threads_per_task": threads, "examples_per_epoch": examples,
+        "threads_per_task": threads, "pinned": pinned(runs), "examples_per_epoch": examples,
         "batch_per_replica_used": metrics.median([r["batch_size_per_replica"] for r in runs]),
         "global_batch_used": metrics.median([r["global_batch_size"] for r in runs]),
         "runs": len(runs), "epoch_time_s": time_s["median"], "epoch_time_min_s": time_s["min"],

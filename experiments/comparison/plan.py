@@ -30,16 +30,29 @@ def reducer_flag(form):
 COLLECTIVES_EXAMPLES = 2048
 
 
-def strategy_flags(strategy, n, num_ps, threads):
-    """Every strategy at N gets `threads` per worker (N workers = N x threads cores of work)."""
+def pinned_workers(n, threads, available):
+    """Whether N workers of `threads` threads each get cores of their own (--pin_workers): two
+    or more, and no more than the `available` cores (0/None: unknown, not pinned). Unpinned,
+    the workers of a local cluster and their helper threads migrate between the cores they
+    share; pinned, each keeps its own, as on hosts of their own, and ran faster here (MWMS N=2:
+    mlp +23%, cnn +9%; PSS N=2 cnn +27%: docs/benchmarks.md, "Workers on cores of their own").
+    One PSS worker is not pinned (its ps and chief would take turns on its core), nor are
+    workers that outnumber the cores (round robin would give some a core to themselves)."""
+    return bool(available) and 2 <= n and n * threads <= available
+
+
+def strategy_flags(strategy, n, num_ps, threads, available=None):
+    """Every strategy at N gets `threads` per worker (N workers = N x threads cores of work);
+    with `available` cores known, workers that fit get cores of their own (pinned_workers)."""
     strategy_kind = kind(strategy)
     if strategy_kind.local_replicas:  # one process feeding N replicas: the cores of N workers
         return [f"--strategy={strategy}", f"--num_replicas={n}", f"--threads={n * threads}"]
+    pin = ["--pin_workers"] if pinned_workers(n, threads, available) else []
     if not strategy_kind.parameter_servers:  # all-reduce workers (one worker runs in-process)
         return [f"--strategy={strategy}", f"--num_workers={n}", f"--threads={threads}",
-                f"--threads_per_worker={threads}"]
+                f"--threads_per_worker={threads}", *pin]
     return [f"--strategy={strategy}", f"--num_workers={n}", f"--num_ps={num_ps}",
-            f"--threads_per_worker={threads}"]
+            f"--threads_per_worker={threads}", *pin]
 
 
 def _parallelism_cells(threads, batch):
@@ -160,17 +173,21 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
                         # Right before the N-worker clusters: how this machine shares its cores
                         # among N such workers, for the scaling model's prediction at N (at
                         # N > cores the calibration is oversubscribed just as the cluster is).
+                        # (pinned as the N workers are: loop k on worker k's cores)
+                        pin = ["--pin_loops"] if pinned_workers(n, threads, available) else []
                         cells.append(("engine_floor_shared", sharing,
-                                      [f"--threads={threads}", f"--processes={n}"], n * threads))
+                                      [f"--threads={threads}", f"--processes={n}", *pin],
+                                      n * threads))
                         # And how fast N such processes synchronize, at message sizes from
                         # 4 KiB to 16 MiB: the scaling model's alpha-beta at N (a token epoch
                         # of training first; the record is no row of the summary).
                         cells += [(f"collectives-{s}-n{n}", run,
-                                   [*strategy_flags(s, n, num_ps, threads), "--comm_sweep",
+                                   [*strategy_flags(s, n, num_ps, threads, available),
+                                    "--comm_sweep",
                                     f"--train_examples={COLLECTIVES_EXAMPLES * n}",
                                     "--eval_examples=256"], n * threads)
                                   for s in strategies if not kind(s).local_replicas]
-                    cells += [(f"{s}-n{n}", run, strategy_flags(s, n, num_ps, threads),
+                    cells += [(f"{s}-n{n}", run, strategy_flags(s, n, num_ps, threads, available),
                                n * threads) for s in strategies]
             if "straggler" in experiments:
                 n = straggler_workers
@@ -179,18 +196,19 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
                         slow = [f"--straggler_task=worker:{n - 1}",
                                 f"--straggler_delay_ms={d}"] if d else []
                         cells.append((f"straggler-{s}-n{n}-d{d}", run,
-                                      strategy_flags(s, n, num_ps, threads) + slow,
+                                      strategy_flags(s, n, num_ps, threads, available) + slow,
                                       n * threads))
             if "network" in experiments:
                 # N=1 and the real loopback (b=0) give the model its t_comp and t_sync; the
                 # shaped N=2 runs are what it must predict (results/network.py).
                 for s in (s for s in strategies if not kind(s).local_replicas):
-                    cells.append((f"network-{s}-n1", run, strategy_flags(s, 1, num_ps, threads),
+                    cells.append((f"network-{s}-n1", run, strategy_flags(s, 1, num_ps, threads,
+                                                                            available),
                                   threads))
                     for b in shaped_at:
                         shaped = [f"--emulate_bandwidth_gbps={b:g}"] if b else []
                         cells.append((f"network-{s}-n2-b{b:g}", run,
-                                      strategy_flags(s, 2, num_ps, threads) + shaped,
+                                      strategy_flags(s, 2, num_ps, threads, available) + shaped,
                                       2 * threads))
             if "reducers" in experiments:
                 # MWMS N=2, plain and each reducer, on the real loopback (b=0: what the
@@ -200,7 +218,8 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
                     for form in ("none", *reducers):
                         how = reducer_flag(form)
                         cells.append((f"reducers-{form.replace(':', '')}-n2-b{b:g}", run,
-                                      strategy_flags(REDUCERS_STRATEGY, 2, num_ps, threads) + shaped +
+                                      strategy_flags(REDUCERS_STRATEGY, 2, num_ps, threads,
+                                                     available) + shaped +
                                       [how], 2 * threads))
             if "parallelism" in experiments:
                 cells += [(name, run, extra, 2 * threads)

@@ -1,7 +1,7 @@
 """How this machine shares its cores: K plain TF loops (the engine floor's) alone, at once, and
 in lockstep, timed back to back in the same K processes.
 
-    python -m experiments.comparison.sharing --model=cnn --train_examples=6144 --threads=1 --processes=2
+    python -m experiments.comparison.sharing --model=cnn --train_examples=6144 --threads=1 --processes=2 --pin_loops
 
 A local cluster's workers share one machine's cores, so a 2-worker step is not "the 1-worker
 step plus synchronization": two 1-thread plain loops that wait for each other after every step
@@ -18,15 +18,17 @@ the same dispatch), taking turns for --rounds rounds:
   free      all K at once, independently              -> the machine's limit for K workers
   lockstep  all K at once, a barrier after each step  -> processes that wait on each other every
             step, as MWMS workers do (the all-reduce) and a PSS worker does (its ps)
-Writes an `engine_floor` record with num_workers=K whose epochs are the free phase's rounds
+With --pin_loops, loop k runs on the cores worker k of a --pin_workers cluster gets (the
+comparison pins both where the workers fit the cores). Writes an `engine_floor` record with num_workers=K whose epochs are the free phase's rounds
 (examples/s summed over the K processes: the row "K plain TF loops at once" of the report) and
 `sharing` = {processes, rounds, steps_per_round, batch, examples_per_sec: {solo, free, lockstep}
 per process, slowdown: {free, lockstep} = solo rate / per-process rate, cores_per_process: {free,
-lockstep}, rounds_examples_per_sec} (docs/records.md).
+lockstep}, rounds_examples_per_sec, cpus, pinned} (docs/records.md).
 """
 import dataclasses
 import multiprocessing
 import multiprocessing.connection
+import os
 import sys
 import time
 
@@ -42,12 +44,16 @@ from experiments.config.cli import parse_flags  # noqa: E402
 from results import metrics  # noqa: E402
 from results.cells import ENGINE_FLOOR  # noqa: E402
 from experiments.workload.user_code import UserCodeError  # noqa: E402
+from tf_config.launch import worker_cpus  # noqa: E402
 from tf_config.task_process import die_with_parent  # noqa: E402
 
 _PROCESSES = flags.DEFINE_integer("processes", 2, "Plain loops run at once (K).", lower_bound=2)
 _ROUNDS = flags.DEFINE_integer("rounds", 4, "Timed rounds per phase; each round is "
                                "min(an epoch, --steps_per_round) steps.", lower_bound=1)
 _WAIT_S = 600  # longest a loop waits for another (a round is seconds): then it gives up
+_PIN_LOOPS = flags.DEFINE_bool("pin_loops", False, "Pin loop k to the cores a local cluster's "
+                                "worker k gets under --pin_workers (its own --threads cores, "
+                                "round robin over the usable ones).")
 _STEPS_PER_ROUND = flags.DEFINE_integer("steps_per_round", 40, "At most this many steps a round.",
                                         lower_bound=4)
 
@@ -98,7 +104,7 @@ def summarize(per_rank, batch, steps):
                 for name in ("free", "lockstep")}}
 
 
-def _write_record(cfg, loop, per_rank, free_sums, steps):
+def _write_record(cfg, loop, per_rank, free_sums, steps, cpus):
     """Process 0's record. Its epochs are the free phase's rounds with the K processes'
     examples/s summed (the machine's limit for K independent loops), each timed as an epoch
     would take at that rate; no round traces (the warm-up did)."""
@@ -106,6 +112,9 @@ def _write_record(cfg, loop, per_rank, free_sums, steps):
     from experiments.engine.training import EpochStats, weights_checksum
 
     sharing = summarize(per_rank, loop.global_batch, steps)
+    # where each loop could run, as it ran (pinned: worker k's cores), and whether pinned
+    sharing["cpus"] = {str(rank): rates["cpus"] for rank, rates in sorted(per_rank.items())}
+    sharing["pinned"] = bool(cpus)
     print(f"sharing: {sharing['processes']} plain loops at {cfg.threads} thread(s) each: one "
           f"alone {sharing['examples_per_sec']['solo']:.0f} examples/s; at once "
           f"{sharing['examples_per_sec']['free']:.0f} each (slowdown "
@@ -135,11 +144,12 @@ def _write_record(cfg, loop, per_rank, free_sums, steps):
     # evaluated once, at the end (the rounds are timing, not a training curve)
     record["final_eval_loss"], record["final_eval_accuracy"] = eval_loss, eval_accuracy
     record["sharing"] = sharing
-    record["config"]["processes"] = sharing["processes"]  # a resumed comparison matches on it
+    # a resumed comparison matches on these
+    record["config"]["processes"], record["config"]["pin_loops"] = sharing["processes"], bool(cpus)
     run_record.write(cfg, record)
 
 
-def _process(rank, cfg, processes, rounds, steps_per_round, barrier, results):
+def _process(rank, cfg, processes, rounds, steps_per_round, barrier, results, cpus):
     """One of the K processes: warm up, then solo (process 0 only), free, lockstep. The others
     hand their rates to process 0, which writes the record."""
     from experiments.engine import task
@@ -150,7 +160,8 @@ def _process(rank, cfg, processes, rounds, steps_per_round, barrier, results):
     steps = max(1, min(loop.steps_per_epoch, steps_per_round))
     _phase(loop, steps)  # warm-up, every process at once: tracing, first allocations, caches
     examples = steps * loop.global_batch
-    rates = {"solo": [], "free": [], "lockstep": [], "free_cpu_s": [], "lockstep_cpu_s": []}
+    rates = {"solo": [], "free": [], "lockstep": [], "free_cpu_s": [], "lockstep_cpu_s": [],
+             "cpus": sorted(os.sched_getaffinity(0))}
     free_sums = []
     # The phases take turns, round after round, so that the machine's drift (a shared host's
     # speed changes from one minute to the next) falls on each of them alike.
@@ -173,13 +184,15 @@ def _process(rank, cfg, processes, rounds, steps_per_round, barrier, results):
     while len(per_rank) < processes:
         other, other_rates = results.get(timeout=_WAIT_S)
         per_rank[other] = other_rates
-    _write_record(cfg, loop, per_rank, free_sums, steps)
+    _write_record(cfg, loop, per_rank, free_sums, steps, cpus)
 
 
-def _child(rank, cfg, processes, rounds, steps_per_round, barrier, results):
+def _child(rank, cfg, processes, rounds, steps_per_round, barrier, results, cpus):
     die_with_parent()  # a parent killed outright (compare's timeout) takes its loops along
+    if cpus:  # before TensorFlow starts its thread pools: every one of them inherits it
+        os.sched_setaffinity(0, cpus[str(rank)])
     try:
-        _process(rank, cfg, processes, rounds, steps_per_round, barrier, results)
+        _process(rank, cfg, processes, rounds, steps_per_round, barrier, results, cpus)
     except UserCodeError as e:  # your model or data, found bad once TensorFlow runs it
         barrier.abort()
         print(f"error: {e}", file=sys.stderr, flush=True)
@@ -189,15 +202,18 @@ def _child(rank, cfg, processes, rounds, steps_per_round, barrier, results):
         raise
 
 
-def measure(cfg, processes, rounds, steps_per_round):
+def measure(cfg, processes, rounds, steps_per_round, pin=False):
     """Runs the K processes; returns their exit codes (all 0 when process 0 wrote the record).
-    The first to fail stops the others: none is left waiting for it."""
+    The first to fail stops the others: none is left waiting for it. pin: loop k on the cores
+    worker k of a --pin_workers cluster gets (tf_config.launch.worker_cpus)."""
+    cpus = {str(rank): worker_cpus(rank, cfg.threads) for rank in range(processes)} \
+        if pin else None
     ctx = multiprocessing.get_context("spawn")  # fresh interpreters: TF is not fork-safe
     # A peer that dies without a word (SIGKILL, out of memory) cannot abort the barrier: the
     # timeout breaks it instead.
     barrier, results = ctx.Barrier(processes, timeout=_WAIT_S), ctx.Queue()
     procs = [ctx.Process(target=_child, args=(rank, cfg, processes, rounds, steps_per_round,
-                                               barrier, results), daemon=True)
+                                               barrier, results, cpus), daemon=True)
              for rank in range(processes)]
     for p in procs:
         p.start()
@@ -219,7 +235,8 @@ def measure(cfg, processes, rounds, steps_per_round):
 def main(argv):
     cfg = plain_loop_config(argv, "the calibration runs plain loops, one device each",
                             fixed_threads=True)
-    codes = measure(cfg, _PROCESSES.value, _ROUNDS.value, _STEPS_PER_ROUND.value)
+    codes = measure(cfg, _PROCESSES.value, _ROUNDS.value, _STEPS_PER_ROUND.value,
+                    _PIN_LOOPS.value)
     if 2 in codes:  # bad input found by a loop (your model or data): it said why in one line
         sys.exit(2)
     if any(codes):

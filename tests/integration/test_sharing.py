@@ -1,5 +1,7 @@
 """The sharing calibration (experiments.comparison.sharing): two real plain-loop processes timed
 alone, at once and in lockstep, one record written by process 0, nothing left running."""
+import os
+
 import pytest
 
 from tests.helpers import TINY, processes_mentioning, records_in, run_module
@@ -12,7 +14,7 @@ def test_two_plain_loops_write_one_sharing_record(tmp_path):
     out = tmp_path / "sharing-out"
     proc = run_module("experiments.comparison.sharing", "--model=mlp", *TINY, "--threads=1",
                       "--rounds=2", "--steps_per_round=4", f"--results_dir={out}",
-                      "--run_name=engine_floor_shared/mlp/512/r0")
+                      "--run_name=engine_floor_shared/mlp/512/r0", "--pin_loops")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "sharing: 2 plain loops at 1 thread(s) each" in proc.stdout
     (record,) = records_in(out)
@@ -38,6 +40,11 @@ def test_two_plain_loops_write_one_sharing_record(tmp_path):
     assert set(record["cpu"]["cores_by_task"]) == {"loop:0", "loop:1"}
     assert 0.5 < record["cpu"]["cores_used"] <= 2.2
     assert record["final_eval_accuracy"] > 0 and record["epochs"][0]["eval_accuracy"] is None
+    # --pin_loops: each loop ran on the core worker k of a --pin_workers cluster gets, as the
+    # loop itself read its affinity (round robin: one core each where there are two)
+    cpus = sorted(os.sched_getaffinity(0))
+    assert sharing["pinned"] and record["config"]["pin_loops"] and sharing["cpus"] == {
+        str(k): [cpus[k % len(cpus)]] for k in (0, 1)}
     assert not processes_mentioning(str(out))
 
 

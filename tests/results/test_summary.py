@@ -210,3 +210,28 @@ def test_cores_by_task_are_medians_per_task_and_reported_for_clusters():
     text = markdown(rows, [], [], None)
     assert "Cores used by task (local clusters): parameter_server N=2: chief:0 0.30 " \
            "worker:0 0.80." in text
+
+
+def test_rows_say_whether_their_workers_had_cores_of_their_own():
+    """'pinned': yes where every pooled run pinned its workers (--pin_workers), no where none
+    did, mixed where a resumed directory pooled both (its figures mix two placements); the
+    report's table shows it after the threads."""
+    from results.report import _table
+
+    recs = fake.sweep(ns=(1, 2))
+    for r in recs:
+        if r["num_workers"] == 2:
+            r["config"]["pin_workers"] = True
+    # a second MWMS N=2 run from before the comparison pinned
+    recs.append(fake.record("old", "multi_worker_mirrored", 2, epoch_time=1.2,
+                            run_name="multi_worker_mirrored-n2/cnn/r1",
+                            config={"pin_workers": False}))
+    by = _by(summarize(recs))
+    assert by[("strategy", "parameter_server", 2, 1)]["pinned"] == "yes"
+    assert by[("strategy", "multi_worker_mirrored", 2, 1)]["pinned"] == "mixed"
+    assert by[("strategy", "parameter_server", 1, 1)]["pinned"] == "no"
+    assert by[("strategy", "mirrored", 2, 1)]["pinned"] == "no"  # one process, N replicas
+    table = _table(summarize(recs))
+    assert "| parameter_server | 2 | 1 pinned |" in table
+    assert "| multi_worker_mirrored | 2 | 1 (pinned in some runs) |" in table
+    assert "| parameter_server | 1 | 1 |" in table

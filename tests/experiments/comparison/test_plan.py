@@ -7,12 +7,13 @@ from experiments.comparison.plan import plan, same_run
 
 
 def _flags(argv):
-    return dict((f[2:] + "=").split("=")[:2] if "=" not in f else f[2:].split("=", 1)
-                for f in argv[1:])
+    """{name: value} of a cell's flags (a flag without a value: True, as a record has it)."""
+    return dict((f[2:], True) if "=" not in f else f[2:].split("=", 1) for f in argv[1:])
 
 
 def test_scaling_plan_has_floors_baseline_reference_and_each_strategy_per_n():
-    runs = dict(plan(["mlp"], [1, 2], [4096], ["mirrored", "parameter_server"], 1, 1))
+    runs = dict(plan(["mlp"], [1, 2], [4096], ["mirrored", "parameter_server"], 1, 1,
+                     available_cores=2))
     assert list(runs) == ["engine_floor/mlp/4096/r0", "engine_floor_all/mlp/4096/r0",
                           "baseline/mlp/4096/r0", "hardware_reference/mlp/4096/r0",
                           "mirrored-n1/mlp/4096/r0", "parameter_server-n1/mlp/4096/r0",
@@ -26,9 +27,10 @@ def test_scaling_plan_has_floors_baseline_reference_and_each_strategy_per_n():
     assert [f for f in sweep if f.startswith("--train_examples=")][-1] == "--train_examples=4096"
     assert runs["engine_floor/mlp/4096/r0"][0] == "experiments.comparison.floor"
     # right before the 2-worker clusters: how two 1-thread workers share this machine's cores
+    # (pinned as the workers are: test_workers_that_fit_the_cores_get_cores_of_their_own)
     assert runs["engine_floor_shared/mlp/4096/r0"] == [
         "experiments.comparison.sharing", "--model=mlp", "--train_examples=4096", "--threads=1",
-        "--processes=2"]
+        "--processes=2", "--pin_loops"]
     # one process with local replicas only (no cluster to predict), or no floors: no calibration
     for kwargs in ({"strategies": ["mirrored"]}, {"floors": False}):
         names = dict(plan(["mlp"], [1, 2], [4096], kwargs.get("strategies", [
@@ -61,6 +63,36 @@ def test_every_strategy_at_n_gets_the_same_threads_per_worker(threads):
     assert _flags(runs["multi_worker_mirrored-n2/cnn/4096/r0"])["threads_per_worker"] == \
         _flags(runs["parameter_server-n2/cnn/4096/r0"])["threads_per_worker"] == str(threads)
     assert _flags(runs["mirrored-n2/cnn/4096/r0"])["threads"] == str(2 * threads)
+
+
+@pytest.mark.parametrize("threads, available, pinned_at", [(1, 2, {2}), (1, 4, {2, 3, 4}),
+                                                         (2, 2, set()), (1, 1, set())])
+def test_workers_that_fit_the_cores_get_cores_of_their_own(threads, available, pinned_at):
+    """--pin_workers (and the calibration's --pin_loops) exactly where N >= 2 workers of
+    `threads` threads fit the available cores, in every cell that launches such a cluster;
+    never for one process (one PSS worker, mirrored's replicas, the floors)."""
+    strategies = ["mirrored", "multi_worker_mirrored", "parameter_server"]
+    # a list: the calibration's cells at each N share one name
+    runs = plan(["cnn"], [1, 2, 3, 4], [4096], strategies, 1, 1, threads=threads,
+                available_cores=available,
+                experiments=("scaling", "straggler", "network", "reducers"),
+                delays=(0, 25), bandwidths=(0, 0.1), reducers=("int8",))
+    for name, argv in runs:
+        cell = name.split("/")[0]
+        n = int(_flags(argv).get("num_workers") or _flags(argv).get("processes") or 1)
+        local_cluster = "--num_workers=%d" % n in argv or cell.startswith("engine_floor_shared")
+        expected = local_cluster and n in pinned_at
+        flag = "--pin_loops" if cell.startswith("engine_floor_shared") else "--pin_workers"
+        assert (flag in argv) == expected, (name, argv)
+        assert "--pin_workers" not in argv or not cell.startswith(("mirrored", "engine_floor",
+                                                                   "baseline", "hardware"))
+    if pinned_at:  # every kind of cluster cell at N=2 is among them
+        pinned = {name.split("/")[0] for name, argv in runs
+                  if "--pin_workers" in argv or "--pin_loops" in argv}
+        assert {"engine_floor_shared", "collectives-multi_worker_mirrored-n2",
+                "multi_worker_mirrored-n2", "parameter_server-n2",
+                "straggler-multi_worker_mirrored-n2-d25", "network-parameter_server-n2-b0.1",
+                "reducers-int8-n2-b0.1"} <= pinned
 
 
 def test_pinned_plan_gives_each_cell_its_workers_cores():
