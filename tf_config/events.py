@@ -42,6 +42,9 @@ EVENTS_ENV = "TFDIST_LAUNCH_EVENTS"
 # The cores a task pins itself to at start ("0" or "2,3"), set by the launcher with pin_workers
 # and applied by experiments.engine.tf_settings.apply before TensorFlow starts its threads.
 PIN_CPUS_ENV = "TFDIST_PIN_CPUS"
+# With it, how many CPUs the whole run may use (the launcher's): a pinned task's own affinity is
+# its share, not the machine the cluster shared (experiments/measure/environment.py).
+RUN_CPUS_ENV = "TFDIST_RUN_CPUS"
 
 
 def under_launcher():

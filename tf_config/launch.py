@@ -30,7 +30,7 @@ import psutil
 from tf_config import events, netns, recovery, watchdog
 from tf_config.events import (ATTEMPT_ENV, BAD_INPUT_EXIT_CODE, EVENTS_ENV,  # noqa: F401
                               DONE_MARK, FAULT_MARK, FAULT_SIGNALS, FINISHED_MARK,
-                              LAUNCH_T0_ENV, PHASE_MARK, PIN_CPUS_ENV,
+                              LAUNCH_T0_ENV, PHASE_MARK, PIN_CPUS_ENV, RUN_CPUS_ENV,
                               PREEMPTED_EXIT_CODE, RESUMED_MARK, RUN_TAG_ENV, STEP_MARK)
 from tf_config.spec import local_cluster, tf_config_json
 from tf_config.task_process import Task
@@ -128,6 +128,7 @@ class Cluster:
                             watchdog.STACKS_ENV: watchdog.stacks_path(state.log_dir, kind, index)})
                 if opts.pin_workers and kind == "worker":
                     env[PIN_CPUS_ENV] = ",".join(map(str, worker_cpus(index, threads)))
+                    env[RUN_CPUS_ENV] = str(len(os.sched_getaffinity(0)))
                 name = f"{kind}:{index}"
                 if name not in state.logs:
                     state.logs[name] = TaskLog(state.log_dir, name)

@@ -44,6 +44,7 @@ from experiments.config.cli import parse_flags  # noqa: E402
 from results import metrics  # noqa: E402
 from results.cells import ENGINE_FLOOR  # noqa: E402
 from experiments.workload.user_code import UserCodeError  # noqa: E402
+from tf_config.events import RUN_CPUS_ENV  # noqa: E402
 from tf_config.launch import worker_cpus  # noqa: E402
 from tf_config.task_process import die_with_parent  # noqa: E402
 
@@ -190,6 +191,7 @@ def _process(rank, cfg, processes, rounds, steps_per_round, barrier, results, cp
 def _child(rank, cfg, processes, rounds, steps_per_round, barrier, results, cpus):
     die_with_parent()  # a parent killed outright (compare's timeout) takes its loops along
     if cpus:  # before TensorFlow starts its thread pools: every one of them inherits it
+        os.environ[RUN_CPUS_ENV] = str(len(os.sched_getaffinity(0)))  # the record's usable_cpus
         os.sched_setaffinity(0, cpus[str(rank)])
     try:
         _process(rank, cfg, processes, rounds, steps_per_round, barrier, results, cpus)

@@ -8,6 +8,7 @@ import keras
 import tensorflow as tf
 
 from experiments.engine import tf_settings
+from tf_config.events import RUN_CPUS_ENV
 
 
 def describe():
@@ -18,7 +19,9 @@ def describe():
         "platform": platform.platform(),
         "hostname": socket.gethostname(),
         "cpu_count": os.cpu_count(),
-        "usable_cpus": len(os.sched_getaffinity(0)),  # fewer under --pin_cores or a cgroup
+        # the run's (fewer under --pin_cores or a cgroup); a pinned worker's own: process_cpus
+        "usable_cpus": int(os.environ.get(RUN_CPUS_ENV) or len(os.sched_getaffinity(0))),
+        "process_cpus": len(os.sched_getaffinity(0)),
         "physical_devices": [d.name for d in tf.config.list_physical_devices()],
         "logical_devices": [d.name for d in tf.config.list_logical_devices()],
         "gpus": len(tf.config.list_physical_devices("GPU")),

@@ -1,4 +1,5 @@
 """Real local clusters on loopback through `python -m experiments.run` (the launcher path)."""
+import os
 import re
 
 import pytest
@@ -15,7 +16,7 @@ def _checksums(output):
 
 def test_mwms_two_workers(tmp_path):
     proc = run_module("experiments.run", "--strategy=multi_worker_mirrored", "--num_workers=2",
-                      "--model=mlp", *TINY, "--steps_per_execution=2",
+                      "--model=mlp", *TINY, "--steps_per_execution=2", "--pin_workers",
                       f"--results_dir={tmp_path}")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     (record,) = records_in(tmp_path)  # only the chief wrote
@@ -26,6 +27,11 @@ def test_mwms_two_workers(tmp_path):
     assert record["num_replicas_in_sync"] == 2 and record["global_batch_size"] == 64
     assert record["cluster"]["this_task"] == "worker:0" and record["threads_per_task"] == 1
     assert record["final_eval_accuracy"] > 0.3
+    # --pin_workers: the chief (worker:0) ran on its own core, and its record still says the
+    # CPUs the whole run had (the scaling model's machine cores), not that one
+    assert record["config"]["pin_workers"]
+    assert record["environment"]["usable_cpus"] == len(os.sched_getaffinity(0))
+    assert record["environment"]["process_cpus"] == 1
     sums = _checksums(proc.stdout)
     assert set(sums) == {"worker:0", "worker:1"} and sums["worker:0"] == sums["worker:1"]
     # TensorFlow's start-up chatter of each task stays off the console (shown with --verbose).
