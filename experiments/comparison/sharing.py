@@ -19,8 +19,9 @@ the same dispatch), taking turns for --rounds rounds:
   lockstep  all K at once, a barrier after each step  -> processes that wait on each other every
             step, as MWMS workers do (the all-reduce) and a PSS worker does (its ps)
 With --pin_loops, loop k runs on the cores worker k of a --pin_workers cluster gets (the
-comparison pins both where the workers fit the cores). Writes an `engine_floor` record with num_workers=K whose epochs are the free phase's rounds
-(examples/s summed over the K processes: the row "K plain TF loops at once" of the report) and
+comparison pins both where the workers fit the cores). Writes an `engine_floor` record with
+num_workers=K whose epochs are the free phase's rounds (examples/s summed over the K
+processes: the row "K plain TF loops at once" of the report) and
 `sharing` = {processes, rounds, steps_per_round, batch, examples_per_sec: {solo, free, lockstep}
 per process, slowdown: {free, lockstep} = solo rate / per-process rate, cores_per_process: {free,
 lockstep}, rounds_examples_per_sec, cpus, pinned} (docs/records.md).
