@@ -15,6 +15,10 @@ from tf_config.events import RUN_TAG_ENV, running_tasks
 pytestmark = pytest.mark.integration
 
 
+# serial: under the other test's load (CI of c9e94c7, 2026-11-27) the chief itself once failed on
+# the killed worker's reset connection instead of the coordinator rescheduling; the launcher's
+# whole-cluster restart recovered, but the chief's gRPC lines reached the console
+@pytest.mark.serial
 def test_pss_run_survives_a_killed_worker(tmp_path):
     proc = run_module("experiments.run", "--strategy=parameter_server", "--num_workers=2",
                       "--num_ps=1", "--model=mlp", *FAST, "--fail_task=worker:1",
