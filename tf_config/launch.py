@@ -75,6 +75,14 @@ def worker_cpus(index, threads, cpus=None):
     return sorted({cpus[(index * threads + j) % len(cpus)] for j in range(threads)})
 
 
+def pinned_env(index, threads):
+    """The environment that pins worker `index` to its cores (worker_cpus) at start-up
+    (experiments.engine.tf_settings.apply reads it) and keeps the run's CPU count for its record:
+    the launcher's pinned workers and the sharing calibration's pinned loops alike."""
+    return {PIN_CPUS_ENV: ",".join(map(str, worker_cpus(index, threads))),
+            RUN_CPUS_ENV: str(len(os.sched_getaffinity(0)))}
+
+
 def default_threads(num_tasks, cores=None):
     """Threads per task so the tasks together use each core once."""
     cores = cores or os.cpu_count() or 1
@@ -127,8 +135,7 @@ class Cluster:
                             ATTEMPT_ENV: str(attempt), EVENTS_ENV: state.journal.path,
                             watchdog.STACKS_ENV: watchdog.stacks_path(state.log_dir, kind, index)})
                 if opts.pin_workers and kind == "worker":
-                    env[PIN_CPUS_ENV] = ",".join(map(str, worker_cpus(index, threads)))
-                    env[RUN_CPUS_ENV] = str(len(os.sched_getaffinity(0)))
+                    env.update(pinned_env(index, threads))
                 name = f"{kind}:{index}"
                 if name not in state.logs:
                     state.logs[name] = TaskLog(state.log_dir, name)

@@ -45,8 +45,7 @@ from experiments.config.cli import parse_flags  # noqa: E402
 from results import metrics  # noqa: E402
 from results.cells import ENGINE_FLOOR  # noqa: E402
 from experiments.workload.user_code import UserCodeError  # noqa: E402
-from tf_config.events import RUN_CPUS_ENV  # noqa: E402
-from tf_config.launch import worker_cpus  # noqa: E402
+from tf_config.launch import pinned_env, worker_cpus  # noqa: E402
 from tf_config.task_process import die_with_parent  # noqa: E402
 
 _PROCESSES = flags.DEFINE_integer("processes", 2, "Plain loops run at once (K).", lower_bound=2)
@@ -192,8 +191,8 @@ def _process(rank, cfg, processes, rounds, steps_per_round, barrier, results, cp
 def _child(rank, cfg, processes, rounds, steps_per_round, barrier, results, cpus):
     die_with_parent()  # a parent killed outright (compare's timeout) takes its loops along
     if cpus:  # before TensorFlow starts its thread pools: every one of them inherits it
-        os.environ[RUN_CPUS_ENV] = str(len(os.sched_getaffinity(0)))  # the record's usable_cpus
-        os.sched_setaffinity(0, cpus[str(rank)])
+        os.environ.update(pinned_env(rank, cfg.threads))  # as a --pin_workers worker is
+        tf_settings.apply()
     try:
         _process(rank, cfg, processes, rounds, steps_per_round, barrier, results, cpus)
     except UserCodeError as e:  # your model or data, found bad once TensorFlow runs it
@@ -210,7 +209,7 @@ def measure(cfg, processes, rounds, steps_per_round, pin=False):
     The first to fail stops the others: none is left waiting for it. pin: loop k on the cores
     worker k of a --pin_workers cluster gets (tf_config.launch.worker_cpus)."""
     cpus = {str(rank): worker_cpus(rank, cfg.threads) for rank in range(processes)} \
-        if pin else None
+        if pin else None  # what the record says; each loop pins itself (_child)
     ctx = multiprocessing.get_context("spawn")  # fresh interpreters: TF is not fork-safe
     # A peer that dies without a word (SIGKILL, out of memory) cannot abort the barrier: the
     # timeout breaks it instead.

@@ -191,7 +191,7 @@ def test_the_next_segment_starts_from_what_the_switches_inferred(tmp_path):
     assert supervisor.inferred({"switches": []}, "straggler_s") is None
     cluster = tmp_path / "cluster.json"
     cluster.write_text(json.dumps({"hosts": 2, "inter_host_gbps": 10.0}))
-    env = {"profile": "docs/default_report/profile-cnn-14336-b64-k1-float32.json",
+    env = {"profile": "tests/data/profile-cnn-14336-b64-k1-float32.json",
            "cluster": str(cluster), "current": decide.config_json(PSS), "global_batch": G,
            "network_gbps": 0.05, "straggler_s": 0.12}
     adapter = segment.Adapter(env, True, False, 2048)
@@ -203,7 +203,7 @@ def test_after_a_switch_predictions_start_from_the_network_it_inferred(tmp_path)
 
     cluster = tmp_path / "cluster.json"
     cluster.write_text(json.dumps({"hosts": 2, "inter_host_gbps": 10.0}))
-    env = {"profile": "docs/default_report/profile-cnn-14336-b64-k1-float32.json",
+    env = {"profile": "tests/data/profile-cnn-14336-b64-k1-float32.json",
            "cluster": str(cluster), "current": decide.config_json(MWMS), "global_batch": G}
     assert segment.Adapter(env, True, True, 2048).cluster.inter_host_gbps == 10.0
     after = segment.Adapter({**env, "network_gbps": 0.05}, True, True, 2048)
