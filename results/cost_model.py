@@ -76,7 +76,10 @@ Per-replica step time:  t = compute / device_speedup + overhead + communication
   profile from elsewhere carries that machine's sharing
 
 Assumptions (said in every report that uses it): synchronization overlaps compute only by the
-profile's measured `overlap` share (0 where unmeasured; communication x (1 - overlap)), links
+profile's measured `overlap` share (0 where unmeasured; communication x (1 - overlap)) and
+never by more than the step's compute (hidden communication runs beside compute: a step is never
+shorter than its own communication, so a parameter server's link still bounds a cluster whose
+N=1 run hid all of its pushes and pulls), links
 are full duplex and uncontended except as above, every worker is equally fast but a straggler's,
 the per-replica batch is the profile's.
 """
@@ -570,7 +573,8 @@ def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None, stag
     else:
         comm = sync(cluster)
     comm += here.sync_s
-    comm_exposed = (comm - compress) * (1.0 - overlap) + compress
+    # What overlaps hides runs beside the step's compute, so it hides no more than that compute
+    comm_exposed = comm - min((comm - compress) * overlap, compute) if overlap else comm
     step = compute + overhead + comm_exposed + here.local_s
     rate = replicas * profile.batch / step
     bound = ""

@@ -101,7 +101,8 @@ def markdown(planned, profile, cluster, target, dtype_note=""):
                   "accelerator (on CPU machines, drop the accelerator flags) and output bucket:",
                   "", "```", vertex_command(chosen.config, target), "```"]
     lines += ["", "Assumptions: those of the cost model (docs/scaling_model.md): synchronization "
-              "overlaps compute only by the profile's measured overlap, links are full duplex "
+              "overlaps compute only by the profile's measured overlap and never by more than the "
+              "compute, links are full duplex "
               "and uncontended but for the fan-in stated, every worker is equally fast, "
               "pipeline stages are equal."]
     if not profile.boundary_activation_bytes:

@@ -85,7 +85,7 @@ def markdown(fits, rows, net):
              f"a = {net.latency_us:g} µs per message (`--network_gbps`, `--network_latency_us`); "
              "this machine's sharing never reaches a projection.", "",
              "Assumptions: each projected worker has its own host, synchronization overlaps "
-             "compute only by the measured overlap, links are full duplex and uncontended, every worker is equally "
+             "compute only by the measured overlap and never by more than the compute, links are full duplex and uncontended, every worker is equally "
              "fast, the per-replica batch stays fixed.", "",
              ]
     cells = []

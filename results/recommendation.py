@@ -95,7 +95,8 @@ def recommend(profile, cluster, dtype="float32", where=""):
                      f"{best.memory_per_device_bytes / 1e6:.1f} MB per device, over the cap.")
     lines += ["", "Assumptions: synchronization overlaps compute only by the profile's measured "
               "overlap (measured where the ps and chief ran on other cores of the same "
-              "machine, and assumed to carry to the target cluster); links are full duplex "
+              "machine, and assumed to carry to the target cluster) and never by more than "
+              "the compute; links are full duplex "
               "and uncontended but for the fan-in stated; every worker is equally fast; the "
               "per-step overhead (host CPU) does not shrink with faster devices; the per-replica "
               "batch is the profile's."]

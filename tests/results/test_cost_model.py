@@ -140,6 +140,27 @@ def test_the_profiles_measured_overlap_hides_that_share_of_synchronization():
         plain.step_s)
 
 
+def test_overlap_hides_no_more_than_the_steps_compute():
+    """A PSS profile whose N=1 run hid all of its synchronization (overlap 1, as the default
+    comparison measured on 2026-11-27) still pays its ps link once that link's traffic takes
+    longer than the compute beside it: 64 workers on one ps at 10 Gbit/s move 64 x 2 MB a
+    step, 102 ms, against 100 ms of compute. Before, such a projection kept 100% efficiency."""
+    profile = _profile(pull_bytes=G, overlap={"parameter_server": 1.0})
+    few = cost_model.predict(profile, ClusterSpec(hosts=4, inter_host_gbps=10.0),
+                             "parameter_server")
+    assert few.communication_s == 0.0 and few.efficiency == pytest.approx(1.0)
+    many = ClusterSpec(hosts=64, inter_host_gbps=10.0, inter_host_latency_us=50.0)
+    comm = cost_model.parameter_server_s(G, G, many)
+    assert comm > 0.1  # the link's traffic outlasts the compute it could hide behind
+    p = cost_model.predict(profile, many, "parameter_server")
+    assert p.step_s == pytest.approx(comm)  # the step is the link's time, no shorter
+    assert p.communication_s == pytest.approx(comm - 0.1)
+    assert p.examples_per_sec == pytest.approx(64 * 64 / comm) and p.efficiency < 1.0
+    # a partial overlap still hides its share while that share fits beside the compute
+    half = cost_model.predict(_profile(pull_bytes=G, overlap={"parameter_server": 0.5}), many,
+                              "parameter_server")
+    assert half.communication_s == pytest.approx(comm / 2)
+
 def test_parameter_servers_with_local_aggregation_push_once_per_host():
     """tf_cnn_benchmarks' distributed_replicated: a host's 8 devices ring-reduce over the
     intra-host link, then the host pushes G and pulls P once (fan-in H/K, not its 8 devices)."""

@@ -389,3 +389,22 @@ def test_the_profile_takes_the_records_boundary_bytes_so_plans_include_pipelines
     for r, size in zip(recs, (12544, 12544, 12000)):
         r["boundary_activation_bytes"] = size
     assert _fits(recs)["parameter_server"].profile.boundary_activation_bytes == 12544
+
+
+def test_an_n1_step_faster_than_the_compute_alone_makes_the_overlap_an_upper_bound(results_dir):
+    """A PSS N=1 step (0.095 s) below the 1-thread compute alone (0.1 s): its worker computed
+    faster than the baseline, so "100% of its probe hidden" is an upper bound, and the notes
+    give what its own in-step timeline saw after the gradients were ready (as the default
+    comparison's PSS N=1 run did on 2026-11-27: 3.65 ms of a 5.84 ms probe)."""
+    ps1 = _record("p1", "parameter_server", 1, 20 * 0.095, 20, probe=0.03)
+    ps1["epochs"][-1]["timeline"] = {"per_worker": {"worker:0": {"sync_s": 0.012}}}
+    fit = _fits(_load(results_dir, ps1))["parameter_server"]
+    assert fit.profile.overlap == {"parameter_server": 1.0}
+    (note,) = [n for n in fit.notes if "outran" in n]
+    assert "outran the 1-thread compute alone by 5.00 ms" in note and "upper bound" in note
+    assert "timeline shows 12.00 ms of the step after its gradients were ready (the probe: " \
+        "30.00 ms)" in note
+    # hiding a part of its probe only (0.12 s: 1/3 hidden) is an overlap, not an upper bound
+    ps1 = _record("p1", "parameter_server", 1, 20 * 0.12, 20, probe=0.03)
+    assert not [n for n in _fits(_load(results_dir, ps1))["parameter_server"].notes
+                if "outran" in n]
