@@ -76,7 +76,7 @@ def markdown(fits, rows, net):
              "communication, ring all-reduce 2(N-1)/N·G/B + 2(N-1)·a within and across hosts "
              "(MWMS; sparse gradients all-gathered) or push G and pull P with a ps link serving "
              "N/K workers, (G+P)/B·max(1, N/K) + 2a (PSS), less the share a strategy's N=1 run "
-             "hid behind compute (its overlap). Nothing is fitted to the runs it "
+             "hid behind compute (its overlap, never more than the compute). Nothing is fitted to the runs it "
              "predicts: this machine's N-worker runs are predicted from the profile, the "
              "latency-bandwidth fit of the collectives sweep with N processes (without one: the "
              "runs' own probe, marked in-sample) and the sharing calibration with N processes, "

@@ -6,7 +6,7 @@ results/projections.py.
 This machine's runs at N >= 2 (the validation) are cost_model.predict on this machine's cluster
 (cost_model.this_machine: N workers sharing the runs' cores, machine_cores) with the
 synchronization measured here in place of the links (cost_model.Here): N x batch / (compute_s x
-s_N + overhead + sync_N x (1 - overlap)) with sync_N = alpha_N + per_tensor_N x (tensors - 1) +
+s_N + overhead + sync_N x (1 - overlap)) (the hidden part never more than the compute) with sync_N = alpha_N + per_tensor_N x (tensors - 1) +
 beta_N x bytes from the sweep of message sizes that the comparison's collectives cell ran with N
 processes before the N-worker runs (`--comm_sweep`; bytes: the gradient for all-reduce,
 (push + pull) / 2 for PSS, whose sweep pulls and pushes each size); without a sweep, the probe

@@ -10,7 +10,9 @@ profile-<model>-<examples>-b<batch>-k<K>-<dtype>.json):
   overhead_s   per strategy: its N=1 step minus compute_s and its own probe (its dispatch and
                input path with no peer to wait for); when that is negative, overhead 0 and
   overlap      the share of its probe the N=1 step hid behind compute (PSS: the ps and chief
-               serve on other cores while the worker computes); communication x (1 - overlap)
+               serve on other cores while the worker computes); communication x (1 - overlap),
+               hiding never more than the step's compute (cost_model.predict); an N=1 step no
+               longer than the compute alone gives 1, an upper bound (the notes say so)
   tensors      gradient tensors per step
   batch        examples per replica per step: the record's step batch (micro-batch x
                --accumulation_steps) over its replicas in sync
@@ -42,9 +44,10 @@ def probe_of(record):
 
 
 def _stamped_sync_s(record):
-    """The median over workers of the last epoch's in-step timeline `sync_s` (gradients ready to
-    update done: results/timeline.py); None without stamps."""
-    timeline = (record.get("epochs") or [{}])[-1].get("timeline") or {}
+    """The median over workers of the last stamped epoch's in-step timeline `sync_s` (gradients
+    ready to update done: results/timeline.py); None without stamps."""
+    timeline = next((e["timeline"] for e in reversed(record.get("epochs") or [])
+                     if e.get("timeline")), {})
     return metrics.median([w.get("sync_s") for w in (timeline.get("per_worker") or {}).values()
                            if w.get("sync_s") is not None])
 
@@ -165,18 +168,19 @@ def profile_of(setting, baseline, own_n1, runs, sharing=None):
             notes.append(f"{strategy} N=1 stepped {-value * 1e3:.2f} ms faster than the 1-thread "
                          f"compute plus its probe: {overlap[strategy]:.0%} of its "
                          f"synchronization overlaps compute, overhead 0")
-            if -value > probe:
-                # Faster than the compute alone: its worker computed on more than the baseline's
-                # one core, a speed the overlap cannot tell from hiding; the step's own stamps
-                # show what it did not hide.
+            if -value >= probe:
+                # No longer than the compute alone: all of the probe looks hidden, as it would
+                # also look if the worker computed faster than the baseline (more than its one
+                # core), which the step time cannot tell apart; the step's own stamps show
+                # what it did not hide.
                 exposed = metrics.median([_stamped_sync_s(r) for r in own])
-                notes.append(f"{strategy} N=1 outran the 1-thread compute alone by "
-                             f"{(-value - probe) * 1e3:.2f} ms, which no overlap explains (its "
-                             f"worker computed faster than the baseline): its overlap is an "
+                notes.append(f"{strategy} N=1 stepped {(-value - probe) * 1e3:.2f} ms faster "
+                             f"than the 1-thread compute alone: a worker that computed faster "
+                             f"than the baseline would look the same, so its overlap is an "
                              f"upper bound" +
                              (f"; its in-step timeline shows {exposed * 1e3:.2f} ms of the "
                               f"step after its gradients were ready (the probe: "
-                              f"{probe * 1e3:.2f} ms)" if exposed else ""))
+                              f"{probe * 1e3:.2f} ms)" if exposed is not None else ""))
         elif value is not None and value < 0:
             notes.append(f"{strategy} N=1 stepped {-value * 1e3:.2f} ms faster than the 1-thread "
                          f"compute (no probe to overlap): overhead 0")

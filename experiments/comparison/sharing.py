@@ -209,7 +209,7 @@ def measure(cfg, processes, rounds, steps_per_round, pin=False):
     The first to fail stops the others: none is left waiting for it. pin: loop k on the cores
     worker k of a --pin_workers cluster gets (tf_config.launch.worker_cpus)."""
     cpus = {str(rank): worker_cpus(rank, cfg.threads) for rank in range(processes)} \
-        if pin else None  # what the record says; each loop pins itself (_child)
+        if pin else None  # each loop pins itself (_child); the record says where each ran
     ctx = multiprocessing.get_context("spawn")  # fresh interpreters: TF is not fork-safe
     # A peer that dies without a word (SIGKILL, out of memory) cannot abort the barrier: the
     # timeout breaks it instead.

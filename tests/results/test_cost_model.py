@@ -161,6 +161,7 @@ def test_overlap_hides_no_more_than_the_steps_compute():
                               "parameter_server")
     assert half.communication_s == pytest.approx(comm / 2)
 
+
 def test_parameter_servers_with_local_aggregation_push_once_per_host():
     """tf_cnn_benchmarks' distributed_replicated: a host's 8 devices ring-reduce over the
     intra-host link, then the host pushes G and pulls P once (fan-in H/K, not its 8 devices)."""
