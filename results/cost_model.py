@@ -574,7 +574,7 @@ def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None, stag
         comm = sync(cluster)
     comm += here.sync_s
     # What overlaps hides runs beside the step's compute, so it hides no more than that compute
-    comm_exposed = comm - min((comm - compress) * overlap, compute) if overlap else comm
+    comm_exposed = comm - min((comm - compress) * overlap, compute)
     step = compute + overhead + comm_exposed + here.local_s
     rate = replicas * profile.batch / step
     bound = ""

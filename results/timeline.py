@@ -210,7 +210,7 @@ def plot(stamps, lockstep, path, title, blocks=None, microbatches=None):
     return save(fig, path)
 
 
-def _rows(record):
+def epoch_breakdown(record):
     """The record's per-worker breakdown of its last epoch (steady: the first traces)."""
     epochs = [e for e in record.get("epochs") or [] if e.get("timeline")]
     return epochs[-1]["timeline"] if epochs else None
@@ -229,7 +229,7 @@ def _chosen(records):
     out = []
     for r in records:
         tail = (r.get("run_name") or "").rsplit("/", 1)[-1]
-        if (workers_of(r) >= 2 or _blocks(r)) and _rows(r) and \
+        if (workers_of(r) >= 2 or _blocks(r)) and epoch_breakdown(r) and \
                 not re.fullmatch(r"r[1-9]\d*", tail):
             out.append(r)
     return out
@@ -270,7 +270,7 @@ def section(records, path):
         return None
     table, lines, plots, files = [], [], [], []
     for r in chosen:
-        t = _rows(r)
+        t = epoch_breakdown(r)
         where = (f"{setting_title(setting_of(r))}: {_cell(r)}"
                  + (f" ({r['straggler']['task']} slowed {delay_of(r):g} ms)" if delay_of(r)
                     else ""))

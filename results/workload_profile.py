@@ -28,7 +28,7 @@ profile-<model>-<examples>-b<batch>-k<K>-<dtype>.json):
 """
 import collections
 
-from results import cost_model, metrics
+from results import cost_model, metrics, timeline
 from results.cells import SETTING_KEYS, reducer_of, setting_of
 from strategies import BASELINE
 
@@ -44,12 +44,10 @@ def probe_of(record):
 
 
 def _stamped_sync_s(record):
-    """The median over workers of the last stamped epoch's in-step timeline `sync_s` (gradients
-    ready to update done: results/timeline.py); None without stamps."""
-    timeline = next((e["timeline"] for e in reversed(record.get("epochs") or [])
-                     if e.get("timeline")), {})
-    return metrics.median([w.get("sync_s") for w in (timeline.get("per_worker") or {}).values()
-                           if w.get("sync_s") is not None])
+    """The median over workers of the in-step timeline's `sync_s` (gradients ready to update
+    done) in the epoch the report's timeline section shows; None without stamps."""
+    per_worker = (timeline.epoch_breakdown(record) or {}).get("per_worker") or {}
+    return metrics.median([w.get("sync_s") for w in per_worker.values()])
 
 
 def step_batch_of(record):

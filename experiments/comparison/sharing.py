@@ -45,7 +45,7 @@ from experiments.config.cli import parse_flags  # noqa: E402
 from results import metrics  # noqa: E402
 from results.cells import ENGINE_FLOOR  # noqa: E402
 from experiments.workload.user_code import UserCodeError  # noqa: E402
-from tf_config.launch import pinned_env, worker_cpus  # noqa: E402
+from tf_config.launch import pinned_env  # noqa: E402
 from tf_config.task_process import die_with_parent  # noqa: E402
 
 _PROCESSES = flags.DEFINE_integer("processes", 2, "Plain loops run at once (K).", lower_bound=2)
@@ -105,7 +105,7 @@ def summarize(per_rank, batch, steps):
                 for name in ("free", "lockstep")}}
 
 
-def _write_record(cfg, loop, per_rank, free_sums, steps, cpus):
+def _write_record(cfg, loop, per_rank, free_sums, steps, pinned):
     """Process 0's record. Its epochs are the free phase's rounds with the K processes'
     examples/s summed (the machine's limit for K independent loops), each timed as an epoch
     would take at that rate; no round traces (the warm-up did)."""
@@ -115,7 +115,7 @@ def _write_record(cfg, loop, per_rank, free_sums, steps, cpus):
     sharing = summarize(per_rank, loop.global_batch, steps)
     # where each loop could run, as it ran (pinned: worker k's cores), and whether pinned
     sharing["cpus"] = {str(rank): rates["cpus"] for rank, rates in sorted(per_rank.items())}
-    sharing["pinned"] = bool(cpus)
+    sharing["pinned"] = pinned
     print(f"sharing: {sharing['processes']} plain loops at {cfg.threads} thread(s) each: one "
           f"alone {sharing['examples_per_sec']['solo']:.0f} examples/s; at once "
           f"{sharing['examples_per_sec']['free']:.0f} each (slowdown "
@@ -146,11 +146,11 @@ def _write_record(cfg, loop, per_rank, free_sums, steps, cpus):
     record["final_eval_loss"], record["final_eval_accuracy"] = eval_loss, eval_accuracy
     record["sharing"] = sharing
     # a resumed comparison matches on these
-    record["config"]["processes"], record["config"]["pin_loops"] = sharing["processes"], bool(cpus)
+    record["config"]["processes"], record["config"]["pin_loops"] = sharing["processes"], pinned
     run_record.write(cfg, record)
 
 
-def _process(rank, cfg, processes, rounds, steps_per_round, barrier, results, cpus):
+def _process(rank, cfg, processes, rounds, steps_per_round, barrier, results, pinned):
     """One of the K processes: warm up, then solo (process 0 only), free, lockstep. The others
     hand their rates to process 0, which writes the record."""
     from experiments.engine import task
@@ -185,16 +185,16 @@ def _process(rank, cfg, processes, rounds, steps_per_round, barrier, results, cp
     while len(per_rank) < processes:
         other, other_rates = results.get(timeout=_WAIT_S)
         per_rank[other] = other_rates
-    _write_record(cfg, loop, per_rank, free_sums, steps, cpus)
+    _write_record(cfg, loop, per_rank, free_sums, steps, pinned)
 
 
-def _child(rank, cfg, processes, rounds, steps_per_round, barrier, results, cpus):
+def _child(rank, cfg, processes, rounds, steps_per_round, barrier, results, pinned):
     die_with_parent()  # a parent killed outright (compare's timeout) takes its loops along
-    if cpus:  # before TensorFlow starts its thread pools: every one of them inherits it
+    if pinned:  # before TensorFlow starts its thread pools: every one of them inherits it
         os.environ.update(pinned_env(rank, cfg.threads))  # as a --pin_workers worker is
         tf_settings.apply()
     try:
-        _process(rank, cfg, processes, rounds, steps_per_round, barrier, results, cpus)
+        _process(rank, cfg, processes, rounds, steps_per_round, barrier, results, pinned)
     except UserCodeError as e:  # your model or data, found bad once TensorFlow runs it
         barrier.abort()
         print(f"error: {e}", file=sys.stderr, flush=True)
@@ -208,14 +208,12 @@ def measure(cfg, processes, rounds, steps_per_round, pin=False):
     """Runs the K processes; returns their exit codes (all 0 when process 0 wrote the record).
     The first to fail stops the others: none is left waiting for it. pin: loop k on the cores
     worker k of a --pin_workers cluster gets (tf_config.launch.worker_cpus)."""
-    cpus = {str(rank): worker_cpus(rank, cfg.threads) for rank in range(processes)} \
-        if pin else None  # each loop pins itself (_child); the record says where each ran
     ctx = multiprocessing.get_context("spawn")  # fresh interpreters: TF is not fork-safe
     # A peer that dies without a word (SIGKILL, out of memory) cannot abort the barrier: the
     # timeout breaks it instead.
     barrier, results = ctx.Barrier(processes, timeout=_WAIT_S), ctx.Queue()
     procs = [ctx.Process(target=_child, args=(rank, cfg, processes, rounds, steps_per_round,
-                                               barrier, results, cpus), daemon=True)
+                                               barrier, results, bool(pin)), daemon=True)
              for rank in range(processes)]
     for p in procs:
         p.start()
