@@ -13,7 +13,7 @@ pytestmark = pytest.mark.integration
 # that runs beside the worker's steps (23-29 ms on quiet ones)
 @pytest.mark.serial  # the other worker's step must stay well under the injected delay
 @pytest.mark.parametrize("strategy, extra, delay_ms, named", [
-    ("multi_worker_mirrored", [], 40,
+    ("multi_worker_mirrored", [], 80,
      r"worker:1 last in (\d+)% of steps, median ([\d.]+) ms late"),
     ("parameter_server", ["--num_ps=1"], 120, r"worker:1 slowest: median step ([\d.]+) ms")])
 def test_the_slowed_worker_is_named(tmp_path, strategy, extra, delay_ms, named):
@@ -29,10 +29,12 @@ def test_the_slowed_worker_is_named(tmp_path, strategy, extra, delay_ms, named):
     found = re.match(named, last["straggler"])
     assert found, last["straggler"]
     if strategy == "multi_worker_mirrored":
-        # the input pipeline sleeps 40 ms before each of worker:1's batches: it is last in most
-        # steps (prefetching hides the sleep now and then), late by tens of ms, and worker:0
-        # waits for it
-        assert int(found[1]) >= 70 and float(found[2]) > 20
+        # the input pipeline sleeps before each of worker:1's batches, a floor under its step (its
+        # distributed iterator fetches the next batch during the step): it is last in most steps
+        # (a buffered batch hides the sleep now and then) and late by the sleep less worker:0's
+        # own step. That step is a few ms for the mlp, but reached 26 ms once on a busy VM (late
+        # 14 ms at a 40 ms sleep, 2026-11-27): hence 80 ms, and late by at least half of it
+        assert int(found[1]) >= 70 and float(found[2]) > delay_ms / 2
         assert last["per_worker"]["worker:0"]["wait_s"] > 0.02
         assert last["per_worker"]["worker:1"]["wait_s"] < 0.01
     else:
