@@ -95,6 +95,10 @@ class _LaunchState:
     policy: recovery.RestartPolicy
     journal: recovery.Journal
     log_dir: str
+    # every task's TMPDIR, removed when the launch ends: a task killed or stopped leaves its
+    # temporary files behind (TF's autograph writes one per converted function, and removes
+    # them only at a normal exit)
+    tmp_dir: str
     logs: dict = dataclasses.field(default_factory=dict)
     injected: list = dataclasses.field(default_factory=list)  # one fault per launch
 
@@ -133,6 +137,7 @@ class Cluster:
                             RUN_TAG_ENV: opts.tag or env.get(RUN_TAG_ENV) or str(os.getpid()),
                             LAUNCH_T0_ENV: env.get(LAUNCH_T0_ENV) or repr(_START_TIME),
                             ATTEMPT_ENV: str(attempt), EVENTS_ENV: state.journal.path,
+                            "TMPDIR": state.tmp_dir,
                             watchdog.STACKS_ENV: watchdog.stacks_path(state.log_dir, kind, index)})
                 if opts.pin_workers and kind == "worker":
                     env.update(pinned_env(index, threads))
@@ -378,7 +383,8 @@ def run(opts, out=_print):
     os.makedirs(log_dir, exist_ok=True)
     state = _LaunchState(recovery.RestartPolicy(opts.max_restarts, opts.cluster_restarts,
                                                 opts.cluster_restart_hint),
-                         recovery.Journal(os.path.join(log_dir, "launch-events.json")), log_dir)
+                         recovery.Journal(os.path.join(log_dir, "launch-events.json")), log_dir,
+                         tempfile.mkdtemp(prefix="tfdist-tmp-"))
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     code = 1
     try:
@@ -418,6 +424,7 @@ def run(opts, out=_print):
         for log in state.logs.values():
             log.close()
         watchdog.remove_stack_files(log_dir)
+        shutil.rmtree(state.tmp_dir, ignore_errors=True)  # every task is stopped by now
         if code == 0 and not opts.log_dir:
             shutil.rmtree(log_dir, ignore_errors=True)
         elif code == BAD_INPUT_EXIT_CODE:

@@ -1,9 +1,11 @@
 """`python -m tf_config.launch` failure handling: fail fast, name the task, leave nothing behind."""
+import os
 import re
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -38,6 +40,12 @@ if mode == "lost_after_done":  # the chief finishes, then worker:1 is lost befor
     if index == 0:
         sys.exit(0)
     time.sleep(0.05); os.kill(os.getpid(), 9)
+if mode == "leaves_tmp":  # a file in its temp dir, as autograph writes, then killed or stopped
+    import tempfile
+    print("tmp=" + tempfile.mkstemp()[1], flush=True)
+    time.sleep(1)
+    if index == 1:
+        os.kill(os.getpid(), 9)
 if mode == "exit_hangs":  # worker:1 did all its work (says so), then its exit hangs
     time.sleep(1)
     if index == 0:
@@ -115,6 +123,19 @@ def test_a_worker_whose_exit_hangs_after_its_work_does_not_fail_the_run(tmp_path
            "(TensorFlow's shutdown); stopped" in proc.stdout
     assert "tfdist-finished" not in proc.stdout  # a marker: read, never shown
     assert elapsed < 30
+    assert not processes_mentioning(marker)
+
+
+def test_what_killed_tasks_leave_in_their_temp_dir_goes_with_the_launch(tmp_path):
+    proc, _, marker = _launch(tmp_path, "leaves_tmp")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    files = re.findall(r"\] tmp=(\S+)", proc.stdout)
+    assert len(files) == 2, proc.stdout
+    # one temp dir of the launch's own, shared by its tasks, gone with the launch
+    (tmp,) = {os.path.dirname(f) for f in files}
+    assert os.path.basename(tmp).startswith("tfdist-tmp-")
+    assert os.path.dirname(tmp) == tempfile.gettempdir()
+    assert not os.path.exists(tmp)
     assert not processes_mentioning(marker)
 
 
