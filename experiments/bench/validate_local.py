@@ -18,13 +18,12 @@ oracle that knew each cell's median would put within the target: the most a per-
 can expect of any model on this machine's day.
 """
 import collections
-import statistics
 import sys
 
 from absl import app, flags
 
 from experiments.config.cli import parse_flags
-from results import scaling_model
+from results import metrics, scaling_model
 from results.records import load_records
 
 _DIR = flags.DEFINE_string("results_dir", "runs/compare", "A comparison's results directory.")
@@ -62,7 +61,8 @@ def table(records):
     counted = within = oracle = timed = 0
     for key in sorted(pooled, key=lambda k: k[:4]):
         measured = [per[k][key][1] for k in repeats if key in per[k]]
-        off = [statistics.median(measured) / m - 1 for m in measured]
+        median = metrics.median(measured)
+        off = [median / m - 1 for m in measured]
         oracle, timed = oracle + sum(abs(e) <= _TARGET.value for e in off), timed + len(off)
         cells = []
         for k in repeats:
