@@ -4,9 +4,11 @@ replica's step computes and moves (cost_model.WorkloadProfile), the input of eve
 
 The profile (per setting, cost_model.WorkloadProfile; written as
 profile-<model>-<examples>-b<batch>-k<K>-<dtype>.json):
-  compute_s    one replica's step at its batch with one core: the 1-thread baseline's step (every
-               strategy alike); without a baseline, the MWMS (else PSS) N=1 step minus its
-               probe, and the notes say so
+  compute_s    one replica's step at its batch with one core, every strategy alike: the median
+               of the 1-thread baseline's step and the 1-thread all-reduce (MWMS) N=1 steps
+               minus their probe (a PSS N=1 worker shares its step with its ps and chief);
+               without a baseline, the MWMS (else PSS) N=1 step minus its probe, and the
+               notes say so
   overhead_s   per strategy: its N=1 step minus compute_s and its own probe (its dispatch and
                input path with no peer to wait for); when that is negative, overhead 0 and
   overlap      the share of its probe the N=1 step hid behind compute (PSS: the ps and chief
@@ -30,7 +32,7 @@ import collections
 
 from results import cost_model, metrics, timeline
 from results.cells import SETTING_KEYS, reducer_of, setting_of
-from strategies import BASELINE
+from strategies import BASELINE, kind
 
 
 def step_time_of(record):
@@ -142,9 +144,20 @@ def profile_of(setting, baseline, own_n1, runs, sharing=None):
     own_n1: {strategy: its N=1 records}; runs: the setting's probed multi-worker records;
     sharing: the setting's sharing calibrations (engine floor records' `sharing`)."""
     notes = []
-    compute = metrics.median([step_time_of(r) for r in baseline])
+    # Every run that computes one replica's step on one core and waits for no peer: the
+    # 1-thread baseline and the 1-thread all-reduce runs at N=1 (their probe taken out). One
+    # run of the same command moves ~10% on a shared VM (cnn: 18.5-23.4 ms a step over 8
+    # baseline runs, docs/benchmarks.md), and every prediction scales with this figure.
+    one_core = [r for s, rs in own_n1.items() if kind(s).all_reduce for r in rs
+                if r.get("threads_per_task") == 1] if baseline else []
+    compute = metrics.median([step_time_of(r) for r in baseline] +
+                             [_compute_step(r) for r in one_core])
     if compute:
-        notes.append("compute from the 1-thread baseline's step (one core, every strategy alike)")
+        notes.append("compute from the 1-thread baseline's step (one core, every strategy alike)"
+                     if not one_core else
+                     f"compute from the one-core steps of the 1-thread baseline and the "
+                     f"all-reduce N=1 runs less their probe ({len(baseline) + len(one_core)} "
+                     f"runs, the median; every strategy alike)")
     else:
         for strategy in cost_model.STRATEGIES:
             compute = metrics.median([_compute_step(r) for r in own_n1.get(strategy, [])])

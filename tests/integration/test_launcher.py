@@ -66,8 +66,13 @@ time.sleep(300)
 
 
 def _launch(tmp_path, mode, *flags):
+    """A 2-task launch of _TASK in `mode`. Without --task_log_dir a launch that fails keeps its
+    tasks' logs in a temporary directory for the user to read; the test's own directory takes
+    them here (a successful launch, "ok", keeps the default, which it removes)."""
     marker = str(tmp_path / "marker")
     start = time.monotonic()
+    if mode != "ok":
+        flags = (f"--task_log_dir={tmp_path / 'logs'}", *flags)
     proc = run_module("tf_config.launch", "--workers=2", *flags, "--",
                       sys.executable, "-c", _TASK, marker, mode, timeout=120)
     return proc, time.monotonic() - start, marker
@@ -175,7 +180,8 @@ def test_launch_without_command_is_bad_input():
 
 def test_ctrl_c_stops_every_task(tmp_path):
     marker = str(tmp_path / "marker")
-    proc = subprocess.Popen([sys.executable, "-m", "tf_config.launch", "--workers=2", "--",
+    proc = subprocess.Popen([sys.executable, "-m", "tf_config.launch", "--workers=2",
+                             f"--task_log_dir={tmp_path / 'logs'}", "--",
                              sys.executable, "-c", _TASK, marker, "hang"], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines = []
@@ -188,6 +194,7 @@ def test_ctrl_c_stops_every_task(tmp_path):
     out = proc.communicate(timeout=30)[0]
     assert proc.returncode == 128 + signal.SIGINT
     assert "stopped by SIGINT; all tasks stopped" in out
+    assert f"every task's full output is in {tmp_path / 'logs'}" in out
     assert not processes_mentioning(marker)
 
 
@@ -196,7 +203,8 @@ def test_isolated_cluster_is_not_reachable_from_the_host(tmp_path):
     """Tasks listen on all interfaces (like TF's gRPC servers); from this (host) namespace their
     ports must not answer, not even on 127.0.0.1."""
     marker = str(tmp_path / "marker")
-    proc = subprocess.Popen([sys.executable, "-m", "tf_config.launch", "--workers=2", "--",
+    proc = subprocess.Popen([sys.executable, "-m", "tf_config.launch", "--workers=2",
+                             f"--task_log_dir={tmp_path / 'logs'}", "--",
                              sys.executable, "-c", _TASK, marker, "hang"], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
