@@ -145,9 +145,9 @@ def profile_of(setting, baseline, own_n1, runs, sharing=None):
     sharing: the setting's sharing calibrations (engine floor records' `sharing`)."""
     notes = []
     # Every run that computes one replica's step on one core and waits for no peer: the
-    # 1-thread baseline and the 1-thread all-reduce runs at N=1 (their probe taken out). One
-    # run of the same command moves ~10% on a shared VM (cnn: 18.5-23.4 ms a step over 8
-    # baseline runs, docs/benchmarks.md), and every prediction scales with this figure.
+    # 1-thread baseline and the 1-thread all-reduce runs at N=1 (their probe taken out): one
+    # run's step moves from run to run on a shared VM, and every prediction scales with this
+    # figure (docs/benchmarks.md, "The one-core compute from every one-core run").
     one_core = [r for s, rs in own_n1.items() if kind(s).all_reduce for r in rs
                 if r.get("threads_per_task") == 1] if baseline else []
     compute = metrics.median([step_time_of(r) for r in baseline] +
