@@ -148,8 +148,8 @@ def profile_of(setting, baseline, own_n1, runs, sharing=None):
     # 1-thread baseline and the 1-thread all-reduce runs at N=1 (their probe taken out): one
     # run's step moves from run to run on a shared VM, and every prediction scales with this
     # figure (docs/benchmarks.md, "The one-core compute from every one-core run").
-    one_core = [r for s, rs in own_n1.items() if kind(s).all_reduce for r in rs
-                if r.get("threads_per_task") == 1] if baseline else []
+    one_core = [r for s, rs in own_n1.items() if kind(s).all_reduce and not kind(s).pipelined
+                for r in rs if r.get("threads_per_task") == 1] if baseline else []
     compute = metrics.median([step_time_of(r) for r in baseline] +
                              [_compute_step(r) for r in one_core])
     if compute:
@@ -181,13 +181,13 @@ def profile_of(setting, baseline, own_n1, runs, sharing=None):
                          f"synchronization overlaps compute, overhead 0")
             if -value >= probe:
                 # No longer than the compute alone: all of the probe looks hidden, as it would
-                # also look if the worker computed faster than the baseline (more than its one
+                # also look if the worker computed faster than the one-core runs (more than its
                 # core), which the step time cannot tell apart; the step's own stamps show
                 # what it did not hide.
                 exposed = metrics.median([_stamped_sync_s(r) for r in own])
                 notes.append(f"{strategy} N=1 stepped {(-value - probe) * 1e3:.2f} ms faster "
                              f"than the 1-thread compute alone: a worker that computed faster "
-                             f"than the baseline would look the same, so its overlap is an "
+                             f"than the one-core runs would look the same, so its overlap is an "
                              f"upper bound" +
                              (f"; its in-step timeline shows {exposed * 1e3:.2f} ms of the "
                               f"step after its gradients were ready (the probe: "
@@ -232,7 +232,7 @@ def profile_of(setting, baseline, own_n1, runs, sharing=None):
         sharing=sharing_figures(sharing),
         device=f"{(first.get('environment') or {}).get('cpu_model') or 'this machine'}, "
               f"1 thread", source=", ".join(sorted({r["run_id"] for r in [
-                  *baseline, *runs]}))[:200])
+                  *baseline, *one_core, *runs]}))[:200])
     return profile, notes
 
 

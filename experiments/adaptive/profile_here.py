@@ -2,8 +2,9 @@
 
     python -m experiments.run --strategy=auto --plan_cluster=CLUSTER.json --model=cnn
 
-Three short runs of the same model, data and batch, one thread each: one device (the compute of
-a replica's step on one core), and one MWMS worker and one PSS worker (with its ps and chief)
+Three short runs of the same model, data and batch, one thread each: one device and one MWMS
+worker (the compute of a replica's step on one core: the median of the two, the MWMS step less
+its probe; results/workload_profile.py), and one PSS worker (with its ps and chief)
 with their communication probes (gradient and pull bytes, each strategy's own overhead: a PSS
 step's dispatch through the coordinator costs more than a small model's compute; the CPU an
 example costs over all tasks). For a cluster on this one machine (the spec's machine_cores, K

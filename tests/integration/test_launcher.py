@@ -68,7 +68,7 @@ time.sleep(300)
 def _launch(tmp_path, mode, *flags):
     """A 2-task launch of _TASK in `mode`. Without --task_log_dir a launch that fails keeps its
     tasks' logs in a temporary directory for the user to read; the test's own directory takes
-    them here (a successful launch, "ok", keeps the default, which it removes)."""
+    them here for every mode but "ok", which keeps the default (removed on success)."""
     marker = str(tmp_path / "marker")
     start = time.monotonic()
     if mode != "ok":
