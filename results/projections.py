@@ -71,8 +71,9 @@ def markdown(fits, rows, net):
     parts = ["## Scaling model and projections", "",
              "One cost model (results/cost_model.py) on a workload profile measured here "
              "(profile-*.json beside this report). Per-worker step t = compute / speedup + "
-             "overhead + communication: compute, the median one-core step of the 1-thread baseline "
-             "and the 1-thread MWMS N=1 runs less their probe (every strategy alike); overhead, a strategy's N=1 step minus compute and its own probe; "
+             "overhead + communication: compute, the median one-core step of the 1-thread "
+             "baseline and the 1-thread MWMS N=1 runs less their probe (every strategy alike); "
+             "overhead, a strategy's N=1 step minus compute and its own probe; "
              "communication, ring all-reduce 2(N-1)/N·G/B + 2(N-1)·a within and across hosts "
              "(MWMS; sparse gradients all-gathered) or push G and pull P with a ps link serving "
              "N/K workers, (G+P)/B·max(1, N/K) + 2a (PSS), less the share a strategy's N=1 run "
