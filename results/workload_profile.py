@@ -148,7 +148,7 @@ def profile_of(setting, baseline, own_n1, runs, sharing=None):
     # 1-thread baseline and the 1-thread all-reduce runs at N=1 (their probe taken out): one
     # run's step moves from run to run on a shared VM, and every prediction scales with this
     # figure (docs/benchmarks.md, "The one-core compute from every one-core run").
-    one_core = [r for s, rs in own_n1.items() if kind(s).all_reduce and not kind(s).pipelined
+    one_core = [r for s, rs in own_n1.items() if s in cost_model.STRATEGIES and kind(s).all_reduce
                 for r in rs if r.get("threads_per_task") == 1] if baseline else []
     compute = metrics.median([step_time_of(r) for r in baseline] +
                              [_compute_step(r) for r in one_core])
