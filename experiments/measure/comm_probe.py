@@ -143,37 +143,45 @@ def _allreduce_call(strategy, variables, kinds, dtype, synchronized_as, steps):
     return call
 
 
+def _pushpull(variables, kinds, dtype, scale):
+    """One PSS step's traffic, traced into a function the worker runs: every variable pulled
+    whole (a dense one; a table, the rows a step reads) and a gradient-sized push applied where
+    it lives. Returns one float32 that depends on every pull."""
+    pulled = []
+    for v, (kind, rows) in zip(variables, kinds):
+        if kind == "dense":
+            pulled.append(tf.cast(tf.reshape(tf.identity(v), [-1])[0], tf.float32))
+        else:  # a row-reading lookup pulls its rows only (ResourceGather on the ps)
+            rows_read = tf.gather(v, _slices(v, rows, v.dtype, 0.0).indices)
+            pulled.append(tf.cast(tf.reshape(rows_read, [-1])[0], tf.float32))
+    for i, (v, (kind, rows)) in enumerate(zip(variables, kinds)):
+        # The push is computed on the worker from a call argument, as a gradient is: a
+        # constant (tf.zeros) could be folded by grappler, leaving only the pull. Each
+        # variable's push is its own tensor (scale x (i + 1)): identical fills of one shape
+        # were merged by grappler and sent to the ps once, so a model with layers of one shape
+        # (wide_mlp: ~1.6 of its 2 x 40 MB) was timed moving less than it counts. It travels
+        # in the sync dtype and is cast back where v lives; scale is 0, so v is unchanged.
+        value = tf.cast(scale * float(i + 1), tf.as_dtype(dtype))
+        if kind == "dense":
+            push = tf.fill(tf.shape(v), value)
+            with tf.device(v.device):
+                v.assign_add(tf.cast(push, v.dtype))
+        else:  # IndexedSlices: scattered into the table where it lives
+            push = _slices(v, rows, tf.as_dtype(dtype), value)
+            with tf.device(v.device):
+                v.scatter_add(tf.IndexedSlices(tf.cast(push.values, v.dtype), push.indices,
+                                               push.dense_shape))
+    return tf.add_n(pulled)
+
+
 def _pushpull_call(coordinator, variables, kinds, dtype, steps):
     """One scheduled call of `steps` pull+push rounds: training schedules `steps_per_execution`
     steps per call, so a step pays its pull and push but only a share of the dispatch."""
-    def pushpull(scale):
-        pulled = []
-        for v, (kind, rows) in zip(variables, kinds):
-            if kind == "dense":
-                pulled.append(tf.cast(tf.reshape(tf.identity(v), [-1])[0], tf.float32))
-            else:  # a row-reading lookup pulls its rows only (ResourceGather on the ps)
-                rows_read = tf.gather(v, _slices(v, rows, v.dtype, 0.0).indices)
-                pulled.append(tf.cast(tf.reshape(rows_read, [-1])[0], tf.float32))
-        for v, (kind, rows) in zip(variables, kinds):
-            # The push is computed on the worker from a call argument, as a gradient is: a
-            # constant (tf.zeros) could be folded by grappler, leaving only the pull. It travels
-            # in the sync dtype and is cast back where v lives; scale is 0, so v is unchanged.
-            if kind == "dense":
-                push = tf.fill(tf.shape(v), tf.cast(scale, tf.as_dtype(dtype)))
-                with tf.device(v.device):
-                    v.assign_add(tf.cast(push, v.dtype))
-            else:  # IndexedSlices: scattered into the table where it lives
-                push = _slices(v, rows, tf.as_dtype(dtype), scale)
-                with tf.device(v.device):
-                    v.scatter_add(tf.IndexedSlices(tf.cast(push.values, v.dtype), push.indices,
-                                                   push.dense_shape))
-        return tf.add_n(pulled)
-
     @tf.function
     def rounds(scale, n):
         total = tf.constant(0.0)  # float32, whatever the variables' dtypes
         for _ in tf.range(n):  # each round reads what the last one wrote (resource order)
-            total += pushpull(scale)
+            total += _pushpull(variables, kinds, dtype, scale)
         return total
 
     def call():  # `steps` steps' pulls and pushes and one dispatch, as a scheduled call pays

@@ -24,10 +24,13 @@ def measure(stages, micro_batch, microbatches, dtype, repeats=20):
     @tf.function
     def reduce_all(scale):
         kept = []
-        for devices, shape in plans:
-            for _ in range(2 * microbatches):  # forward and backward of each micro-batch
+        for i, (devices, shape) in enumerate(plans):
+            for j in range(2 * microbatches):  # forward and backward of each micro-batch
                 with tf.device(devices[0]):
-                    given = tf.fill(shape, tf.cast(scale, dtype))
+                    # each reduction's tensor its own (grappler merges identical fills, and then
+                    # their copies and sums: one would be timed for all)
+                    value = scale * float(i * 2 * microbatches + j + 1)
+                    given = tf.fill(shape, tf.cast(value, dtype))
                 parts = []
                 for device in devices:
                     with tf.device(device):
