@@ -22,7 +22,7 @@ from results import cost_model, metrics, plots
 from results.cells import (SETTING_KEYS, bandwidth_of, is_reducer_run, is_straggler_run,
                            setting_of, sort_key, workers_of)
 from results.workload_profile import cores_of, probe_of, profile_of, step_time_of, sync_dtype_of
-from results.tables import experiment_section, markdown_table
+from results.tables import errors_line, experiment_section, markdown_table
 from strategies import REGISTRY
 
 COLUMNS = (*SETTING_KEYS, "strategy", "n", "bandwidth_gbps", "runs", "examples_per_sec",
@@ -182,11 +182,9 @@ def markdown(network_rows, fitted):
             ms(r["probe_s"]), ms(r["predicted_comm_s"]),
             f"{r['delivered_gbps']:.3f}" if r["delivered_gbps"] else "–"])
     lines.append(markdown_table(head, cells))
-    checked = [abs(r["error"]) for r in network_rows if r["bandwidth_gbps"] and r["error"]
-               is not None]
-    if checked:
-        lines += ["", f"Largest error over the shaped points: {max(checked) * 100:.1f}% "
-                      f"({sum(e <= 0.2 for e in checked)}/{len(checked)} within ±20%)."]
+    line = errors_line([r["error"] for r in network_rows if r["bandwidth_gbps"]])
+    if line:
+        lines += ["", line]
     for setting in sorted({k[0] for k in fitted}, key=sort_key):
         b = crossover(fitted, setting)
         model = dict(zip(SETTING_KEYS, setting))["model"]

@@ -22,7 +22,7 @@ import math
 from results import cost_model, metrics, plots
 from results.cells import (SETTING_KEYS, bandwidth_of, is_reducer_run, reducer_of, setting_of,
                            setting_title, sort_key, workers_of)
-from results.tables import experiment_section, markdown_table
+from results.tables import errors_line, experiment_section, markdown_table
 from strategies.compression import sent_per_replica
 
 PLAIN = "none"
@@ -198,10 +198,9 @@ def markdown(table, crossings):
              "(results/reducers.py); 'vs plain': measured examples/s over plain's at the same "
              "bandwidth; Δ accuracy: against plain at the same bandwidth.", "",
              markdown_table(head, cells), ""]
-    checked = [abs(r["error"]) for r in table if r["error"] is not None]
-    if checked:
-        lines += [f"Largest error over the shaped points: {max(checked) * 100:.1f}% "
-                  f"({sum(e <= 0.15 for e in checked)}/{len(checked)} within ±15%).", ""]
+    line = errors_line([r["error"] for r in table])
+    if line:
+        lines += [line, ""]
     lines.append("Where each reducer pays off against plain (predicted from the real-loopback "
                  "runs; the shaped runs: faster or slower than plain at the same bandwidth, and "
                  "whether that is what the prediction said):")

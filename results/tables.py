@@ -1,5 +1,6 @@
-"""The report's building blocks: a Markdown table, CSV text, a number as the tables show it, and
-a Section (what one experiment adds to report.md: its text, the plots and CSV files it wrote).
+"""The report's building blocks: a Markdown table, CSV text, a number as the tables show it, the
+line that counts a table's prediction errors against the target, and a Section (what one
+experiment adds to report.md: its text, the plots and CSV files it wrote).
 
     markdown_table(["strategy", "examples/s"], [["MWMS", "2637"]])
 """
@@ -31,6 +32,22 @@ def markdown_table(head, rows):
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(str(c) for c in cells) + " |" for cells in rows]
     return "\n".join(lines)
+
+
+# The bound every out-of-sample prediction is counted against (issue 28: this machine's N-worker
+# runs and the shaped runs; experiments/bench/validate_local.py's default)
+PREDICTION_TARGET = 0.15
+
+
+def errors_line(errors, what="the shaped points"):
+    """'Largest error over <what>: X% (k/n within ±T%).', T the PREDICTION_TARGET, for relative
+    errors (None: not counted); None when nothing was predicted."""
+    checked = [abs(e) for e in errors if e is not None]
+    if not checked:
+        return None
+    within = sum(e <= PREDICTION_TARGET for e in checked)
+    return (f"Largest error over {what}: {max(checked) * 100:.1f}% ({within}/{len(checked)} "
+            f"within ±{PREDICTION_TARGET * 100:g}%).")
 
 
 def csv_text(rows, columns):

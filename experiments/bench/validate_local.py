@@ -25,9 +25,10 @@ from absl import app, flags
 from experiments.config.cli import parse_flags
 from results import metrics, scaling_model
 from results.records import load_records
+from results.tables import PREDICTION_TARGET
 
 _DIR = flags.DEFINE_string("results_dir", "runs/compare", "A comparison's results directory.")
-_TARGET = flags.DEFINE_float("target", 0.15, "The error bound to count against.")
+_TARGET = flags.DEFINE_float("target", PREDICTION_TARGET, "The error bound to count against.")
 
 
 def repeat_of(record):

@@ -233,9 +233,7 @@ def transfer_probe(stages, devices, micro_batch, microbatches, repeats=20):
         for b, shape in enumerate(shapes):
             for m in range(microbatches):
                 with tf.device(devices[b]):
-                    # each micro-batch's tensor its own (grappler merges identical fills, and
-                    # then their transfers: one would be timed for all)
-                    x = tf.fill(shape, scale * float(m + 1))
+                    x = comm_probe.distinct_fill(shape, scale, m, tf.float32)
                 with tf.device(devices[b + 1]):
                     back = tf.identity(x) * 2.0  # the next stage reads it; its gradient returns
                 with tf.device(devices[b]):

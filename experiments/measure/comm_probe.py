@@ -86,11 +86,20 @@ def sizes(variables, gradients, dtype="float32"):
             "sparse_gradient_bytes": sparse, "pull_bytes": pull, "gradient_kinds": count}
 
 
-def _slices(variable, rows, dtype, value):
+def distinct_fill(shape, scale, i, dtype):
+    """The i-th of a probe's tensors: `shape` filled with scale x (i + 1), made from a call
+    argument as a gradient is (a constant could be folded away). Each is a tensor of its own:
+    grappler merges identical fills of one shape, and then what consumes them alike, so a probe
+    of several same-shaped tensors timed one transfer for all (wide_mlp's PSS probe moved ~1.58
+    of the 2 x 40 MB it counts until 2026-11-27)."""
+    return tf.fill(shape, tf.cast(scale * float(i + 1), dtype))
+
+
+def _slices(variable, rows, dtype, value, i=0):
     """IndexedSlices shaped like an embedding step's gradient: `rows` rows spread over the table."""
     table = tf.TensorShape(variable.shape)
     indices = tf.range(rows, dtype=tf.int64) * 7919 % table[0]
-    return tf.IndexedSlices(tf.fill([rows, *table[1:]], tf.cast(value, dtype)), indices,
+    return tf.IndexedSlices(distinct_fill([rows, *table[1:]], value, i, dtype), indices,
                             tf.constant(table.as_list(), tf.int64))
 
 
@@ -118,8 +127,9 @@ def _allreduce_call(strategy, variables, kinds, dtype, synchronized_as, steps):
     share of the dispatch. synchronized_as: filled at trace time with what the all-reduce
     returned per kind."""
     def replica_fn(scale):
-        grads = [tf.fill(v.shape, tf.cast(scale, dtype)) if kind == "dense"
-                 else _slices(v, rows, dtype, scale) for v, (kind, rows) in zip(variables, kinds)]
+        grads = [distinct_fill(v.shape, scale, i, dtype) if kind == "dense"
+                 else _slices(v, rows, dtype, scale, i)
+                 for i, (v, (kind, rows)) in enumerate(zip(variables, kinds))]
         # The call Keras's optimizer makes with a step's gradients (ReplicaContext.all_reduce)
         reduced = tf.distribute.get_replica_context().all_reduce(
             tf.distribute.ReduceOp.SUM, grads)
@@ -155,19 +165,14 @@ def _pushpull(variables, kinds, dtype, scale):
             rows_read = tf.gather(v, _slices(v, rows, v.dtype, 0.0).indices)
             pulled.append(tf.cast(tf.reshape(rows_read, [-1])[0], tf.float32))
     for i, (v, (kind, rows)) in enumerate(zip(variables, kinds)):
-        # The push is computed on the worker from a call argument, as a gradient is: a
-        # constant (tf.zeros) could be folded by grappler, leaving only the pull. Each
-        # variable's push is its own tensor (scale x (i + 1)): identical fills of one shape
-        # were merged by grappler and sent to the ps once, so a model with layers of one shape
-        # (wide_mlp: ~1.6 of its 2 x 40 MB) was timed moving less than it counts. It travels
-        # in the sync dtype and is cast back where v lives; scale is 0, so v is unchanged.
-        value = tf.cast(scale * float(i + 1), tf.as_dtype(dtype))
+        # The push is made on the worker, each variable's its own (distinct_fill), travels in
+        # the sync dtype and is cast back where v lives; scale is 0, so v is unchanged.
         if kind == "dense":
-            push = tf.fill(tf.shape(v), value)
+            push = distinct_fill(tf.shape(v), scale, i, tf.as_dtype(dtype))
             with tf.device(v.device):
                 v.assign_add(tf.cast(push, v.dtype))
         else:  # IndexedSlices: scattered into the table where it lives
-            push = _slices(v, rows, tf.as_dtype(dtype), value)
+            push = _slices(v, rows, tf.as_dtype(dtype), scale, i)
             with tf.device(v.device):
                 v.scatter_add(tf.IndexedSlices(tf.cast(push.values, v.dtype), push.indices,
                                                push.dense_shape))

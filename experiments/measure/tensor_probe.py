@@ -27,10 +27,7 @@ def measure(stages, micro_batch, microbatches, dtype, repeats=20):
         for i, (devices, shape) in enumerate(plans):
             for j in range(2 * microbatches):  # forward and backward of each micro-batch
                 with tf.device(devices[0]):
-                    # each reduction's tensor its own (grappler merges identical fills, and then
-                    # their copies and sums: one would be timed for all)
-                    value = scale * float(i * 2 * microbatches + j + 1)
-                    given = tf.fill(shape, tf.cast(value, dtype))
+                    given = comm_probe.distinct_fill(shape, scale, i * 2 * microbatches + j, dtype)
                 parts = []
                 for device in devices:
                     with tf.device(device):

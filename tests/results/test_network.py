@@ -75,7 +75,7 @@ def test_rows_fit_to_the_real_loopback_and_check_the_shaped_runs(tmp_path):
     paths, _, _ = build(str(tmp_path))
     report = (tmp_path / "report.md").read_text()
     assert "## Network experiment" in report and "+10.0%" in report
-    assert "1/1 within ±20%" in report
+    assert "1/1 within ±15%" in report
     png = str(tmp_path / "network.png")
     assert png in paths and mpimg.imread(png).shape[0] > 100
     assert (tmp_path / "network.csv").read_text().startswith("model,")

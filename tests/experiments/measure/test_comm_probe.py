@@ -28,20 +28,22 @@ def test_every_variable_gets_a_push_of_its_own_after_grappler():
     from tensorflow.core.protobuf import config_pb2
     from tensorflow.python.grappler import tf_optimizer
 
-    # two layers of one shape, as wide_mlp has, each with its bias; a table pushed as rows
+    # two layers of one shape, as wide_mlp has, each with its bias; two tables pushed as rows
     variables = [tf.Variable(tf.zeros(shape)) for shape in ([64, 64], [64, 64], [64], [64])]
-    table = tf.Variable(tf.zeros([100, 8]))
-    kinds = [("dense", None)] * 4 + [("indexed_slices", 5)]
+    tables = [tf.Variable(tf.zeros([100, 8])) for _ in range(2)]
+    kinds = [("dense", None)] * 4 + [("indexed_slices", 5)] * 2
     graph = tf.function(lambda scale: comm_probe._pushpull(
-        [*variables, table], kinds, "float32", scale)).get_concrete_function(
+        [*variables, *tables], kinds, "float32", scale)).get_concrete_function(
             tf.TensorSpec([], tf.float32)).graph
     updates = [op.name for op in graph.get_operations()
                if op.type in ("AssignAddVariableOp", "ResourceScatterAdd")]
-    assert len(updates) == 5
+    assert len(updates) == 6
     meta = tf.compat.v1.train.export_meta_graph(graph_def=graph.as_graph_def(), graph=graph)
     meta.collection_def["train_op"].node_list.value.extend(
         updates + [t.op.name for t in graph.outputs])
     optimized = tf_optimizer.OptimizeGraph(config_pb2.ConfigProto(), meta)
-    pushed = [n.input[-1] if n.op == "ResourceScatterAdd" else n.input[1]
+    # what each update adds: (resource, value) and (resource, indices, updates); control inputs
+    # ("^name") come after the data inputs
+    pushed = [[i for i in n.input if not i.startswith("^")][-1]
               for n in optimized.node if n.name in updates]
-    assert len(pushed) == 5 and len(set(pushed)) == 5, pushed
+    assert len(pushed) == 6 and len(set(pushed)) == 6, pushed
