@@ -14,10 +14,23 @@ _KEY = len(SETTING_KEYS) + 3  # setting, strategy, N, kind
 UNPHYSICAL = "above 100%: not physical, see the scaling model's notes on compute"
 
 
+FASTER_N1 = ("the N=1 runs stepped faster than the profile's one worker (its compute and "
+             "overhead): see the one-worker check")
+
+
 def _flag(row):
-    """The row with its `note`: an efficiency above 100% is never shown bare."""
-    row["note"] = UNPHYSICAL if row["efficiency"] > 1 + 1e-9 else ""
+    """The row with its `note`: an efficiency above 100% is never shown bare. At N=1 it is
+    no scaling at all, only the measured runs against the profile's one worker."""
+    above = row["efficiency"] > 1 + 1e-9
+    row["note"] = "" if not above else FASTER_N1 if row["n"] == 1 else UNPHYSICAL
     return row
+
+
+def measured_cells(f):
+    """{n: (step, probe, examples/s)} measured here: the strategy's N=1 runs (which the profile
+    fitted: the projection to one worker is checked against them) and its N >= 2 runs (which
+    it did not)."""
+    return {**({1: f.measured_n1} if f.measured_n1 else {}), **f.measured}
 
 
 def projection_rows(fits, net, ns=PROJECT_NS):
@@ -29,7 +42,8 @@ def projection_rows(fits, net, ns=PROJECT_NS):
         for n in ns:
             rows.append(_flag(dict(zip(COLUMNS[:_KEY], (*f.setting, f.strategy, n, "projected")),
                                    **f.project(n, net))))
-        for n, (step, probe, rate) in f.measured.items():
+        for n, (step, probe, rate) in measured_cells(f).items():
+            probe = probe or 0.0
             compute = f.t_comp * f.slowdowns.get(n, (1.0,))[0]
             rows.append(_flag(dict(zip(COLUMNS[:_KEY], (*f.setting, f.strategy, n, "measured")),
                                    step_time_s=step, compute_s=compute, communication_s=probe,
@@ -108,6 +122,16 @@ def markdown(fits, rows, net):
                                  "overhead ms", "sharing slowdown", "probe at N ms",
                                  "sync used ms (from)", "loopback Gbit/s", "predicted ex/s",
                                  "measured ex/s", "error"], cells))
+    one = [[f.model, str(f.train_examples), f.strategy,
+            f"{f.project(1, net)['examples_per_sec']:.0f}", f"{f.measured_n1[2]:.0f}",
+            f"{(f.project(1, net)['examples_per_sec'] / f.measured_n1[2] - 1) * 100:+.1f}%"]
+           for f in fits if f.measured_n1]
+    if one:
+        parts += ["", "One worker projected on the stated network against the same strategy's "
+                      "N=1 runs here (the runs the profile took its overhead and overlap from: "
+                      "a check of the projection's arithmetic, not a validation):", "",
+                  markdown_table(["model", "examples", "strategy", "projected N=1 ex/s",
+                                  "measured N=1 ex/s", "difference"], one)]
     sweeps = {(f.strategy, n): lb for f in fits for n, lb in f.sync_fits.items()}
     if sweeps:
         parts += ["", "Latency and bandwidth of this machine's synchronization, fitted to the "

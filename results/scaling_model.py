@@ -48,7 +48,10 @@ class Fit:
     strategy: str
     profile: cost_model.WorkloadProfile
     num_ps: int
-    measured: dict  # n -> (per-worker step time, probe seconds, examples/s)
+    measured: dict  # n >= 2 -> (per-worker step time, probe seconds, examples/s)
+    # (step, probe, examples/s) of the strategy's own N=1 runs, which the profile took its
+    # overhead and overlap from: what the projection to one worker is checked against
+    measured_n1: tuple = None
     predictions: dict = dataclasses.field(default_factory=dict)  # n -> (predicted, measured, error)
     own_cores: dict = dataclasses.field(default_factory=dict)  # n -> prediction without sharing
     slowdowns: dict = dataclasses.field(default_factory=dict)  # n -> (factor, phase, runs)
@@ -181,8 +184,10 @@ def fit(records):
             by_n = collections.defaultdict(list)
             for r in rs:
                 by_n[workers_of(r)].append(r)
+            n1 = own_n1.get(setting, {}).get(strategy)
             f = Fit(setting, strategy, profile, rs[0].get("num_ps") or 1,
                     {n: measured_cell(by_n[n]) for n in sorted(by_n)},
+                    measured_n1=measured_cell(n1) if n1 else None,
                     notes=list(profile_notes))
             _predict_local(f, by_n, sharing.get(setting), sweeps)
             fits.append(f)

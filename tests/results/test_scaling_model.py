@@ -140,6 +140,32 @@ def test_one_estimator_of_measured(results_dir):
     assert mw.measured[2][2] == pytest.approx(row["examples_per_sec"])
 
 
+def test_the_projection_to_one_worker_is_shown_against_the_measured_n1(results_dir):
+    """The issue's N=1 check in the report itself: the strategy's N=1 runs are a measured row
+    (projection.csv, the plot's dots at N=1) and a line beside the one-worker projection."""
+    # MWMS N=1 on 2 threads (not a one-core run: the compute stays the baseline's 0.1 s): 20
+    # steps in 2.2 s -> 0.11 s per step, 0.001 of it its probe
+    n1 = _record("m1", "multi_worker_mirrored", 1, 2.2, 20, probe=0.001, threads=2)
+    fits = _fits(_load(results_dir, n1))
+    mw, ps = fits["multi_worker_mirrored"], fits["parameter_server"]
+    assert ps.measured_n1 is None and mw.measured_n1[2] == pytest.approx(64 * 20 / 2.2)
+    rows = projections.projection_rows([mw, ps], NET)
+    (one,) = [r for r in rows if r["kind"] == "measured" and r["n"] == 1]
+    assert one["strategy"] == "multi_worker_mirrored"
+    assert one["examples_per_sec"] == pytest.approx(64 * 20 / 2.2)
+    assert one["speedup"] == pytest.approx(0.109 / 0.11)  # against compute + overhead
+    assert not one["note"]
+    faster = projections._flag(dict(one, efficiency=1.03))  # no scaling: not "not physical"
+    assert faster["note"] == projections.FASTER_N1
+    projected = mw.project(1, NET)["examples_per_sec"]
+    assert projected == pytest.approx(64 / 0.109)  # the overhead its N=1 runs left: 9 ms
+    text = projections.markdown([mw, ps], rows, NET)
+    assert (f"| cnn | 1280 | multi_worker_mirrored | {projected:.0f} | {64 * 20 / 2.2:.0f} | "
+            f"{(projected / (64 * 20 / 2.2) - 1) * 100:+.1f}% |") in text
+    assert "| cnn | 1280 | parameter_server | " not in text.split("One worker projected")[1] \
+        .split("\n\n")[1]
+
+
 def test_compute_is_the_baseline_for_every_strategy(results_dir):
     """Defect 7: a PSS N=1 worker that borrowed a second core steps faster than one core
     computes: the profile keeps the 1-thread compute, PSS's overhead is 0 and the notes say so."""
