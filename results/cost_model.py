@@ -50,6 +50,11 @@ Per-replica step time:  t = compute / device_speedup + overhead + communication
       all-reduce of the parameters, 2 (N-1)/N W (dense, whatever the gradient's kind), after
       the whole backward (no overlap); a device holds 1/N of the optimizer state and a copy of
       1/N of the parameters
+    the parameter servers' own work (PSS): a ps applies the optimizer's update to the variables
+      it holds and serves every pull and push, one worker's after another's; the profile's ps
+      CPU seconds per example c (PSS N=1, with the ps's threads t) bound the cluster at
+      K x (ps_cores / t) / c examples per second (x d with ps_local_aggregation: one update
+      per host), bound "the parameter servers' CPU"; ps cores as fast as the profile's machine
     shared medium (the emulated network, tc tbf on one loopback): every byte of every link
       goes through one bucket of B: all-reduce 2 (N-1) G / B per step; a PSS worker (G + P)/B
       per step, and the cluster at most B / (G + P) steps per second
@@ -147,6 +152,12 @@ class WorkloadProfile:
     # have cores of their own.
     cpu_s_per_example: dict = dataclasses.field(default_factory=dict)
     sharing: dict = dataclasses.field(default_factory=dict)
+    # The parameter servers' CPU seconds per example trained (all ps together), measured at
+    # PSS N=1 with ps_threads threads per ps: a ps applies the optimizer's update of the
+    # variables it holds (PSS places it with the variable) and serves the pulls and pushes,
+    # for every worker in turn (see the module doc); 0: unmeasured, no bound
+    ps_cpu_s_per_example: float = 0.0
+    ps_threads: int = 0
     # {"K": {"batch": B, "step_s": s}}: one device's step measured with K threads at batch B,
     # the batch one device trains under the run's global batch: one process with a
     # machine_cores cluster's K cores to itself (what --strategy=one_device does with its
@@ -189,6 +200,9 @@ class ClusterSpec:
     # device on its own (TF's ParameterServerStrategy, variable_update=parameter_server)
     ps_local_aggregation: bool = False
     shared_medium: bool = False  # every link shares one bucket of inter_host_gbps
+    # Cores each parameter server applies updates with; 0: as many as the profile's ps ran
+    # with (its ps_threads). The ps's cores are taken as fast as the profile's machine's.
+    ps_cores: int = 0
     # One host (the last) slower by this many seconds per step: a straggler (see the module
     # doc); 0: every host equally fast
     straggler_s: float = 0.0
@@ -204,6 +218,9 @@ class ClusterSpec:
         return self.hosts * self.devices_per_host
 
     def check(self):
+        if self.ps_cores < 0:
+            raise SpecError(f"cluster ps_cores={self.ps_cores} must be >= 0 (0: as the "
+                            f"profile's parameter servers ran)")
         for name in ("hosts", "devices_per_host", "num_ps"):
             if getattr(self, name) < 1:
                 raise SpecError(f"cluster {name}={getattr(self, name)} must be >= 1")
@@ -587,6 +604,9 @@ def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None, stag
         cap = profile.batch * cluster.inter_host_gbps * 1e9 / 8 / (gradient + profile.pull_bytes)
         if cap < rate:
             rate, bound = cap, "the shared link"
+    served = ps_served(profile, cluster) if kind(strategy).parameter_servers else None
+    if served is not None and served < rate:
+        rate, bound = served, "the parameter servers' CPU"
     alone = profile.batch / (profile.compute_s / cluster.device_speedup + overhead)
     speedup = rate / alone
     split = stages if kind(strategy).pipelined else 1
@@ -597,6 +617,19 @@ def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None, stag
     return Prediction(strategy, devices, step, compute, overhead, comm_exposed, rate,
                       speedup, speedup / devices, comm_exposed / step, memory,
                       fits_memory(memory, cluster), bound, cluster.straggler_s)
+
+
+def ps_served(profile, cluster):
+    """Examples/s the cluster's parameter servers can serve (see the module doc), or None where
+    the profile did not measure their CPU: K ps x (their cores / the cores the profile's ps
+    had) / the ps CPU seconds per example; with ps_local_aggregation a host's one push covers
+    its d devices' examples, x d."""
+    if not profile.ps_cpu_s_per_example:
+        return None
+    threads = profile.ps_threads or 1
+    cores = cluster.ps_cores or threads
+    per_push = cluster.devices_per_host if cluster.ps_local_aggregation else 1
+    return cluster.num_ps * cores / threads * per_push / profile.ps_cpu_s_per_example
 
 
 @dataclasses.dataclass(frozen=True)

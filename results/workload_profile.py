@@ -23,6 +23,8 @@ profile-<model>-<examples>-b<batch>-k<K>-<dtype>.json):
   cpu_s_per_example  per strategy (and the baseline): CPU seconds per example over all its
                tasks at N=1, ps and chief too; with `sharing`, what a local cluster's cores
                can deliver (a cluster spec's machine_cores)
+  ps_cpu_s_per_example, ps_threads  the PSS N=1 runs' ps CPU seconds per example (every ps
+               task; the optimizer's update runs there) and the threads each ps had
   sharing      per K calibrated: the lockstep slowdown of K plain loops sharing this machine and
                the cores they keep busy (experiments/comparison/sharing.py)
   reducers     per --compression form measured on the same model, batch and dtype (any
@@ -139,6 +141,24 @@ def cpu_per_example(records):
     return 1 / rate if rate else None
 
 
+def ps_cpu_of(records):
+    """(ps CPU seconds per example over all the runs' ps tasks, the threads each ps had): the
+    median over PSS runs whose record has each task's cores; (0, 0) without one."""
+    per_example, threads = [], []
+    for r in records:
+        cpu = r.get("cpu") or {}
+        by_task = cpu.get("cores_by_task") or {}
+        ps = sum(c for task, c in by_task.items() if task.startswith("ps:"))
+        if not ps or cpu.get("scope") != "all tasks" or not cpu.get("wall_s"):
+            continue
+        examples_per_s = cpu["examples_per_cpu_second"] * cpu["seconds"] / cpu["wall_s"]
+        per_example.append(ps / examples_per_s)
+        threads.append(r.get("threads_per_task") or 0)
+    if not per_example:
+        return 0.0, 0
+    return metrics.median(per_example), int(metrics.median(threads) or 0)
+
+
 def profile_of(setting, baseline, own_n1, runs, sharing=None):
     """(WorkloadProfile, notes) of one setting. baseline: its 1-thread baseline records;
     own_n1: {strategy: its N=1 records}; runs: the setting's probed multi-worker records;
@@ -210,6 +230,8 @@ def profile_of(setting, baseline, own_n1, runs, sharing=None):
     boundary = metrics.median([r.get("boundary_activation_bytes") for r in [
         *baseline, *runs, *(x for rs in own_n1.values() for x in rs)]])
     split = next((r["tensor_split"] for r in [*baseline, *runs] if r.get("tensor_split")), None)
+    # the ps's own work, from the N=1 runs: one worker, so nothing waits in the ps's queue
+    ps_cpu = ps_cpu_of([r for s, rs in own_n1.items() if kind(s).parameter_servers for r in rs])
     profile = cost_model.WorkloadProfile(
         model=setting[SETTING_KEYS.index("model")], batch=step_batch_of(first),
         compute_s=compute, gradient_bytes={dtype: comm["gradient_bytes"]},
@@ -230,6 +252,7 @@ def profile_of(setting, baseline, own_n1, runs, sharing=None):
             [(BASELINE, cpu_per_example(baseline))] +
             [(s, cpu_per_example(rs)) for s, rs in sorted(own_n1.items())]) if cost},
         sharing=sharing_figures(sharing),
+        ps_cpu_s_per_example=ps_cpu[0], ps_threads=ps_cpu[1],
         device=f"{(first.get('environment') or {}).get('cpu_model') or 'this machine'}, "
               f"1 thread", source=", ".join(sorted({r["run_id"] for r in [
                   *baseline, *one_core, *runs]}))[:200])

@@ -162,6 +162,32 @@ def test_overlap_hides_no_more_than_the_steps_compute():
     assert half.communication_s == pytest.approx(comm / 2)
 
 
+def test_the_parameter_servers_own_work_bounds_pss():
+    """A ps applies the update of every worker's push in turn: with 250 µs of ps CPU per example
+    (one ps thread, measured at N=1) one ps serves 4000 examples/s however fast the network,
+    K ps or ps_cores scale it, local aggregation updates once per host; MWMS has no ps."""
+    profile = _profile(pull_bytes=G, ps_cpu_s_per_example=250e-6, ps_threads=1)
+    fast = dict(inter_host_gbps=1000.0, inter_host_latency_us=0.0)
+    one = cost_model.predict(profile, ClusterSpec(hosts=64, **fast), "parameter_server")
+    assert one.examples_per_sec == pytest.approx(4000)
+    assert one.bound == "the parameter servers' CPU"
+    assert cost_model.predict(profile, ClusterSpec(hosts=64, num_ps=4, **fast),
+                              "parameter_server").examples_per_sec == pytest.approx(16000)
+    assert cost_model.predict(profile, ClusterSpec(hosts=64, ps_cores=2, **fast),
+                              "parameter_server").examples_per_sec == pytest.approx(8000)
+    per_host = ClusterSpec(hosts=8, devices_per_host=8, ps_local_aggregation=True, **fast)
+    assert cost_model.ps_served(profile, per_host) == pytest.approx(32000)
+    # below the bound the step decides: two workers compute 1280 examples/s
+    two = cost_model.predict(profile, ClusterSpec(hosts=2, **fast), "parameter_server")
+    assert two.examples_per_sec == pytest.approx(2 * 64 / 0.1, rel=1e-3) and not two.bound
+    mwms = cost_model.predict(profile, ClusterSpec(hosts=64, **fast), "multi_worker_mirrored")
+    assert mwms.examples_per_sec > 4 * 4000 and not mwms.bound
+    # unmeasured (a hand-written profile without it): no bound
+    assert cost_model.ps_served(_profile(), ClusterSpec()) is None
+    with pytest.raises(cost_model.SpecError, match="ps_cores=-1"):
+        ClusterSpec(ps_cores=-1).check()
+
+
 def test_parameter_servers_with_local_aggregation_push_once_per_host():
     """tf_cnn_benchmarks' distributed_replicated: a host's 8 devices ring-reduce over the
     intra-host link, then the host pushes G and pulls P once (fan-in H/K, not its 8 devices)."""
