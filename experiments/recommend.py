@@ -38,16 +38,19 @@ _SPEEDUP = flags.DEFINE_float("accelerator_speedup", 1.0, "How many times faster
                               lower_bound=1e-3)
 _NUM_PS = flags.DEFINE_integer("num_ps", 1, "Parameter servers of the target (PSS).",
                                lower_bound=1)
+_PS_CORES = flags.DEFINE_integer("ps_cores", 0, "Cores each parameter server of the target "
+                                  "applies updates with (0: as many as the profile's ps had).",
+                                  lower_bound=0)
 _MODEL = flags.DEFINE_string("model", "", "Which measured model (default: the only one).")
 _PROFILE = flags.DEFINE_string("profile", "", "A workload profile (JSON) instead of the "
                                "records: e.g. a comparison's profile-*.json, or your own.")
 _CLUSTER = flags.DEFINE_string("cluster", "", "A cluster spec (JSON) instead of --workers, "
-                               "--network_gbps, --network_latency_us, --accelerator_speedup and "
-                               "--num_ps.")
+                               "--network_gbps, --network_latency_us, --accelerator_speedup, "
+                               "--num_ps and --ps_cores.")
 _DTYPE = flags.DEFINE_enum("gradient_sync_dtype", None, list(SYNC_DTYPES), "Sync dtype to "
                            "predict (default: a measured profile's own; a --profile's float32).")
 _CLUSTER_FLAGS = ("workers", "network_gbps", "network_latency_us", "accelerator_speedup",
-                  "num_ps")
+                  "num_ps", "ps_cores")
 
 
 def main(argv):
@@ -60,7 +63,7 @@ def main(argv):
             _CLUSTER.value, [name for name in _CLUSTER_FLAGS if flags.FLAGS[name].present],
             hosts=_WORKERS.value, inter_host_gbps=_GBPS.value,
             inter_host_latency_us=_LATENCY.value, device_speedup=_SPEEDUP.value,
-            num_ps=_NUM_PS.value)
+            num_ps=_NUM_PS.value, ps_cores=_PS_CORES.value)
         if _PROFILE.value:
             profile, where = cost_model.load_profile(_PROFILE.value), f"from {_PROFILE.value}"
             dtype = _DTYPE.value or "float32"

@@ -52,9 +52,10 @@ Per-replica step time:  t = compute / device_speedup + overhead + communication
       1/N of the parameters
     the parameter servers' own work (PSS): a ps applies the optimizer's update to the variables
       it holds and serves every pull and push, one worker's after another's; the profile's ps
-      CPU seconds per example c (PSS N=1, with the ps's threads t) bound the cluster at
-      K x (ps_cores / t) / c examples per second (x d with ps_local_aggregation: one update
-      per host), bound "the parameter servers' CPU"; ps cores as fast as the profile's machine
+      CPU seconds per worker step c (PSS N=1, with the ps's threads t) bound the cluster at
+      K x (ps_cores / t) x batch / c examples per second (x d with ps_local_aggregation: one
+      update per host), bound "the parameter servers' CPU"; ps cores as fast as the profile's
+      machine's, and an accumulated step's one update costs the ps what one step's does
     shared medium (the emulated network, tc tbf on one loopback): every byte of every link
       goes through one bucket of B: all-reduce 2 (N-1) G / B per step; a PSS worker (G + P)/B
       per step, and the cluster at most B / (G + P) steps per second
@@ -152,11 +153,11 @@ class WorkloadProfile:
     # have cores of their own.
     cpu_s_per_example: dict = dataclasses.field(default_factory=dict)
     sharing: dict = dataclasses.field(default_factory=dict)
-    # The parameter servers' CPU seconds per example trained (all ps together), measured at
-    # PSS N=1 with ps_threads threads per ps: a ps applies the optimizer's update of the
-    # variables it holds (PSS places it with the variable) and serves the pulls and pushes,
-    # for every worker in turn (see the module doc); 0: unmeasured, no bound
-    ps_cpu_s_per_example: float = 0.0
+    # The parameter servers' CPU seconds per worker step at `batch` (all ps together), measured
+    # at PSS N=1 with ps_threads threads per ps: a ps applies the optimizer's update of the
+    # variables it holds (PSS places it with the variable) and serves the pull and push, once
+    # per worker step, for every worker in turn (see the module doc); 0: unmeasured, no bound
+    ps_cpu_s_per_step: float = 0.0
     ps_threads: int = 0
     # {"K": {"batch": B, "step_s": s}}: one device's step measured with K threads at batch B,
     # the batch one device trains under the run's global batch: one process with a
@@ -621,15 +622,15 @@ def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None, stag
 
 def ps_served(profile, cluster):
     """Examples/s the cluster's parameter servers can serve (see the module doc), or None where
-    the profile did not measure their CPU: K ps x (their cores / the cores the profile's ps
-    had) / the ps CPU seconds per example; with ps_local_aggregation a host's one push covers
-    its d devices' examples, x d."""
-    if not profile.ps_cpu_s_per_example:
+    the profile did not measure their CPU: K ps x (their cores / the threads the profile's ps
+    had) worker steps of `batch` per ps CPU second of a step; with ps_local_aggregation a
+    host's one push covers its d devices' steps, x d."""
+    if not profile.ps_cpu_s_per_step:
         return None
     threads = profile.ps_threads or 1
     cores = cluster.ps_cores or threads
     per_push = cluster.devices_per_host if cluster.ps_local_aggregation else 1
-    return cluster.num_ps * cores / threads * per_push / profile.ps_cpu_s_per_example
+    return cluster.num_ps * cores / threads * per_push * profile.batch / profile.ps_cpu_s_per_step
 
 
 @dataclasses.dataclass(frozen=True)

@@ -23,7 +23,7 @@ profile-<model>-<examples>-b<batch>-k<K>-<dtype>.json):
   cpu_s_per_example  per strategy (and the baseline): CPU seconds per example over all its
                tasks at N=1, ps and chief too; with `sharing`, what a local cluster's cores
                can deliver (a cluster spec's machine_cores)
-  ps_cpu_s_per_example, ps_threads  the PSS N=1 runs' ps CPU seconds per example (every ps
+  ps_cpu_s_per_step, ps_threads  the PSS N=1 runs' ps CPU seconds per worker step (every ps
                task; the optimizer's update runs there) and the threads each ps had
   sharing      per K calibrated: the lockstep slowdown of K plain loops sharing this machine and
                the cores they keep busy (experiments/comparison/sharing.py)
@@ -142,9 +142,9 @@ def cpu_per_example(records):
 
 
 def ps_cpu_of(records):
-    """(ps CPU seconds per example over all the runs' ps tasks, the threads each ps had): the
-    median over PSS runs whose record has each task's cores; (0, 0) without one."""
-    per_example, threads = [], []
+    """(ps CPU seconds per worker step over all the runs' ps tasks, the threads each ps had):
+    the median over PSS runs whose record has each task's cores; (0, 0) without one."""
+    per_step, threads = [], []
     for r in records:
         cpu = r.get("cpu") or {}
         by_task = cpu.get("cores_by_task") or {}
@@ -152,11 +152,11 @@ def ps_cpu_of(records):
         if not ps or cpu.get("scope") != "all tasks" or not cpu.get("wall_s"):
             continue
         examples_per_s = cpu["examples_per_cpu_second"] * cpu["seconds"] / cpu["wall_s"]
-        per_example.append(ps / examples_per_s)
+        per_step.append(ps / examples_per_s * step_batch_of(r))
         threads.append(r.get("threads_per_task") or 0)
-    if not per_example:
+    if not per_step:
         return 0.0, 0
-    return metrics.median(per_example), int(metrics.median(threads) or 0)
+    return metrics.median(per_step), int(metrics.median(threads) or 0)
 
 
 def profile_of(setting, baseline, own_n1, runs, sharing=None):
@@ -252,7 +252,7 @@ def profile_of(setting, baseline, own_n1, runs, sharing=None):
             [(BASELINE, cpu_per_example(baseline))] +
             [(s, cpu_per_example(rs)) for s, rs in sorted(own_n1.items())]) if cost},
         sharing=sharing_figures(sharing),
-        ps_cpu_s_per_example=ps_cpu[0], ps_threads=ps_cpu[1],
+        ps_cpu_s_per_step=ps_cpu[0], ps_threads=ps_cpu[1],
         device=f"{(first.get('environment') or {}).get('cpu_model') or 'this machine'}, "
               f"1 thread", source=", ".join(sorted({r["run_id"] for r in [
                   *baseline, *one_core, *runs]}))[:200])

@@ -163,10 +163,11 @@ def test_overlap_hides_no_more_than_the_steps_compute():
 
 
 def test_the_parameter_servers_own_work_bounds_pss():
-    """A ps applies the update of every worker's push in turn: with 250 µs of ps CPU per example
-    (one ps thread, measured at N=1) one ps serves 4000 examples/s however fast the network,
-    K ps or ps_cores scale it, local aggregation updates once per host; MWMS has no ps."""
-    profile = _profile(pull_bytes=G, ps_cpu_s_per_example=250e-6, ps_threads=1)
+    """A ps applies the update of every worker's push in turn: with 16 ms of ps CPU per step of
+    64 (one ps thread, measured at N=1) one ps serves 4000 examples/s however fast the network,
+    K ps or ps_cores scale it, local aggregation updates once per host, an accumulated step of
+    4 micro-batches is one update; MWMS has no ps."""
+    profile = _profile(pull_bytes=G, ps_cpu_s_per_step=0.016, ps_threads=1)
     fast = dict(inter_host_gbps=1000.0, inter_host_latency_us=0.0)
     one = cost_model.predict(profile, ClusterSpec(hosts=64, **fast), "parameter_server")
     assert one.examples_per_sec == pytest.approx(4000)
@@ -177,6 +178,8 @@ def test_the_parameter_servers_own_work_bounds_pss():
                               "parameter_server").examples_per_sec == pytest.approx(8000)
     per_host = ClusterSpec(hosts=8, devices_per_host=8, ps_local_aggregation=True, **fast)
     assert cost_model.ps_served(profile, per_host) == pytest.approx(32000)
+    from results.planner import accumulated
+    assert cost_model.ps_served(accumulated(profile, 4), ClusterSpec()) == pytest.approx(16000)
     # below the bound the step decides: two workers compute 1280 examples/s
     two = cost_model.predict(profile, ClusterSpec(hosts=2, **fast), "parameter_server")
     assert two.examples_per_sec == pytest.approx(2 * 64 / 0.1, rel=1e-3) and not two.bound

@@ -167,18 +167,18 @@ def test_the_projection_to_one_worker_is_shown_against_the_measured_n1(results_d
 
 
 def test_the_ps_cpu_of_the_pss_n1_runs_bounds_pss(results_dir):
-    """The profile takes the PSS N=1 runs' ps CPU per example from the record's cores per task
-    (the ps busy 0.8 cores at 640 examples/s: 1.25 ms an example); one ps then serves at most
+    """The profile takes the PSS N=1 runs' ps CPU per step from the record's cores per task
+    (the ps busy 0.8 cores at 640 examples/s: 80 ms a step of 64); one ps then serves at most
     800 examples/s here and on any cluster, below the 1164 the N=2 step alone predicts."""
     n1 = _record("p1", "parameter_server", 1, 2.0, 20, probe=0.01)  # 640 examples/s
     n1["cpu"] = {"scope": "all tasks", "seconds": 6.0, "wall_s": 4.0,
                  "examples_per_cpu_second": 2560 / 6.0,
                  "cores_by_task": {"chief:0": 0.1, "ps:0": 0.8, "worker:0": 0.6}}
     without = _fits(_load(results_dir))["parameter_server"]
-    assert without.profile.ps_cpu_s_per_example == 0.0  # no PSS N=1 run: no bound
+    assert without.profile.ps_cpu_s_per_step == 0.0  # no PSS N=1 run: no bound
     assert without.prediction_n2[0] == pytest.approx(2 * 64 / 0.11)
     ps = _fits(_load(results_dir, n1))["parameter_server"]
-    assert ps.profile.ps_cpu_s_per_example == pytest.approx(0.8 / 640)
+    assert ps.profile.ps_cpu_s_per_step == pytest.approx(0.8 / 640 * 64)
     assert ps.profile.ps_threads == 1
     assert ps.prediction_n2[0] == pytest.approx(800)
     assert ps.project(64, NET)["examples_per_sec"] == pytest.approx(800)
