@@ -105,6 +105,9 @@ OPTIMIZER_SLOTS = {"sgd": 0, "momentum": 1, "adam": 2}  # slot variables per wei
 ZERO_STRATEGIES = ("multi_worker_mirrored",)  # --zero=1 (experiments/engine/zero.py)
 
 
+PS_BOUND = "the parameter servers' CPU"  # a Prediction's bound where the ps's work holds PSS
+
+
 class SpecError(ValueError):
     """A profile or cluster file that cannot be used (one line for the user)."""
 
@@ -607,7 +610,7 @@ def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None, stag
             rate, bound = cap, "the shared link"
     served = ps_served(profile, cluster) if kind(strategy).parameter_servers else None
     if served is not None and served < rate:
-        rate, bound = served, "the parameter servers' CPU"
+        rate, bound = served, PS_BOUND
     alone = profile.batch / (profile.compute_s / cluster.device_speedup + overhead)
     speedup = rate / alone
     split = stages if kind(strategy).pipelined else 1

@@ -73,15 +73,17 @@ def recommend(profile, cluster, dtype="float32", where=""):
              f"gradients {profile.gradient(dtype) / 1e6:.2f} MB ({dtype}, {profile.gradient_kind})"
              + (f"; {where}" if where else "") + ".", "",
              "| strategy | projected examples/s | step ms | compute ms | overhead ms | "
-             "communication ms | communication share | efficiency | memory / device MB |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "communication ms | communication share | efficiency | memory / device MB | "
+             "held by |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for p in predictions:
         lines.append(f"| {REGISTRY[p.strategy].short} | {p.examples_per_sec:.0f} | "
                      f"{p.step_s * 1e3:.2f} | "
                      f"{p.compute_s * 1e3:.2f} | {p.overhead_s * 1e3:.2f} | "
                      f"{p.communication_s * 1e3:.2f} | {p.communication_share * 100:.0f}% | "
                      f"{p.efficiency * 100:.0f}% | {p.memory_per_device_bytes / 1e6:.1f}"
-                     + ("" if p.fits_memory else " (does not fit)") + " |")
+                     + ("" if p.fits_memory else " (does not fit)") + " | "
+                     + (p.bound or "its step") + " |")
     best, other = predictions[0], predictions[1]
     why = ("less communication per step" if best.communication_s < other.communication_s else
            "less time besides communication (compute and per-step overhead)")
@@ -90,6 +92,13 @@ def recommend(profile, cluster, dtype="float32", where=""):
                   f"{REGISTRY[other.strategy].short}'s projected throughput ({why}: "
                   f"{best.communication_s * 1e3:.2f} ms vs {other.communication_s * 1e3:.2f} ms "
                   "of communication per step)."]
+    lines += [f"{REGISTRY[p.strategy].short} is held at {p.examples_per_sec:.0f} examples/s by "
+              f"{p.bound}" + (f" ({cluster.num_ps} ps of "
+                              f"{cluster.ps_cores or profile.ps_threads or 1} core(s) each, "
+                              f"{profile.ps_cpu_s_per_step * 1e3:.2f} ms of ps CPU per worker "
+                              f"step measured; more ps or ps cores raise it)"
+                              if p.bound == cost_model.PS_BOUND else "") + "."
+              for p in predictions if p.bound]
     if not best.fits_memory:
         lines.append(f"Warning: {REGISTRY[best.strategy].short} needs "
                      f"{best.memory_per_device_bytes / 1e6:.1f} MB per device, over the cap.")

@@ -59,6 +59,26 @@ def test_two_worker_target_prints_the_emulated_check(tmp_path):
     assert "--bandwidths=1,0" in text
 
 
+def test_a_busy_parameter_server_holds_pss_and_the_text_says_so(tmp_path):
+    """The PSS N=1 run's ps busy 0.9 cores at 640 examples/s (90 ms of ps CPU per step of 64):
+    on 8 fast hosts one ps of one core holds PSS at 711 examples/s, 2 ps of 2 cores at 2844."""
+    recs = _records(tmp_path)
+    for r in recs:
+        if r["run_id"] == "p1":
+            r["cpu"] = {"scope": "all tasks", "seconds": 6.0, "wall_s": 4.0,
+                        "examples_per_cpu_second": 2560 / 6.0,
+                        "cores_by_task": {"ps:0": 0.9, "worker:0": 0.6}}
+    profile, dtype, _ = recommendation.measured_profile(recs)
+    assert profile.ps_cpu_s_per_step == pytest.approx(0.9 / 640 * 64)
+    one = cost_model.ClusterSpec(hosts=8, inter_host_gbps=100.0)
+    text = recommendation.recommend(profile, one, dtype)
+    assert "| PSS | 711 |" in text and "| the parameter servers' CPU |" in text
+    assert ("PSS is held at 711 examples/s by the parameter servers' CPU (1 ps of 1 core(s) "
+            "each, 90.00 ms of ps CPU per worker step measured") in text
+    more = cost_model.ClusterSpec(hosts=8, inter_host_gbps=100.0, num_ps=2, ps_cores=2)
+    assert "| PSS | 2844 |" in recommendation.recommend(profile, more, dtype)
+
+
 def test_recommend_from_a_hand_written_profile_and_cluster(tmp_path):
     """The documented example files: a ResNet-50 profile and an 8-host cluster, no records."""
     proc = run_module("experiments.recommend",
