@@ -19,10 +19,14 @@ FASTER_N1 = ("the N=1 runs stepped faster than the profile's one worker (its com
 
 
 def _flag(row):
-    """The row with its `note`: an efficiency above 100% is never shown bare. At N=1 it is
-    no scaling at all, only the measured runs against the profile's one worker."""
+    """The row with its `note`: an efficiency above 100% is never shown bare (at N=1 it is
+    no scaling at all, only the measured runs against the profile's one worker), and a
+    projection held by a bound rather than its step says which."""
     above = row["efficiency"] > 1 + 1e-9
-    row["note"] = "" if not above else FASTER_N1 if row["n"] == 1 else UNPHYSICAL
+    bound = row.pop("bound", "")
+    notes = ["" if not above else FASTER_N1 if row["n"] == 1 else UNPHYSICAL,
+             f"held by {bound}" if bound else ""]
+    row["note"] = "; ".join(n for n in notes if n)
     return row
 
 

@@ -101,7 +101,7 @@ class Fit:
         return {"step_time_s": p.step_s, "compute_s": p.compute_s,
                 "communication_s": p.communication_s, "overhead_s": p.overhead_s,
                 "examples_per_sec": p.examples_per_sec, "speedup": p.speedup,
-                "efficiency": p.efficiency}
+                "efficiency": p.efficiency, "bound": p.bound}
 
     def loopback_gbps(self, n=2):
         """Bandwidth the probe at N implies here: the bytes the cost model moves / probe time."""

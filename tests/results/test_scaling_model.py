@@ -182,6 +182,9 @@ def test_the_ps_cpu_of_the_pss_n1_runs_bounds_pss(results_dir):
     assert ps.profile.ps_threads == 1
     assert ps.prediction_n2[0] == pytest.approx(800)
     assert ps.project(64, NET)["examples_per_sec"] == pytest.approx(800)
+    (row,) = [r for r in projections.projection_rows([ps], NET)
+              if r["kind"] == "projected" and r["n"] == 64]
+    assert row["note"] == "held by the parameter servers' CPU" and "bound" not in row
     mw = _fits(_load(results_dir, n1))["multi_worker_mirrored"]
     assert mw.project(64, NET)["examples_per_sec"] > 800
 
