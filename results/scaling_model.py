@@ -131,13 +131,17 @@ def sweep_fit(sweeps, strategy, n, key="probe_s"):
         [(k, metrics.median(ts)) for k, ts in by_count.items()])
 
 
-def sync_bytes(profile, strategy, dtype):
-    """The message size whose sweep time stands for one step's synchronization: the gradient
-    (all-reduce packs a step's gradients into one message), or for PSS, whose sweep pulls and
+def sync_bytes(profile, strategy, dtype, n=2):
+    """The message size whose sweep time stands for one step's synchronization with n workers:
+    the gradient (all-reduce packs a step's gradients into one message); sparse rows are
+    all-gathered, (n-1) G to each worker where the swept ring all-reduce of S moves 2(n-1)/n S,
+    so the all-reduce of n G / 2 (the gradient itself at n = 2); for PSS, whose sweep pulls and
     pushes each size, the mean of what a step pushes and pulls."""
     gradient = profile.gradient(dtype)
     if kind(strategy).parameter_servers:
         return (gradient + profile.pull_bytes) / 2
+    if profile.gradient_kind == "sparse":
+        return gradient * max(2, n) / 2
     return gradient
 
 
@@ -201,7 +205,7 @@ def _predict_local(f, by_n, sharing, sweeps=None):
     for n, (step, probe, rate) in f.measured.items():
         lb = sweep_fit(sweeps or {}, f.strategy, n)
         if lb is not None:
-            sync = lb.seconds(sync_bytes(f.profile, f.strategy, f.dtype), f.profile.tensors)
+            sync = lb.seconds(sync_bytes(f.profile, f.strategy, f.dtype, n), f.profile.tensors)
             f.sync[n], f.sync_fits[n] = (sync, "sweep"), lb
             f.notes.append(f"N={n} synchronization {sync * 1e3:.2f} ms from the sweep with {n} "
                            f"processes (alpha {lb.alpha_s * 1e6:.0f} us, 1/beta "
@@ -217,7 +221,7 @@ def _predict_local(f, by_n, sharing, sweeps=None):
         # for all-reduce only: an N=1 MWMS run reduces nothing, a PSS N=1 run pushes and pulls.
         cpu_fit = sweep_fit(sweeps or {}, f.strategy, n, "cpu_s") \
             if kind(f.strategy).all_reduce else None
-        sync_cpu = cpu_fit.seconds(sync_bytes(f.profile, f.strategy, f.dtype),
+        sync_cpu = cpu_fit.seconds(sync_bytes(f.profile, f.strategy, f.dtype, n),
                                    f.profile.tensors) if cpu_fit is not None else 0.0
         here = cost_model.Here(sync_s=sync, sync_cpu_s=sync_cpu)
         cores = cores_of(by_n[n])

@@ -1,6 +1,7 @@
 """The scaling model: the workload profile fitted from fixture records, this machine's runs
 predicted from it, the projections through the cost model, and the report's section."""
 import csv
+import dataclasses
 import json
 
 import matplotlib.image as mpimg
@@ -187,6 +188,21 @@ def test_the_ps_cpu_of_the_pss_n1_runs_bounds_pss(results_dir):
     assert row["note"] == "held by the parameter servers' CPU" and "bound" not in row
     mw = _fits(_load(results_dir, n1))["multi_worker_mirrored"]
     assert mw.project(64, NET)["examples_per_sec"] > 800
+
+
+def test_sparse_rows_are_swept_as_the_all_reduce_that_moves_what_their_all_gather_does():
+    """An all-gather sends each worker the other n-1 workers' rows, (n-1) G; the swept ring
+    all-reduce of S moves 2(n-1)/n S: at n = 3 the sweep's 1.5 G, at 2 the gradient itself."""
+    sparse = cost_model.WorkloadProfile(model="e", batch=64, compute_s=0.01,
+                                        gradient_bytes={"float32": 1e6}, gradient_kind="sparse",
+                                        pull_bytes=2e6)
+    dense = dataclasses.replace(sparse, gradient_kind="dense")
+    mw = "multi_worker_mirrored"
+    assert scaling_model.sync_bytes(sparse, mw, "float32", 2) == 1e6
+    assert scaling_model.sync_bytes(sparse, mw, "float32", 3) == 1.5e6
+    assert scaling_model.sync_bytes(sparse, mw, "float32", 4) == 2e6
+    assert scaling_model.sync_bytes(dense, mw, "float32", 4) == 1e6
+    assert scaling_model.sync_bytes(sparse, "parameter_server", "float32", 4) == 1.5e6
 
 
 def test_compute_is_the_baseline_for_every_strategy(results_dir):
