@@ -110,17 +110,19 @@ class Fit:
         return moved * 8 / probe / 1e9 if probe else None
 
 
-def sweep_fit(sweeps, strategy, n, key="probe_s"):
+def sweep_fit(sweeps, strategy, n, key="probe_s", kind="dense"):
     """cost_model.LatencyBandwidth of the collectives cells' sweeps of `strategy` with `n`
     processes (the median per size over repeats) of `key`: probe_s, the seconds of one
-    synchronization, or cpu_s, the CPU seconds it costs one process; None without one."""
+    synchronization, or cpu_s, the CPU seconds it costs one process; of dense tensors, or with
+    kind="indexed_slices" of sparse rows (per tensor: 0, the split is swept dense only); None
+    without one."""
     by_size, by_count = collections.defaultdict(list), collections.defaultdict(list)
     for points in sweeps.get((strategy, n), []):
         for p in points:
-            if not p.get(key):
+            if not p.get(key) or p.get("kind", "dense") != kind:
                 continue
             tensors = p.get("tensors", 1)
-            if tensors > 1 or p["bytes"] == cost_model.SWEEP_SPLIT_BYTES:
+            if kind == "dense" and (tensors > 1 or p["bytes"] == cost_model.SWEEP_SPLIT_BYTES):
                 by_count[tensors].append(p[key]["median"])
             if tensors == 1:
                 by_size[p["bytes"]].append(p[key]["median"])
@@ -203,8 +205,20 @@ def _predict_local(f, by_n, sharing, sweeps=None):
     a cluster of N workers sharing the runs' cores, with the synchronization measured here at N
     (the sweep at K = N, else the runs' own probe) and its CPU (see the module doc)."""
     for n, (step, probe, rate) in f.measured.items():
-        lb = sweep_fit(sweeps or {}, f.strategy, n)
-        if lb is not None:
+        lb, rows = sweep_fit(sweeps or {}, f.strategy, n), None
+        if f.profile.gradient_kind == "sparse":
+            rows = sweep_fit(sweeps or {}, f.strategy, n, kind="indexed_slices")
+        if rows is not None:
+            # the sparse gradient as swept rows, at its own bytes (the rows' collective, not
+            # the dense stand-in), the other tensors at the dense sweep's cost per tensor
+            sync = rows.seconds(sync_bytes(f.profile, f.strategy, f.dtype)) + \
+                (lb.per_tensor_s if lb else 0.0) * max(0, f.profile.tensors - 1)
+            f.sync[n], f.sync_fits[n] = (sync, "sweep"), rows
+            f.notes.append(f"N={n} synchronization {sync * 1e3:.2f} ms from the sweep of sparse "
+                           f"rows with {n} processes (alpha {rows.alpha_s * 1e6:.0f} us, 1/beta "
+                           f"{rows.gbps:.2f} Gbit/s; the runs' own probe: "
+                           f"{(probe or 0.0) * 1e3:.2f} ms)")
+        elif lb is not None:
             sync = lb.seconds(sync_bytes(f.profile, f.strategy, f.dtype, n), f.profile.tensors)
             f.sync[n], f.sync_fits[n] = (sync, "sweep"), lb
             f.notes.append(f"N={n} synchronization {sync * 1e3:.2f} ms from the sweep with {n} "
@@ -219,9 +233,11 @@ def _predict_local(f, by_n, sharing, sweeps=None):
                            f"with {n} processes): in-sample")
         # The CPU one process spends in a synchronization with N processes (the sweep's cpu_s),
         # for all-reduce only: an N=1 MWMS run reduces nothing, a PSS N=1 run pushes and pulls.
-        cpu_fit = sweep_fit(sweeps or {}, f.strategy, n, "cpu_s") \
+        cpu_fit = sweep_fit(sweeps or {}, f.strategy, n, "cpu_s",
+                            "indexed_slices" if rows is not None else "dense") \
             if kind(f.strategy).all_reduce else None
-        sync_cpu = cpu_fit.seconds(sync_bytes(f.profile, f.strategy, f.dtype, n),
+        sync_cpu = cpu_fit.seconds(sync_bytes(f.profile, f.strategy, f.dtype,
+                                              2 if rows is not None else n),
                                    f.profile.tensors) if cpu_fit is not None else 0.0
         here = cost_model.Here(sync_s=sync, sync_cpu_s=sync_cpu)
         cores = cores_of(by_n[n])

@@ -250,7 +250,8 @@ def run_task(cfg, role, extra_config=None):
         if cfg.comm_probe else None
     if probe is not None and cfg.comm_sweep and probe.get("method") != "none (one replica)":
         probe["sweep"] = comm_probe.sweep(strategy, coordinator, steps_per_call=probe.get(
-            "steps_per_call", 1))
+            "steps_per_call", 1), sparse=bool((probe.get("gradient_kinds") or {}).get(
+                "indexed_slices")))
     if probe is not None and trainer.pipeline is not None:
         # Model parallelism's own traffic: each boundary's activations and their gradients.
         probe["activation_bytes"] = gpipe.total_activation_bytes(

@@ -464,6 +464,27 @@ def test_the_sweep_at_n_replaces_the_predicted_runs_own_probe(results_dir):
     assert len(rows) == len(summarize(_load(results_dir)))
 
 
+def test_a_sparse_gradient_is_synchronized_as_its_swept_rows(results_dir):
+    """A model with IndexedSlices: the collectives cell swept rows too (MWMS all-gathers them),
+    and the prediction takes the rows' fit at the gradient's bytes, not the dense all-reduce's;
+    a dense model's cell ignores them."""
+    recs = _load(results_dir)
+    for r in recs:
+        if r.get("communication"):
+            r["communication"]["gradient_kinds"] = {"indexed_slices": 1}
+    swept = _collectives("multi_worker_mirrored", 2, 1e-3, 4e-9)
+    swept["communication"]["sweep"] += [
+        {"bytes": b, "kind": "indexed_slices",
+         "probe_s": {"median": 3e-3 + 2e-8 * b, "min": 0, "max": 0, "n": 10}}
+        for b in (4160 * 4 ** i for i in range(7))]
+    mw = _fits(recs + [swept])["multi_worker_mirrored"]
+    assert mw.profile.gradient_kind == "sparse"
+    assert mw.sync[2] == (pytest.approx(3e-3 + 2e-8 * 1e6), "sweep")
+    assert any("sweep of sparse rows" in n for n in mw.notes)
+    dense = _fits(_load(results_dir, swept))["multi_worker_mirrored"]
+    assert dense.sync[2] == (pytest.approx(1e-3 + 4e-9 * 1e6), "sweep")
+
+
 def test_the_profile_takes_the_records_boundary_bytes_so_plans_include_pipelines(results_dir):
     """Each run records what a two-stage cut of its model moves per example; the measured
     profile carries it (the median over the setting's records), and without it none."""
