@@ -54,8 +54,10 @@ Per-replica step time:  t = compute / device_speedup + overhead + communication
       it holds and serves every pull and push, one worker's after another's; the profile's ps
       CPU seconds per worker step c (PSS N=1, with the ps's threads t) bound the cluster at
       K x (ps_cores / t) x batch / c examples per second (x d with ps_local_aggregation: one
-      update per host), bound "the parameter servers' CPU"; ps cores as fast as the profile's
-      machine's, and an accumulated step's one update costs the ps what one step's does
+      update per host), bound "the parameter servers' CPU"; assumed: ps cores as fast as the
+      profile's machine's, t threads serve t cores' worth (a ps of one thread used 1.2 cores
+      with workers queued, 2026-11-27), an accumulated step's one update costs the ps what one
+      step's does; a bounded prediction's step is the workers' step at the bound's rate
     shared medium (the emulated network, tc tbf on one loopback): every byte of every link
       goes through one bucket of B: all-reduce 2 (N-1) G / B per step; a PSS worker (G + P)/B
       per step, and the cluster at most B / (G + P) steps per second
@@ -280,6 +282,12 @@ def load_profile(path, flag="profile"):
                 _positive(step.get("batch")) and _positive(step.get("step_s"))):
             raise SpecError(f"--{flag}={path}: one_process {{{cores!r}: {step!r}}} is not a "
                             f"core count with {{\"batch\": > 0, \"step_s\": > 0}}")
+    ps_cpu, threads = profile.ps_cpu_s_per_step, profile.ps_threads
+    if not (ps_cpu == 0 or _positive(ps_cpu)) or not (isinstance(threads, int) and
+                                                     not isinstance(threads, bool) and
+                                                     threads >= 0):
+        raise SpecError(f"--{flag}={path}: ps_cpu_s_per_step {ps_cpu!r} and ps_threads "
+                        f"{threads!r} must be a number >= 0 and a whole number >= 0")
     for processes, figures in _items(profile.sharing, "sharing", path, flag):
         figures_ok = isinstance(figures, dict) and _positive(figures.get("slowdown")) and \
             (figures.get("busy_cores") is None or _positive(figures["busy_cores"]))
@@ -611,6 +619,10 @@ def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None, stag
     served = ps_served(profile, cluster) if kind(strategy).parameter_servers else None
     if served is not None and served < rate:
         rate, bound = served, PS_BOUND
+    if bound and bound != "a straggler":
+        # a worker's step at the bound's rate: compute, overhead and communication, and the
+        # rest waiting for the cores, the link or the ps
+        step = replicas * profile.batch / rate
     alone = profile.batch / (profile.compute_s / cluster.device_speedup + overhead)
     speedup = rate / alone
     split = stages if kind(strategy).pipelined else 1
@@ -669,17 +681,17 @@ def on_one_machine(profile, cluster, strategy, sync_cpu_s=0.0):
     return slowdown, cores * profile.batch / (profile.batch * per_example + sync_cpu_s)
 
 
-def this_machine(workers, cores, shaped_gbps=0.0):
+def this_machine(workers, cores, shaped_gbps=0.0, num_ps=1):
     """The ClusterSpec of a local cluster of `workers` one-device workers sharing this machine's
     `cores` (0: not known, and no sharing term), its synchronization measured (Here) rather
     than modelled: links that cost nothing, or with shaped_gbps the emulated network's one
     shaper of that rate shared by every link (tf_config/netshape.py)."""
     if shaped_gbps:
         return ClusterSpec(hosts=workers, inter_host_gbps=shaped_gbps, shared_medium=True,
-                           machine_cores=cores)
+                           machine_cores=cores, num_ps=num_ps)
     return ClusterSpec(hosts=workers, inter_host_gbps=float("inf"), inter_host_latency_us=0.0,
                        intra_host_gbps=float("inf"), intra_host_latency_us=0.0,
-                       machine_cores=cores)
+                       machine_cores=cores, num_ps=num_ps)
 
 
 def one_process_compute(profile, cluster):

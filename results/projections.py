@@ -39,7 +39,8 @@ def measured_cells(f):
 
 def projection_rows(fits, net, ns=PROJECT_NS):
     """Projected rows (the cost model on the stated network) and this machine's measured ones
-    (compute as it ran here: x the sharing slowdown at N; overhead: the rest of the step)."""
+    (compute as it ran here: x the sharing slowdown at N; overhead: the rest of the step, 0
+    where the step hid part of its probe behind compute)."""
     rows = []
     for f in fits:
         one_worker = f.batch / (f.t_comp + f.overhead)  # one worker alone, at compute + overhead
@@ -51,7 +52,7 @@ def projection_rows(fits, net, ns=PROJECT_NS):
             compute = f.t_comp * f.slowdowns.get(n, (1.0,))[0]
             rows.append(_flag(dict(zip(COLUMNS[:_KEY], (*f.setting, f.strategy, n, "measured")),
                                    step_time_s=step, compute_s=compute, communication_s=probe,
-                                   overhead_s=step - compute - probe, examples_per_sec=rate,
+                                   overhead_s=max(0.0, step - compute - probe), examples_per_sec=rate,
                                    speedup=rate / one_worker,
                                    efficiency=rate / one_worker / n)))
     return rows
@@ -126,10 +127,15 @@ def markdown(fits, rows, net):
                                  "overhead ms", "sharing slowdown", "probe at N ms",
                                  "sync used ms (from)", "loopback Gbit/s", "predicted ex/s",
                                  "measured ex/s", "error"], cells))
-    one = [[f.model, str(f.train_examples), f.strategy,
-            f"{f.project(1, net)['examples_per_sec']:.0f}", f"{f.measured_n1[2]:.0f}",
-            f"{(f.project(1, net)['examples_per_sec'] / f.measured_n1[2] - 1) * 100:+.1f}%"]
-           for f in fits if f.measured_n1]
+    one = []
+    for f in fits:
+        if f.measured_n1:
+            alone = f.project(1, net)
+            one.append([f.model, str(f.train_examples), f.strategy,
+                        f"{alone['examples_per_sec']:.0f}" + (
+                            f" (held by {alone['bound']})" if alone["bound"] else ""),
+                        f"{f.measured_n1[2]:.0f}",
+                        f"{(alone['examples_per_sec'] / f.measured_n1[2] - 1) * 100:+.1f}%"])
     if one:
         parts += ["", "One worker projected on the stated network against the same strategy's "
                       "N=1 runs here (the runs the profile took its overhead and overlap from: "

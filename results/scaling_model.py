@@ -135,10 +135,12 @@ def sweep_fit(sweeps, strategy, n, key="probe_s", kind="dense"):
 
 def sync_bytes(profile, strategy, dtype, n=2):
     """The message size whose sweep time stands for one step's synchronization with n workers:
-    the gradient (all-reduce packs a step's gradients into one message); sparse rows are
-    all-gathered, (n-1) G to each worker where the swept ring all-reduce of S moves 2(n-1)/n S,
-    so the all-reduce of n G / 2 (the gradient itself at n = 2); for PSS, whose sweep pulls and
-    pushes each size, the mean of what a step pushes and pulls."""
+    the gradient (all-reduce packs a step's gradients into one message); sparse rows, where
+    no sweep of rows was taken, are all-gathered, (n-1) G to each worker where the swept ring
+    all-reduce of S moves 2(n-1)/n S, so the all-reduce of n G / 2 (the gradient itself at
+    n = 2: the bytes match, not the latency steps, n-1 for a gather against 2(n-1), nor the
+    reduction the gather does not do); for PSS, whose sweep pulls and pushes each size, the
+    mean of what a step pushes and pulls."""
     gradient = profile.gradient(dtype)
     if kind(strategy).parameter_servers:
         return (gradient + profile.pull_bytes) / 2
@@ -241,10 +243,10 @@ def _predict_local(f, by_n, sharing, sweeps=None):
                                    f.profile.tensors) if cpu_fit is not None else 0.0
         here = cost_model.Here(sync_s=sync, sync_cpu_s=sync_cpu)
         cores = cores_of(by_n[n])
-        p = cost_model.predict(f.profile, cost_model.this_machine(n, cores), f.strategy, f.dtype,
-                               here=here)
-        f.own_cores[n] = cost_model.predict(f.profile, cost_model.this_machine(n, 0),
-                                            f.strategy, f.dtype, here=here).examples_per_sec
+        p = cost_model.predict(f.profile, cost_model.this_machine(n, cores, num_ps=f.num_ps),
+                               f.strategy, f.dtype, here=here)
+        f.own_cores[n] = cost_model.predict(f.profile, cost_model.this_machine(
+            n, 0, num_ps=f.num_ps), f.strategy, f.dtype, here=here).examples_per_sec
         f.notes.extend(_local_notes(f, n, cores, p, sync_cpu, sharing))
         f.predictions[n] = (p.examples_per_sec, rate, (p.examples_per_sec - rate) / rate)
 
@@ -265,6 +267,12 @@ def _local_notes(f, n, cores, p, sync_cpu, sharing):
     else:
         notes.append(f"N={n}: no sharing calibration with {n} processes: the prediction "
                      f"assumes each worker computes as fast as one process alone")
+    if p.bound == cost_model.PS_BOUND:
+        notes.append(f"N={n} prediction held by the parameter servers' CPU: {f.num_ps} ps of "
+                     f"{f.profile.ps_threads or 1} thread(s) serve at most "
+                     f"{p.examples_per_sec:.0f} examples/s "
+                     f"({f.profile.ps_cpu_s_per_step * 1e3:.2f} ms of ps CPU per worker step "
+                     f"at N=1)")
     if p.bound == "this machine's cores":
         busy = busy_cores_of(sharing, n)
         per_example = f.profile.cpu_s_per_example[f.strategy]

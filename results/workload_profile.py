@@ -143,9 +143,15 @@ def cpu_per_example(records):
 
 def ps_cpu_of(records):
     """(ps CPU seconds per worker step over all the runs' ps tasks, the threads each ps had):
-    the median over PSS runs whose record has each task's cores; (0, 0) without one."""
+    the median over the PSS runs whose record has each task's cores, of the thread count most
+    of them ran with (the figure belongs to its threads); (0, 0) without one."""
     per_step, threads = [], []
+    counts = collections.Counter(r.get("threads_per_task") or 0 for r in records
+                                 if ((r.get("cpu") or {}).get("cores_by_task")))
+    common = counts.most_common(1)[0][0] if counts else None
     for r in records:
+        if (r.get("threads_per_task") or 0) != common:
+            continue
         cpu = r.get("cpu") or {}
         by_task = cpu.get("cores_by_task") or {}
         ps = sum(c for task, c in by_task.items() if task.startswith("ps:"))
@@ -232,6 +238,11 @@ def profile_of(setting, baseline, own_n1, runs, sharing=None):
     split = next((r["tensor_split"] for r in [*baseline, *runs] if r.get("tensor_split")), None)
     # the ps's own work, from the N=1 runs: one worker, so nothing waits in the ps's queue
     ps_cpu = ps_cpu_of([r for s, rs in own_n1.items() if kind(s).parameter_servers for r in rs])
+    if any(kind(s).parameter_servers for s in own_n1):
+        notes.append(f"the PSS N=1 runs' ps used {ps_cpu[0] * 1e3:.2f} ms of CPU per worker "
+                     f"step with {ps_cpu[1]} thread(s): what bounds PSS" if ps_cpu[0] else
+                     "the PSS N=1 records give no ps CPU (cores per task): PSS is not bounded "
+                     "by its parameter servers' work")
     profile = cost_model.WorkloadProfile(
         model=setting[SETTING_KEYS.index("model")], batch=step_batch_of(first),
         compute_s=compute, gradient_bytes={dtype: comm["gradient_bytes"]},

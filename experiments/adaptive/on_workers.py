@@ -57,7 +57,8 @@ def cluster_spec(role, links, given=None):
         spec.inter_host_latency_us
     return cost_model.ClusterSpec(**{
         **{f: getattr(spec, f) for f in ("devices_per_host", "device_speedup", "intra_host_gbps",
-                                        "intra_host_latency_us", "memory_per_device_mb")},
+                                        "intra_host_latency_us", "memory_per_device_mb",
+                                        "ps_cores", "ps_placement", "ps_local_aggregation")},
         "hosts": len(_workers(role)), "num_ps": max(1, role.num_ps),
         "inter_host_gbps": gbps, "inter_host_latency_us": latency,
         "name": f"TF_CONFIG's {len(_workers(role))} worker task(s) and {role.num_ps} ps, "

@@ -111,6 +111,9 @@ def test_profile_and_cluster_files(tmp_path):
     ({"sharing": {"2": {"slowdown": 1.2, "busy_cores": -1}}}, "sharing .* is not a process"),
     ({"sharing": {"two": {"slowdown": 1.2}}}, "sharing {'two'"),
     ({"sharing": [1.2]}, "sharing must be an object, not \\[1.2\\]"),
+    ({"ps_cpu_s_per_step": -0.01}, "ps_cpu_s_per_step -0.01 and ps_threads 0 must be"),
+    ({"ps_cpu_s_per_step": "16 ms"}, "ps_cpu_s_per_step '16 ms'"),
+    ({"ps_threads": 1.5}, "ps_cpu_s_per_step 0.0 and ps_threads 1.5 must be"),
 ])
 def test_a_hand_written_profiles_machine_figures_are_checked(tmp_path, fields, said):
     profile = tmp_path / "profile.json"
@@ -172,6 +175,8 @@ def test_the_parameter_servers_own_work_bounds_pss():
     one = cost_model.predict(profile, ClusterSpec(hosts=64, **fast), "parameter_server")
     assert one.examples_per_sec == pytest.approx(4000)
     assert one.bound == "the parameter servers' CPU"
+    assert one.step_s == pytest.approx(64 * 64 / 4000)  # a worker's step at the bound's rate
+    assert one.communication_share == pytest.approx(one.communication_s / one.step_s)
     assert cost_model.predict(profile, ClusterSpec(hosts=64, num_ps=4, **fast),
                               "parameter_server").examples_per_sec == pytest.approx(16000)
     assert cost_model.predict(profile, ClusterSpec(hosts=64, ps_cores=2, **fast),

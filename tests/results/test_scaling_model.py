@@ -7,7 +7,7 @@ import json
 import matplotlib.image as mpimg
 import pytest
 
-from results import cost_model, projections, records, scaling_model
+from results import cost_model, projections, records, scaling_model, workload_profile
 from results.report import build
 from results.scaling_model import Network
 from results.summary import summarize
@@ -182,6 +182,14 @@ def test_the_ps_cpu_of_the_pss_n1_runs_bounds_pss(results_dir):
     assert ps.profile.ps_cpu_s_per_step == pytest.approx(0.8 / 640 * 64)
     assert ps.profile.ps_threads == 1
     assert ps.prediction_n2[0] == pytest.approx(800)
+    assert any(n.startswith("N=2 prediction held by the parameter servers' CPU: 1 ps of 1 "
+                            "thread(s) serve at most 800 examples/s (80.00 ms") for n in ps.notes)
+    assert any("ps used 80.00 ms of CPU per worker step with 1 thread(s)" in n for n in ps.notes)
+    # a run at other threads is another figure: the threads most runs had decide which
+    other = dict(n1, run_id="p9", threads_per_task=2, cpu=dict(n1["cpu"], cores_by_task={
+        "ps:0": 1.6, "worker:0": 0.6}))
+    assert workload_profile.ps_cpu_of([n1, other, dict(n1, run_id="p8")]) == (
+        pytest.approx(0.08), 1)
     assert ps.project(64, NET)["examples_per_sec"] == pytest.approx(800)
     (row,) = [r for r in projections.projection_rows([ps], NET)
               if r["kind"] == "projected" and r["n"] == 64]
