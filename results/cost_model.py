@@ -121,6 +121,11 @@ class WorkloadProfile:
     compute_s: float  # one replica's compute per step at `batch` on the profile's device
     gradient_bytes: dict  # {sync dtype: bytes one replica synchronizes per step}
     gradient_kind: str = "dense"  # "dense", or "sparse" (IndexedSlices: rows, all-gathered)
+    # Of a sparse gradient (in the profile's measured sync dtype): the rows' bytes (values and
+    # indices) and how many tensors are rows; the rest, dense, is all-reduced in a pack of its
+    # own beside the rows' all-gather. 0: not split (all of it counted as the gradient_kind)
+    sparse_gradient_bytes: int = 0
+    sparse_tensors: int = 0
     pull_bytes: int = 0  # bytes a PSS worker reads from the ps per step (variables' dtype)
     parameter_bytes: int = 0
     optimizer_state_bytes: int = 0

@@ -36,9 +36,10 @@ class Model:
     cost_model.predict on this machine's cluster (cost_model.this_machine, the profile's CPU
     figures capping it at `cores`) with the measured local and loopback terms (cost_model.Here)."""
 
-    def __init__(self, strategy, profile, dtype, local_s, loopback_s, cores=0):
+    def __init__(self, strategy, profile, dtype, local_s, loopback_s, cores=0, num_ps=1):
         self.strategy, self.profile, self.dtype = strategy, profile, dtype
         self.local_s, self.loopback_s, self.cores = local_s, loopback_s, cores
+        self.num_ps = num_ps
 
     @property
     def batch(self):
@@ -57,7 +58,8 @@ class Model:
         # No overlap: this machine's local term was fitted with the whole loopback probe in
         # series (models()), and the shaped transfer is paid the same way.
         loopback = self.loopback_s if loopback_s is None else loopback_s
-        return cost_model.predict(self.profile, cost_model.this_machine(n, self.cores, gbps),
+        return cost_model.predict(self.profile, cost_model.this_machine(n, self.cores, gbps,
+                                                                         self.num_ps),
                                   self.strategy, self.dtype, overlap=0.0,
                                   here=cost_model.Here(sync_s=loopback, local_s=self.local_s))
 
@@ -111,7 +113,7 @@ def models(records, shaped_only=True):
                              profile.overhead_s.get(strategy, 0.0) - (probe_of(r) or 0.0)
                              for r in two])
             out[(setting, strategy)] = Model(strategy, profile, dtype, max(0.0, local or 0.0),
-                                             loopback, cores_of(two))
+                                             loopback, cores_of(two), two[0].get("num_ps") or 1)
     return out
 
 

@@ -142,7 +142,9 @@ def markdown(fits, rows, net):
                       "a check of the projection's arithmetic, not a validation):", "",
                   markdown_table(["model", "examples", "strategy", "projected N=1 ex/s",
                                   "measured N=1 ex/s", "difference"], one)]
-    sweeps = {(f.strategy, n): lb for f in fits for n, lb in f.sync_fits.items()}
+    sweeps = {**{(f.strategy, n): lb for f in fits for n, lb in f.sync_fits.items()},
+              **{(f"{f.strategy} (sparse rows)", n): lb for f in fits
+                 for n, lb in f.rows_fits.items()}}
     if sweeps:
         parts += ["", "Latency and bandwidth of this machine's synchronization, fitted to the "
                       "collectives sweeps (t = alpha + per tensor x (tensors - 1) + bytes / "

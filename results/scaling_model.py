@@ -9,7 +9,9 @@ synchronization measured here in place of the links (cost_model.Here): N x batch
 s_N + overhead + sync_N x (1 - overlap)) (the hidden part never more than the compute) with sync_N = alpha_N + per_tensor_N x (tensors - 1) +
 beta_N x bytes from the sweep of message sizes that the comparison's collectives cell ran with N
 processes before the N-worker runs (`--comm_sweep`; bytes: the gradient for all-reduce,
-(push + pull) / 2 for PSS, whose sweep pulls and pushes each size); without a sweep, the probe
+(push + pull) / 2 for PSS, whose sweep pulls and pushes each size; a sparse gradient from the
+sweep of its rows, and under all-reduce the dense rest from the dense sweep: sparse_sync);
+without a sweep, the probe
 measured in the predicted runs themselves, and the notes call that prediction in-sample; s_N the
 profile's sharing slowdown at K = N (experiments/comparison/sharing.py; without one the notes say
 that the prediction assumes cores of their own); and at most what the cores deliver: C_N x batch
@@ -57,6 +59,7 @@ class Fit:
     slowdowns: dict = dataclasses.field(default_factory=dict)  # n -> (factor, phase, runs)
     sync: dict = dataclasses.field(default_factory=dict)  # n -> (seconds, source)
     sync_fits: dict = dataclasses.field(default_factory=dict)  # n -> LatencyBandwidth (sweep)
+    rows_fits: dict = dataclasses.field(default_factory=dict)  # n -> the sparse rows' sweep fit
     notes: list = dataclasses.field(default_factory=list)
 
     @property
@@ -149,6 +152,26 @@ def sync_bytes(profile, strategy, dtype, n=2):
     return gradient
 
 
+def sparse_sync(profile, strategy, dtype, rows, dense_fit):
+    """(seconds, of them the rows', the dense rest's) of one step's synchronization of a sparse
+    gradient from the sweeps with N processes: the rows at their own bytes from the rows' fit
+    (each point's bytes are one replica's rows, so the fit at N is the all-gather at N; PSS: the
+    mean of a step's push and pull); under all-reduce the dense tensors beside them are a pack
+    of their own, the dense fit at their bytes and count, where the profile splits the
+    gradient (sparse_gradient_bytes; else all of it rows)."""
+    total = sync_bytes(profile, strategy, dtype)  # G (PSS: (G + P) / 2): the n=2 form
+    split = profile.sparse_gradient_bytes if 0 < profile.sparse_gradient_bytes < \
+        profile.gradient(dtype) else 0
+    rest_tensors = max(0, profile.tensors - max(1, profile.sparse_tensors))
+    if not split or kind(strategy).parameter_servers or dense_fit is None:
+        # one collective (or, PSS, one function's RPCs): the others at the dense cost per tensor
+        extra = (dense_fit.per_tensor_s if dense_fit else 0.0) * rest_tensors
+        return rows.seconds(total) + extra, rows.seconds(total), extra
+    sparse = rows.seconds(split)
+    dense = dense_fit.seconds(profile.gradient(dtype) - split, max(1, rest_tensors))
+    return sparse + dense, sparse, dense
+
+
 def fit(records):
     """One Fit per (setting, multi-worker strategy) with a probed run at N >= 2 and a profile
     (see `profile_of`). Straggler and network runs and settings with a fixed global batch are
@@ -211,15 +234,15 @@ def _predict_local(f, by_n, sharing, sweeps=None):
         if f.profile.gradient_kind == "sparse":
             rows = sweep_fit(sweeps or {}, f.strategy, n, kind="indexed_slices")
         if rows is not None:
-            # the sparse gradient as swept rows, at its own bytes (the rows' collective, not
-            # the dense stand-in), the other tensors at the dense sweep's cost per tensor
-            sync = rows.seconds(sync_bytes(f.profile, f.strategy, f.dtype)) + \
-                (lb.per_tensor_s if lb else 0.0) * max(0, f.profile.tensors - 1)
-            f.sync[n], f.sync_fits[n] = (sync, "sweep"), rows
-            f.notes.append(f"N={n} synchronization {sync * 1e3:.2f} ms from the sweep of sparse "
-                           f"rows with {n} processes (alpha {rows.alpha_s * 1e6:.0f} us, 1/beta "
-                           f"{rows.gbps:.2f} Gbit/s; the runs' own probe: "
-                           f"{(probe or 0.0) * 1e3:.2f} ms)")
+            sync, sparse, dense = sparse_sync(f.profile, f.strategy, f.dtype, rows, lb)
+            f.sync[n], f.rows_fits[n] = (sync, "sweep"), rows
+            if lb is not None:
+                f.sync_fits[n] = lb
+            f.notes.append(f"N={n} synchronization {sync * 1e3:.2f} ms from the sweeps with {n} "
+                           f"processes: {sparse * 1e3:.2f} ms of sparse rows (alpha "
+                           f"{rows.alpha_s * 1e6:.0f} us, 1/beta {rows.gbps:.2f} Gbit/s)"
+                           + (f" and {dense * 1e3:.2f} ms for the dense rest" if dense else "")
+                           + f"; the runs' own probe: {(probe or 0.0) * 1e3:.2f} ms")
         elif lb is not None:
             sync = lb.seconds(sync_bytes(f.profile, f.strategy, f.dtype, n), f.profile.tensors)
             f.sync[n], f.sync_fits[n] = (sync, "sweep"), lb
@@ -238,9 +261,14 @@ def _predict_local(f, by_n, sharing, sweeps=None):
         cpu_fit = sweep_fit(sweeps or {}, f.strategy, n, "cpu_s",
                             "indexed_slices" if rows is not None else "dense") \
             if kind(f.strategy).all_reduce else None
-        sync_cpu = cpu_fit.seconds(sync_bytes(f.profile, f.strategy, f.dtype,
-                                              2 if rows is not None else n),
-                                   f.profile.tensors) if cpu_fit is not None else 0.0
+        if cpu_fit is None:
+            sync_cpu = 0.0
+        elif rows is not None:
+            sync_cpu = sparse_sync(f.profile, f.strategy, f.dtype, cpu_fit,
+                                   sweep_fit(sweeps or {}, f.strategy, n, "cpu_s"))[0]
+        else:
+            sync_cpu = cpu_fit.seconds(sync_bytes(f.profile, f.strategy, f.dtype, n),
+                                       f.profile.tensors)
         here = cost_model.Here(sync_s=sync, sync_cpu_s=sync_cpu)
         cores = cores_of(by_n[n])
         p = cost_model.predict(f.profile, cost_model.this_machine(n, cores, num_ps=f.num_ps),

@@ -145,24 +145,20 @@ def ps_cpu_of(records):
     """(ps CPU seconds per worker step over all the runs' ps tasks, the threads each ps had):
     the median over the PSS runs whose record has each task's cores, of the thread count most
     of them ran with (the figure belongs to its threads); (0, 0) without one."""
-    per_step, threads = [], []
-    counts = collections.Counter(r.get("threads_per_task") or 0 for r in records
-                                 if ((r.get("cpu") or {}).get("cores_by_task")))
-    common = counts.most_common(1)[0][0] if counts else None
+    usable = collections.defaultdict(list)  # threads -> ps CPU per step of each run
     for r in records:
-        if (r.get("threads_per_task") or 0) != common:
-            continue
         cpu = r.get("cpu") or {}
         by_task = cpu.get("cores_by_task") or {}
         ps = sum(c for task, c in by_task.items() if task.startswith("ps:"))
         if not ps or cpu.get("scope") != "all tasks" or not cpu.get("wall_s"):
             continue
         examples_per_s = cpu["examples_per_cpu_second"] * cpu["seconds"] / cpu["wall_s"]
-        per_step.append(ps / examples_per_s * step_batch_of(r))
-        threads.append(r.get("threads_per_task") or 0)
-    if not per_step:
+        usable[r.get("threads_per_task") or 0].append(ps / examples_per_s * step_batch_of(r))
+    if not usable:
         return 0.0, 0
-    return metrics.median(per_step), int(metrics.median(threads) or 0)
+    # the most runs, and of as many, the fewest threads
+    threads, per_step = max(usable.items(), key=lambda item: (len(item[1]), -item[0]))
+    return metrics.median(per_step), threads
 
 
 def profile_of(setting, baseline, own_n1, runs, sharing=None):
@@ -240,13 +236,16 @@ def profile_of(setting, baseline, own_n1, runs, sharing=None):
     ps_cpu = ps_cpu_of([r for s, rs in own_n1.items() if kind(s).parameter_servers for r in rs])
     if any(kind(s).parameter_servers for s in own_n1):
         notes.append(f"the PSS N=1 runs' ps used {ps_cpu[0] * 1e3:.2f} ms of CPU per worker "
-                     f"step with {ps_cpu[1]} thread(s): what bounds PSS" if ps_cpu[0] else
+                     f"step with {ps_cpu[1]} thread(s): PSS's bound from its parameter servers"
+                     if ps_cpu[0] else
                      "the PSS N=1 records give no ps CPU (cores per task): PSS is not bounded "
                      "by its parameter servers' work")
     profile = cost_model.WorkloadProfile(
         model=setting[SETTING_KEYS.index("model")], batch=step_batch_of(first),
         compute_s=compute, gradient_bytes={dtype: comm["gradient_bytes"]},
         gradient_kind="sparse" if kinds.get("indexed_slices") else "dense",
+        sparse_gradient_bytes=int(comm.get("sparse_gradient_bytes") or 0),
+        sparse_tensors=int(kinds.get("indexed_slices") or 0),
         # variables are pulled in their own dtype; measured where a PSS run probed it
         pull_bytes=pulls[0] if pulls else parameters, parameter_bytes=parameters,
         optimizer_state_bytes=parameters * cost_model.OPTIMIZER_SLOTS.get(optimizer, 0),

@@ -12,8 +12,9 @@ states it). A
 prediction whose synchronization came from the predicted runs' own probe (no sweep at that N)
 is marked in-sample and counts as no validation.
 
-The measured figure of one cell moves between repeats too; the last column gives each repeat's
-measurement against the cell's median of them, and the last line how many per-repeat figures an
+The measured figure of one cell moves between repeats too; the last column gives the error a
+prediction equal to the cell's median of them would make per repeat (median / measured - 1:
++12% is a run 11% below the median), and the last line how many per-repeat figures an
 oracle that knew each cell's median would put within the target: the most a per-repeat target
 can expect of any model on this machine's day.
 """
@@ -57,7 +58,7 @@ def table(records):
     per = {k: errors(by_repeat[k]) for k in repeats}
     pooled = errors(records)
     lines = [f"| model | examples | strategy | N | {' | '.join(repeats)} | pooled: predicted vs "
-             f"measured ex/s, error | measured per repeat against its median |",
+             f"measured ex/s, error | a prediction equal to the cell's median: its error per repeat |",
              "|---" * (6 + len(repeats)) + "|"]
     counted = within = oracle = timed = 0
     for key in sorted(pooled, key=lambda k: k[:4]):

@@ -488,9 +488,22 @@ def test_a_sparse_gradient_is_synchronized_as_its_swept_rows(results_dir):
     mw = _fits(recs + [swept])["multi_worker_mirrored"]
     assert mw.profile.gradient_kind == "sparse"
     assert mw.sync[2] == (pytest.approx(3e-3 + 2e-8 * 1e6), "sweep")
-    assert any("sweep of sparse rows" in n for n in mw.notes)
+    assert any("ms of sparse rows" in n for n in mw.notes)
+    text = projections.markdown([mw], projections.projection_rows([mw], NET), NET)
+    assert "| multi_worker_mirrored (sparse rows) | 2 | 3.00 | 0 | 0.40 |" in text
+    assert "| multi_worker_mirrored | 2 | 1.00 |" in text  # the dense sweep beside it
     dense = _fits(_load(results_dir, swept))["multi_worker_mirrored"]
     assert dense.sync[2] == (pytest.approx(1e-3 + 4e-9 * 1e6), "sweep")
+    # rows of 0.9 MB beside two dense tensors of 0.1 MB: MWMS all-gathers the rows and
+    # all-reduces the dense pack on its own, each from its own sweep
+    for r in recs:
+        if r.get("communication"):
+            r["communication"].update(gradient_kinds={"dense": 2, "indexed_slices": 1},
+                                      sparse_gradient_bytes=900_000)
+    split = _fits(recs + [swept])["multi_worker_mirrored"]
+    assert split.profile.sparse_gradient_bytes == 900_000 and split.profile.sparse_tensors == 1
+    assert split.sync[2][0] == pytest.approx(3e-3 + 2e-8 * 9e5 + 1e-3 + 4e-9 * 1e5)
+    assert any("ms for the dense rest" in n for n in split.notes)
 
 
 def test_the_profile_takes_the_records_boundary_bytes_so_plans_include_pipelines(results_dir):
