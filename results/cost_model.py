@@ -647,10 +647,15 @@ def ps_served(profile, cluster):
     host's one push covers its d devices' steps, x d."""
     if not profile.ps_cpu_s_per_step:
         return None
-    threads = profile.ps_threads or 1
-    cores = cluster.ps_cores or threads
     per_push = cluster.devices_per_host if cluster.ps_local_aggregation else 1
-    return cluster.num_ps * cores / threads * per_push * profile.batch / profile.ps_cpu_s_per_step
+    return cluster.num_ps * ps_cores(profile, cluster) / (profile.ps_threads or 1) * per_push * \
+        profile.batch / profile.ps_cpu_s_per_step
+
+
+def ps_cores(profile, cluster):
+    """The cores each of the cluster's parameter servers applies updates with: its ps_cores, or
+    as many as the profile's ps had threads (one where unknown)."""
+    return cluster.ps_cores or profile.ps_threads or 1
 
 
 @dataclasses.dataclass(frozen=True)

@@ -94,7 +94,7 @@ def recommend(profile, cluster, dtype="float32", where=""):
                   "of communication per step)."]
     lines += [f"{REGISTRY[p.strategy].short} is held at {p.examples_per_sec:.0f} examples/s by "
               f"{p.bound}" + (f" ({cluster.num_ps} ps of "
-                              f"{cluster.ps_cores or profile.ps_threads or 1} core(s) each, "
+                              f"{cost_model.ps_cores(profile, cluster)} core(s) each, "
                               f"{profile.ps_cpu_s_per_step * 1e3:.2f} ms of ps CPU per worker "
                               f"step measured; more ps or ps cores raise it)"
                               if p.bound == cost_model.PS_BOUND else "") + "."

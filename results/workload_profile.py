@@ -233,8 +233,9 @@ def profile_of(setting, baseline, own_n1, runs, sharing=None):
         *baseline, *runs, *(x for rs in own_n1.values() for x in rs)]])
     split = next((r["tensor_split"] for r in [*baseline, *runs] if r.get("tensor_split")), None)
     # the ps's own work, from the N=1 runs: one worker, so nothing waits in the ps's queue
-    ps_cpu = ps_cpu_of([r for s, rs in own_n1.items() if kind(s).parameter_servers for r in rs])
-    if any(kind(s).parameter_servers for s in own_n1):
+    pss_n1 = [r for s, rs in own_n1.items() if kind(s).parameter_servers for r in rs]
+    ps_cpu = ps_cpu_of(pss_n1)
+    if pss_n1:
         notes.append(f"the PSS N=1 runs' ps used {ps_cpu[0] * 1e3:.2f} ms of CPU per worker "
                      f"step with {ps_cpu[1]} thread(s): PSS's bound from its parameter servers"
                      if ps_cpu[0] else

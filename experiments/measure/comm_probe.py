@@ -254,7 +254,7 @@ SPARSE_SPREAD = 4
 
 def sparse_rows(size):
     """Rows of SPARSE_WIDTH float32s whose values and int32 indices come to about `size`."""
-    return max(1, size // (SPARSE_WIDTH * 4 + 4))
+    return max(1, size // _sparse_bytes(_Flat(1, SPARSE_WIDTH), 1, "float32"))
 
 
 # Then the same 64 KiB split into this many tensors: what each tensor of a step costs beyond
@@ -283,7 +283,7 @@ def sweep(strategy, coordinator=None, steps_per_call=1, sizes=SWEEP_BYTES, repea
         else:
             rows = sparse_rows(size)
             shape, kinds = [rows * SPARSE_SPREAD, SPARSE_WIDTH], [("indexed_slices", rows)]
-            size = rows * (SPARSE_WIDTH * 4 + 4)
+            size = _sparse_bytes(_Flat(*shape), rows, "float32")  # as `sizes` counts a step's
         if coordinator is not None:
             with strategy.scope():
                 flat = [tf.Variable(tf.zeros(shape)) for _ in range(tensors)]
