@@ -4,11 +4,17 @@ were invented to win. Token ids (batch, length) -> a 100,000 x 64 embedding (6.4
 its embedding gradient is a tf.IndexedSlices of batch x length rows (64 x 64 ids: 1 MB), not a
 dense 25.6 MB tensor; the dense head's gradients are dense (a few KB).
 
-The lookup reads rows, not the table (RowEmbedding below): keras.layers.Embedding converts its
-whole table to a tensor before gathering (keras.ops.take), so under ParameterServerStrategy every
-step of every worker would pull the entire table from its parameter server; reading the rows from
-the variable (a ResourceGather, placed where the variable lives) pulls only the rows a batch uses.
-The gradient is IndexedSlices either way.
+The lookup gathers where the table lives (RowEmbedding below): keras.layers.Embedding reads its
+whole table and gathers on the caller's device (keras.ops.take), so under ParameterServerStrategy
+every step of every worker would pull the entire table from its parameter server; gathering on
+the table's device sends only the rows a batch uses. The gradient is IndexedSlices either way.
+
+It reads the table and gathers from the read (GatherV2), not from the variable
+(tf.nn.embedding_lookup's ResourceGather): a ResourceGather puts the variable in TF's copy-on-read
+mode for good, after which every dense read copies the whole table first, and the optimizer's
+momentum update reads the whole table every step (Keras's SGD updates an IndexedSlices gradient
+densely). One thread, batch 64: 176-193 us CPU per example with ResourceGather, 127 without
+(docs/benchmarks.md, "The embedding's copy-on-read table").
 """
 import keras
 import tensorflow as tf
@@ -18,7 +24,7 @@ EMBEDDING_DIM = 64
 
 
 class RowEmbedding(keras.layers.Layer):
-    """Embedding lookup that reads only the looked-up rows of its variable (see module doc)."""
+    """Embedding lookup that gathers on its table's device (see module doc)."""
 
     SPARSE_GRADIENTS = True  # its table's gradient is IndexedSlices (gradient compression
     # keeps no residual for it: experiments/engine/training.py)
@@ -35,9 +41,11 @@ class RowEmbedding(keras.layers.Layer):
             initializer=keras.initializers.RandomUniform(-1.0, 1.0))
 
     def call(self, ids):
-        # .value is the backing tf.Variable (a distributed one under a strategy): gathering from
-        # it is a sparse read on its device, not a read of the whole table.
-        return tf.nn.embedding_lookup(self.embeddings.value, tf.cast(ids, tf.int32))
+        # .value is the backing tf.Variable (a distributed one under a strategy); on its device
+        # the read aliases the table's buffer (no copy) and only the gathered rows leave it.
+        table = self.embeddings.value
+        with tf.device(table.device):
+            return tf.gather(tf.convert_to_tensor(table), tf.cast(ids, tf.int32))
 
     def compute_output_shape(self, input_shape):
         return (*input_shape, self.output_dim)

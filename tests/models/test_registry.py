@@ -56,23 +56,27 @@ def test_unknown_model_lists_valid_names():
         build("vgg", (28, 28, 1), 10)
 
 
-def test_row_embedding_reads_rows_not_the_table():
-    """keras.layers.Embedding reads its whole table and gathers from the copy (under PSS: the
-    table pulled from the ps every step); RowEmbedding gathers from the variable (the rows)."""
+def test_row_embedding_gathers_on_its_tables_device_from_a_read():
+    """keras.layers.Embedding gathers wherever its caller runs (under PSS: the whole table pulled
+    from the ps every step); RowEmbedding gathers on the table's device, and from a read of the
+    table, not with a ResourceGather: that op puts the variable in TF's copy-on-read mode, where
+    every dense read (the momentum update's, every step) copies the whole table first."""
     import keras
     import tensorflow as tf
 
     from models.embedding import RowEmbedding
 
-    def op_types(layer):
+    def traced(layer):
         layer.build((None, 4))
-        traced = tf.function(layer).get_concrete_function(tf.TensorSpec([2, 4], tf.int32))
-        return {op.type for op in traced.graph.get_operations()}
+        ops = tf.function(layer).get_concrete_function(
+            tf.TensorSpec([2, 4], tf.int32)).graph.get_operations()
+        return {op.type: op for op in ops}, layer.weights[0].value.device
 
-    rows = op_types(RowEmbedding(1000, 8))
-    assert "ResourceGather" in rows and "ReadVariableOp" not in rows
-    table = op_types(keras.layers.Embedding(1000, 8))
-    assert "ReadVariableOp" in table and "ResourceGather" not in table
+    rows, table_device = traced(RowEmbedding(1000, 8))
+    assert "ResourceGather" not in rows
+    assert rows["GatherV2"].device == table_device != ""
+    keras_ops, _ = traced(keras.layers.Embedding(1000, 8))
+    assert keras_ops["GatherV2"].device == ""  # placed by the caller: the whole table moves
 
 
 def test_gpt_predicts_a_token_from_token_ids():
