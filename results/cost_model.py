@@ -19,7 +19,8 @@ Per-replica step time:  t = compute / device_speedup + overhead + communication
       ring across hosts carrying the whole gradient through each host's NIC:
         2 (d-1)/d G/B_intra + 2 (d-1) a_intra  +  2 (H-1)/H G/B_inter + 2 (H-1) a_inter
       sparse gradients (IndexedSlices) are all-gathered, not reduced: each worker receives the
-      other N-1 workers' rows: (N-1) G / B over the slowest tier
+      other N-1 workers' rows: (N-1) G_rows / B over the slowest tier, and the dense rest of the
+      step's gradient (G - G_rows) is all-reduced as above, in a pack of its own
     parameter servers (PSS), K of them holding 1/K of the variables each: a worker pushes G and
       pulls P per step; a ps's link carries the traffic of the N/K workers it serves, a host's
       link the traffic of its d workers:  (G + P) / B_inter x max(d, N/K) + 2 a_inter
@@ -189,6 +190,20 @@ class WorkloadProfile:
             return self.gradient_bytes["float32"] * SYNC_DTYPES[dtype] // 4
         raise SpecError(f"profile {self.model!r} has gradient bytes for "
                         f"{', '.join(self.gradient_bytes)} only, not {dtype}")
+
+    def sparse_split(self, dtype="float32"):
+        """(rows' bytes, dense rest's bytes) of one replica's gradient in `dtype`: all-reduce
+        all-gathers the rows and all-reduces the rest in a pack of its own. A dense gradient is
+        all rest; a sparse one the profile does not split, all rows. sparse_gradient_bytes are
+        of the float32 entry of gradient_bytes (else its first): the rows keep their share."""
+        gradient = self.gradient(dtype)
+        if self.gradient_kind != "sparse":
+            return 0, gradient
+        measured = self.gradient_bytes.get("float32", next(iter(self.gradient_bytes.values())))
+        if not 0 < self.sparse_gradient_bytes < measured:
+            return gradient, 0
+        rows = round(gradient * self.sparse_gradient_bytes / measured)
+        return rows, gradient - rows
 
     def to_json(self):
         return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True) + "\n"
@@ -360,10 +375,10 @@ def bytes_moved(profile, strategy, n, dtype="float32", shared_medium=False):
     """Bytes the cost model moves per step: through one worker's link (PSS: its push G and pull
     P), or on a shared medium through the medium, every worker's together (PSS: one worker's
     step; the workers' steps share the medium)."""
-    gradient = profile.gradient(dtype)
     if kind(strategy).parameter_servers:
-        return gradient + profile.pull_bytes
-    sent = _sent_per_worker(gradient, n, profile.gradient_kind)
+        return profile.gradient(dtype) + profile.pull_bytes
+    rows, rest = profile.sparse_split(dtype)
+    sent = _sent_per_worker(rows, n, "sparse") + _sent_per_worker(rest, n, "dense")
     return n * sent if shared_medium else sent
 
 
@@ -591,8 +606,13 @@ def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None, stag
     compress = ((reducer or {}).get("compress_s") or 0.0) / cluster.device_speedup
 
     def sync(part):  # one step's all-reduce (or the reducer's exchange) on `part`
-        return reducer_s(reducer, part) if reducer else \
-            allreduce_s(gradient, part, "dense" if zero else profile.gradient_kind)
+        if reducer:
+            return reducer_s(reducer, part)
+        if zero:
+            return allreduce_s(gradient, part)
+        rows, rest = profile.sparse_split(sync_dtype)  # the rows all-gathered beside the rest
+        return (allreduce_s(rows, part, "sparse") if rows else 0.0) + \
+            (allreduce_s(rest, part) if rest else 0.0)
 
     replicas, devices = cluster.workers, cluster.workers
     if kind(strategy).pipelined:

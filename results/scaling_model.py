@@ -160,15 +160,14 @@ def sparse_sync(profile, strategy, dtype, rows, dense_fit):
     of their own, the dense fit at their bytes and count, where the profile splits the
     gradient (sparse_gradient_bytes; else all of it rows)."""
     total = sync_bytes(profile, strategy, dtype)  # G (PSS: (G + P) / 2): the n=2 form
-    split = profile.sparse_gradient_bytes if 0 < profile.sparse_gradient_bytes < \
-        profile.gradient(dtype) else 0
+    split, rest = profile.sparse_split(dtype)
     rest_tensors = max(0, profile.tensors - max(1, profile.sparse_tensors))
-    if not split or kind(strategy).parameter_servers or dense_fit is None:
+    if not rest or kind(strategy).parameter_servers or dense_fit is None:
         # one collective (or, PSS, one function's RPCs): the others at the dense cost per tensor
         extra = (dense_fit.per_tensor_s if dense_fit else 0.0) * rest_tensors
         return rows.seconds(total) + extra, rows.seconds(total), extra
     sparse = rows.seconds(split)
-    dense = dense_fit.seconds(profile.gradient(dtype) - split, max(1, rest_tensors))
+    dense = dense_fit.seconds(rest, max(1, rest_tensors))
     return sparse + dense, sparse, dense
 
 

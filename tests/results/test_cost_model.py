@@ -43,6 +43,25 @@ def test_sparse_gradients_are_all_gathered():
     assert cost_model.allreduce_s(G, c, kind="sparse") == pytest.approx(3 * G / 1e9)
 
 
+def test_a_split_sparse_gradient_gathers_its_rows_and_reduces_its_dense_rest():
+    """An embedding's step: G/10 of rows all-gathered, the rest all-reduced in a ring beside
+    them, in the projection and in the bytes it counts; an unsplit sparse profile stays rows."""
+    c = ClusterSpec(hosts=4, inter_host_gbps=GBPS8, inter_host_latency_us=0)
+    split = _profile(gradient_kind="sparse", sparse_gradient_bytes=G // 10, sparse_tensors=1,
+                     tensors=3)
+    rows, rest = G // 10, G - G // 10
+    assert split.sparse_split() == (rows, rest)
+    assert split.sparse_split("bfloat16") == (rows // 2, rest // 2)
+    p = cost_model.predict(split, c, "multi_worker_mirrored")
+    assert p.communication_s == pytest.approx(3 * rows / 1e9 + 2 * 3 / 4 * rest / 1e9)
+    assert cost_model.bytes_moved(split, "multi_worker_mirrored", 4) == \
+        pytest.approx(3 * rows + 2 * 3 / 4 * rest)
+    whole = _profile(gradient_kind="sparse")
+    assert whole.sparse_split() == (G, 0)
+    assert cost_model.predict(whole, c, "multi_worker_mirrored").communication_s == \
+        pytest.approx(3 * G / 1e9)
+
+
 def test_parameter_servers_push_gradients_and_pull_variables():
     c = ClusterSpec(hosts=8, num_ps=2, inter_host_gbps=GBPS8, inter_host_latency_us=100)
     # push G/2 (16-bit) and pull G (float32 variables); a ps link serves 8/2 = 4 workers
