@@ -19,7 +19,8 @@ size, an IndexedSlices' values plus indices (an embedding: the looked-up rows, n
 `dense_gradient_bytes` what the same gradients would be dense. Measured on TF 2.21 / Keras 3.15:
 a gather from an embedding table gives IndexedSlices under every strategy, and the strategies keep
 them sparse (mirrored and MWMS all-reduce them by gathering every replica's rows, recorded as
-`synchronized_as`; a PSS worker pushes them to the ps, where the optimizer scatters them in).
+`synchronized_as`; a PSS worker pushes them to the ps, where the optimizer applies them: Keras's
+momentum SGD densely, over the whole table).
 Under PSS a step also pulls what it reads: dense variables whole, a row-reading embedding only its
 rows (`pull_bytes`).
 """
@@ -163,7 +164,7 @@ def _pushpull(variables, kinds, dtype, scale):
     for v, (kind, rows) in zip(variables, kinds):
         if kind == "dense":
             pulled.append(tf.cast(tf.reshape(tf.identity(v), [-1])[0], tf.float32))
-        else:  # a row-reading lookup pulls its rows only (ResourceGather on the ps)
+        else:  # a lookup that gathers on the ps pulls its rows only (models/embedding.py)
             rows_read = tf.gather(v, _slices(v, rows, v.dtype, 0.0).indices)
             pulled.append(tf.cast(tf.reshape(rows_read, [-1])[0], tf.float32))
     for i, (v, (kind, rows)) in enumerate(zip(variables, kinds)):
