@@ -10,10 +10,10 @@ every step of every worker would pull the entire table from its parameter server
 the table's device sends only the rows a batch uses. The gradient is IndexedSlices either way.
 
 It reads the table and gathers from the read (GatherV2), not from the variable
-(tf.nn.embedding_lookup's ResourceGather): a ResourceGather puts the variable in TF's copy-on-read
-mode (for good: training runs no DisableCopyOnRead), after which every dense read copies the whole table first, and the optimizer's
-momentum update reads the whole table every step (Keras's SGD updates an IndexedSlices gradient
-densely). One thread, batch 64: a median 176 us CPU per example with ResourceGather, 127
+(tf.nn.embedding_lookup's ResourceGather): a ResourceGather puts the variable in TF's
+copy-on-read mode (for good: training runs no DisableCopyOnRead), after which every dense read
+copies the whole table first, and the optimizer's momentum update reads the whole table every
+step (Keras's SGD updates an IndexedSlices gradient densely). One thread, batch 64: a median 176 us CPU per example with ResourceGather, 127
 without (`python -m experiments.bench.table_read`; docs/benchmarks.md, "The embedding's
 copy-on-read table").
 """
