@@ -12,10 +12,10 @@ the table's device sends only the rows a batch uses. The gradient is IndexedSlic
 It reads the table and gathers from the read (GatherV2), not from the variable
 (tf.nn.embedding_lookup's ResourceGather): a ResourceGather puts the variable in TF's
 copy-on-read mode (for good: training runs no DisableCopyOnRead), after which every dense read
-copies the whole table first, and the optimizer's momentum update reads the whole table every
-step (Keras's SGD updates an IndexedSlices gradient densely). One thread, batch 64: a median 176 us CPU per example with ResourceGather, 127
-without (`python -m experiments.bench.table_read`; docs/benchmarks.md, "The embedding's
-copy-on-read table").
+or write copies the whole table first, and the optimizer's momentum update writes the whole table
+every step (Keras's SGD applies an IndexedSlices gradient densely). One thread, batch 64: a
+median 176 us CPU per example with ResourceGather, 127 without (`python -m
+experiments.bench.table_read`; docs/benchmarks.md, "The embedding's copy-on-read table").
 """
 import keras
 import tensorflow as tf

@@ -60,7 +60,7 @@ def test_row_embedding_gathers_on_its_tables_device_from_a_read():
     """keras.layers.Embedding gathers wherever its caller runs (under PSS: the whole table pulled
     from the ps every step); RowEmbedding gathers on the table's device, and from a read of the
     table, not with a ResourceGather: that op puts the variable in TF's copy-on-read mode, where
-    every dense read (the momentum update's, every step) copies the whole table first."""
+    every dense read or write (the momentum update's, every step) copies the whole table first."""
     import keras
     import tensorflow as tf
 
