@@ -224,16 +224,30 @@ def fit(records):
     return fits
 
 
+def _swept_sync(f, sweeps, n, key="probe_s"):
+    """(seconds, the sparse rows' part, the dense part, the rows' fit, the dense fit) of one
+    step's synchronization from the sweeps with n processes, of `key` (probe_s, or cpu_s: the
+    CPU it costs one process): a sparse gradient from its rows' sweep (sparse_sync), else the
+    dense sweep at sync_bytes; None without a sweep."""
+    dense = sweep_fit(sweeps, f.strategy, n, key)
+    rows = sweep_fit(sweeps, f.strategy, n, key, "indexed_slices") \
+        if f.profile.gradient_kind == "sparse" else None
+    if rows is not None:
+        return (*sparse_sync(f.profile, f.strategy, f.dtype, rows, dense), rows, dense)
+    if dense is None:
+        return None
+    seconds = dense.seconds(sync_bytes(f.profile, f.strategy, f.dtype, n), f.profile.tensors)
+    return seconds, 0.0, seconds, None, dense
+
+
 def _predict_local(f, by_n, sharing, sweeps=None):
     """Fills f.predictions: this machine's run at each measured N, through cost_model.predict on
     a cluster of N workers sharing the runs' cores, with the synchronization measured here at N
     (the sweep at K = N, else the runs' own probe) and its CPU (see the module doc)."""
     for n, (step, probe, rate) in f.measured.items():
-        lb, rows = sweep_fit(sweeps or {}, f.strategy, n), None
-        if f.profile.gradient_kind == "sparse":
-            rows = sweep_fit(sweeps or {}, f.strategy, n, kind="indexed_slices")
-        if rows is not None:
-            sync, sparse, dense = sparse_sync(f.profile, f.strategy, f.dtype, rows, lb)
+        swept = _swept_sync(f, sweeps or {}, n)
+        if swept is not None and swept[3] is not None:  # a sparse gradient's rows swept
+            sync, sparse, dense, rows, lb = swept
             f.sync[n], f.rows_fits[n] = (sync, "sweep"), rows
             if lb is not None:
                 f.sync_fits[n] = lb
@@ -242,8 +256,8 @@ def _predict_local(f, by_n, sharing, sweeps=None):
                            f"{rows.alpha_s * 1e6:.0f} us, 1/beta {rows.gbps:.2f} Gbit/s)"
                            + (f" and {dense * 1e3:.2f} ms for the dense rest" if dense else "")
                            + f"; the runs' own probe: {(probe or 0.0) * 1e3:.2f} ms")
-        elif lb is not None:
-            sync = lb.seconds(sync_bytes(f.profile, f.strategy, f.dtype, n), f.profile.tensors)
+        elif swept is not None:
+            sync, lb = swept[0], swept[4]
             f.sync[n], f.sync_fits[n] = (sync, "sweep"), lb
             f.notes.append(f"N={n} synchronization {sync * 1e3:.2f} ms from the sweep with {n} "
                            f"processes (alpha {lb.alpha_s * 1e6:.0f} us, 1/beta "
@@ -257,17 +271,8 @@ def _predict_local(f, by_n, sharing, sweeps=None):
                            f"with {n} processes): in-sample")
         # The CPU one process spends in a synchronization with N processes (the sweep's cpu_s),
         # for all-reduce only: an N=1 MWMS run reduces nothing, a PSS N=1 run pushes and pulls.
-        cpu_fit = sweep_fit(sweeps or {}, f.strategy, n, "cpu_s",
-                            "indexed_slices" if rows is not None else "dense") \
-            if kind(f.strategy).all_reduce else None
-        if cpu_fit is None:
-            sync_cpu = 0.0
-        elif rows is not None:
-            sync_cpu = sparse_sync(f.profile, f.strategy, f.dtype, cpu_fit,
-                                   sweep_fit(sweeps or {}, f.strategy, n, "cpu_s"))[0]
-        else:
-            sync_cpu = cpu_fit.seconds(sync_bytes(f.profile, f.strategy, f.dtype, n),
-                                       f.profile.tensors)
+        cpu = _swept_sync(f, sweeps or {}, n, "cpu_s") if kind(f.strategy).all_reduce else None
+        sync_cpu = cpu[0] if cpu is not None else 0.0
         here = cost_model.Here(sync_s=sync, sync_cpu_s=sync_cpu)
         cores = cores_of(by_n[n])
         p = cost_model.predict(f.profile, cost_model.this_machine(n, cores, num_ps=f.num_ps),
