@@ -357,6 +357,10 @@ class Trainer:
                 events.report_done(global_step)
         self._pending = []
 
+    def _read_totals(self):
+        """The epoch's loss sum, correct predictions and examples over every replica."""
+        return [float(v.read_value()) for v in (self.loss_sum, self.correct, self.seen)]
+
     def train_epoch(self, epoch, first_step=0, checkpoints=None, profiler=None):
         """Trains steps first_step..steps_per_epoch-1 of `epoch` (first_step > 0: resuming inside
         the epoch). checkpoints: runs each step (MWMS preemption) and saves when due; profiler:
@@ -432,8 +436,13 @@ class Trainer:
                 self.steps_by_worker[worker] = self.steps_by_worker.get(worker, 0) + int(f[4])
             chunks = [(f"worker:{int(f[3])}", f[5]) for f in fetched] if self.step_timeline \
                 else []
-        else:  # reading waits for the last step: the end of the timed span
-            totals = [float(v.read_value()) for v in (self.loss_sum, self.correct, self.seen)]
+        else:
+            # The end of the timed span: reading this process's own part of a sum waits for its
+            # last step and moves nothing between processes. The sums themselves are read after
+            # the clock stops (under MWMS each is a cross-worker all-reduce, 13-35 ms an epoch
+            # on loopback at N = 2-4: bookkeeping, not training; docs/benchmarks.md).
+            for part in self.strategy.experimental_local_results(self.seen):
+                part.read_value().numpy()
         elapsed = time.perf_counter() - start - hooks_s
         if self.is_chief:  # evaluation and the epoch's end are not steps (the hang watchdog)
             events.report_phase("end of epoch")
@@ -446,6 +455,8 @@ class Trainer:
             by_task = {task: max(0.0, seconds - hooks_cpu.get(task, 0.0))
                        for task, seconds in by_task.items()}
         cpu_s = sum(by_task.values()) if by_task is not None else None
+        if self.coordinator is None:
+            totals = self._read_totals()
         timeline = self._timeline(chunks) if self.step_timeline and chunks else None
         loss_sum, correct, seen = totals
         train_loss = loss_sum / max(seen, 1.0)
