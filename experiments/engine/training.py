@@ -444,8 +444,6 @@ class Trainer:
             for part in self.strategy.experimental_local_results(self.seen):
                 part.read_value().numpy()
         elapsed = time.perf_counter() - start - hooks_s
-        if self.is_chief:  # evaluation and the epoch's end are not steps (the hang watchdog)
-            events.report_phase("end of epoch")
         self.allocator_peaks = memory.peaks(self.allocator_peaks)  # before evaluation, probe
         by_task = cpu_usage.by_task(self.cpu.reading(), cpu_start) \
             if cpu_start is not None else None
@@ -455,8 +453,10 @@ class Trainer:
             by_task = {task: max(0.0, seconds - hooks_cpu.get(task, 0.0))
                        for task, seconds in by_task.items()}
         cpu_s = sum(by_task.values()) if by_task is not None else None
-        if self.coordinator is None:
+        if self.coordinator is None:  # still watched for a hang: a collective under MWMS
             totals = self._read_totals()
+        if self.is_chief:  # evaluation and the epoch's end are not steps (the hang watchdog)
+            events.report_phase("end of epoch")
         timeline = self._timeline(chunks) if self.step_timeline and chunks else None
         loss_sum, correct, seen = totals
         train_loss = loss_sum / max(seen, 1.0)
