@@ -439,8 +439,8 @@ class Trainer:
         else:
             # The end of the timed span: reading this process's own part of a sum waits for its
             # last step and moves nothing between processes. The sums themselves are read after
-            # the clock stops (under MWMS each is a cross-worker all-reduce, 13-35 ms an epoch
-            # on loopback at N = 2-4: bookkeeping, not training; docs/benchmarks.md).
+            # the clock stops: under MWMS each is a cross-worker all-reduce, bookkeeping rather
+            # than training (docs/benchmarks.md, "The epoch's clock stopped after ...").
             for part in self.strategy.experimental_local_results(self.seen):
                 part.read_value().numpy()
         elapsed = time.perf_counter() - start - hooks_s

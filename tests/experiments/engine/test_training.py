@@ -96,7 +96,7 @@ def test_step_checkpoints_are_not_in_the_epoch_time(tmp_path, monkeypatch):
 @pytest.mark.serial  # a wall-clock bound on the epoch
 def test_reading_the_epochs_sums_is_not_in_the_epoch_time(monkeypatch):
     # Under MWMS reading a sum is a cross-worker all-reduce per sum: bookkeeping after the
-    # steps, which the epoch's time once included (13-35 ms an epoch at N = 2-4 here).
+    # steps, which the epoch's time once included.
     trainer = _trainer()
     real_read = trainer._read_totals
 
