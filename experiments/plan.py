@@ -11,7 +11,7 @@ and the exact command of the best (results/planner.py; results/plan_report.py wr
 
 The profile is a comparison's measured one (--results_dir, as experiments.recommend fits it) or a
 file (--profile: a comparison's profile-*.json, or written by hand). The cluster is a cluster spec
-(--cluster, cost_model.ClusterSpec's fields) or the flags below; --device_memory_mb overrides a
+(--cluster, specs.ClusterSpec's fields) or the flags below; --device_memory_mb overrides a
 spec's cap.
 """
 from experiments.engine import tf_settings
@@ -53,12 +53,12 @@ def main(argv):
     if len(argv) > 1:
         bad_input(f"unexpected arguments {argv[1:]}; all options are --flags")
     from experiments.config import ConfigError, check_dataset, check_model
-    from results import cost_model, plan_report, planner, recommendation
+    from results import plan_report, planner, recommendation, specs
     from results.cells import SETTING_KEYS
     from results.records import load_records
 
     try:
-        cluster = cost_model.target_cluster(
+        cluster = specs.target_cluster(
             _CLUSTER.value, [name for name in _CLUSTER_FLAGS if flags.FLAGS[name].present],
             hosts=_HOSTS.value, devices_per_host=_DEVICES.value, inter_host_gbps=_GBPS.value,
             inter_host_latency_us=_LATENCY.value, device_speedup=_SPEEDUP.value)
@@ -66,7 +66,7 @@ def main(argv):
             cluster = dataclasses.replace(cluster, memory_per_device_mb=_MEMORY.value)
         dataset = _DATASET.value
         if _PROFILE.value:
-            profile, note = cost_model.load_profile(_PROFILE.value), f"from {_PROFILE.value}"
+            profile, note = specs.load_profile(_PROFILE.value), f"from {_PROFILE.value}"
         else:
             records, _ = load_records(_RESULTS_DIR.value)
             fit, note = recommendation.latest_fit(records, _MODEL.value)

@@ -9,7 +9,7 @@ by hand) on a cluster (from flags, or a cluster spec written by hand), through t
         --cluster=docs/examples/cluster_8x8_v100_25g.json
 
 From flags the target has --workers hosts of one device each, each with its own full-duplex
-link; a cluster spec (JSON, cost_model.ClusterSpec's fields) also says devices per host, the
+link; a cluster spec (JSON, specs.ClusterSpec's fields) also says devices per host, the
 bandwidth and latency within a host, memory per device and where the parameter servers sit.
 A comparison writes the profile it measured beside its report
 (profile-<model>-<examples>-b<batch>-k<K>-<dtype>.json).
@@ -23,7 +23,7 @@ tf_settings.apply()  # before TensorFlow loads: quiet start-up, the toolkit's ke
 from absl import app, flags  # noqa: E402
 
 from experiments.config.cli import bad_input, parse_flags  # noqa: E402
-from results.cost_model import SYNC_DTYPES  # noqa: E402
+from results.specs import SYNC_DTYPES  # noqa: E402
 
 _RESULTS_DIR = flags.DEFINE_string("results_dir", "runs/compare", "Records of a comparison with "
                                    "probed N >= 2 runs of MWMS or PSS and the 1-thread baseline "
@@ -55,17 +55,17 @@ _CLUSTER_FLAGS = ("workers", "network_gbps", "network_latency_us", "accelerator_
 
 def main(argv):
     del argv
-    from results import cost_model, recommendation
+    from results import recommendation, specs
     from results.records import load_records
 
     try:
-        cluster = cost_model.target_cluster(
+        cluster = specs.target_cluster(
             _CLUSTER.value, [name for name in _CLUSTER_FLAGS if flags.FLAGS[name].present],
             hosts=_WORKERS.value, inter_host_gbps=_GBPS.value,
             inter_host_latency_us=_LATENCY.value, device_speedup=_SPEEDUP.value,
             num_ps=_NUM_PS.value, ps_cores=_PS_CORES.value)
         if _PROFILE.value:
-            profile, where = cost_model.load_profile(_PROFILE.value), f"from {_PROFILE.value}"
+            profile, where = specs.load_profile(_PROFILE.value), f"from {_PROFILE.value}"
             dtype = _DTYPE.value or "float32"
         else:
             records, _ = load_records(_RESULTS_DIR.value)

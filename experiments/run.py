@@ -40,7 +40,7 @@ from experiments.config import auto  # noqa: E402
 from experiments.config import flags as config_flags  # noqa: E402
 from experiments.config.cli import bad_input, parse_flags  # noqa: E402
 from experiments.config.validation import check_fields  # noqa: E402
-from results import cost_model  # noqa: E402
+from results import specs  # noqa: E402
 from strategies import all_reduce_workers, kind, needs_cluster  # noqa: E402
 from tf_config import TFConfigError, check_strategy_fits, role_from_env  # noqa: E402
 from tf_config import launch, netns, netshape, rendezvous  # noqa: E402
@@ -110,8 +110,8 @@ def _profiled(cfg, written):
     if cfg.plan_profile or not cfg.plan_cluster or os.environ.get("TF_CONFIG", "").strip():
         return cfg  # auto.resolve says what is missing or refused
     try:
-        cluster = cost_model.load_cluster(cfg.plan_cluster, "plan_cluster")
-    except cost_model.SpecError as e:
+        cluster = specs.load_cluster(cfg.plan_cluster, "plan_cluster")
+    except specs.SpecError as e:
         raise ConfigError(str(e)) from None
     new = [p for p in (profile_here.path_for(cfg, cluster), cfg.results_dir)
            if not os.path.exists(p)]

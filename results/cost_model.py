@@ -3,7 +3,7 @@ step computes and moves) on a cluster spec (hosts, devices, links, parameter ser
 strategy. The report's projections (results/projections.py) and its check of this machine's
 own runs (results/scaling_model.py), the network experiment (results/network.py), the planner
 and `experiments.recommend` all predict through `predict`; no other module models a strategy's
-cost.
+cost. Its two inputs, the profile and the cluster spec, and their JSON files: results/specs.py.
 
     python -m experiments.recommend --profile=docs/examples/profile_resnet50_v100.json \
         --cluster=docs/examples/cluster_8x8_v100_25g.json
@@ -94,262 +94,19 @@ are full duplex and uncontended except as above, every worker is equally fast bu
 the per-replica batch is the profile's.
 """
 import dataclasses
-import json
 
 from models.schedules import in_flight, schedule
+from results.specs import ClusterSpec, SpecError
 from strategies import REGISTRY, compression, data_parallel_workers, kind
 
 # The strategies it models: data-parallel workers (strategies.data_parallel_workers), and the
 # pipelines (one GPipe pipeline over S devices of a host; hybrid: one per MWMS worker).
 STRATEGIES = tuple(n for n in REGISTRY if data_parallel_workers(n))
 PIPELINES = tuple(n for n in REGISTRY if kind(n).pipelined)
-SWEEP_SPLIT_BYTES = 65536  # the sweep's message cut into 1, 4, 16 tensors (per-tensor cost)
-SYNC_DTYPES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}  # bytes per element
-OPTIMIZER_SLOTS = {"sgd": 0, "momentum": 1, "adam": 2}  # slot variables per weight
 ZERO_STRATEGIES = ("multi_worker_mirrored",)  # --zero=1 (experiments/engine/zero.py)
 
 
 PS_BOUND = "the parameter servers' CPU"  # a Prediction's bound where the ps's work holds PSS
-
-
-class SpecError(ValueError):
-    """A profile or cluster file that cannot be used (one line for the user)."""
-
-
-@dataclasses.dataclass
-class WorkloadProfile:
-    model: str
-    batch: int  # examples per replica per step (micro-batch x accumulation steps)
-    compute_s: float  # one replica's compute per step at `batch` on the profile's device
-    gradient_bytes: dict  # {sync dtype: bytes one replica synchronizes per step}
-    gradient_kind: str = "dense"  # "dense", or "sparse" (IndexedSlices: rows, all-gathered)
-    # Of a sparse gradient (in the profile's measured sync dtype): the rows' bytes (values and
-    # indices) and how many tensors are rows; the rest, dense, is all-reduced in a pack of its
-    # own beside the rows' all-gather. 0: not split (all of it counted as the gradient_kind)
-    sparse_gradient_bytes: int = 0
-    sparse_tensors: int = 0
-    pull_bytes: int = 0  # bytes a PSS worker reads from the ps per step (variables' dtype)
-    parameter_bytes: int = 0
-    optimizer_state_bytes: int = 0
-    activation_bytes: int = 0  # held per replica until backward, at `batch`
-    # Bytes per example crossing a pipeline stage boundary, one direction (the activation; its
-    # gradient returns the same size); 0: unknown, and pipelines are not predicted
-    boundary_activation_bytes: int = 0
-    # {"S": the largest of S stages' share of the parameters} as the toolkit splits the model
-    # (balanced by parameters at its cut points); a missing S: 1/S, equal stages
-    stage_weight_shares: dict = dataclasses.field(default_factory=dict)
-    tensors: int = 1  # gradient tensors per step (a PSS step reads and pushes each on its own)
-    # What splitting the model's transformer blocks over T devices all-reduces
-    # (models/tensor_parallel.py): bytes per example over a step's reductions (both
-    # directions), the reductions per micro-batch, and the T that divide every split layer;
-    # 0 / []: the model has no such blocks, and tensor parallelism is not predicted
-    tensor_reduced_bytes: int = 0
-    tensor_reductions: int = 0
-    tensor_shards: list = dataclasses.field(default_factory=list)
-    overhead_s: dict = dataclasses.field(default_factory=dict)  # {strategy: s per step}
-    # {strategy: share of its synchronization hidden behind compute}, measured where a strategy's
-    # 1-worker step took less than compute + its probe (PSS: the ps and the chief work on other
-    # cores while the worker computes); 0 where unmeasured
-    overlap: dict = dataclasses.field(default_factory=dict)
-    # {--compression form: {payload_bytes, exchange, compress_s, state_bytes}} measured for
-    # this workload (the reducers experiment's real-loopback runs): a replica's compressed
-    # gradient, how it is exchanged ("gather" or "reduce"), the compression's own compute per
-    # step on the profile's device, and the per-replica state it keeps (error feedback)
-    reducers: dict = dataclasses.field(default_factory=dict)
-    # Where a cluster's tasks share one machine's cores (a cluster spec's machine_cores, a local
-    # cluster): {strategy: CPU seconds per example over all its tasks, ps and chief too} at N=1
-    # ("one_device" too), and {"K": {"slowdown": x, "busy_cores": c}} from the sharing
-    # calibration of K one-thread plain loops in lockstep on the profile's machine
-    # (experiments/comparison/sharing.py): a step's compute x slowdown when K processes share
-    # it, and the c cores such K processes keep busy. Neither reaches a cluster whose devices
-    # have cores of their own.
-    cpu_s_per_example: dict = dataclasses.field(default_factory=dict)
-    sharing: dict = dataclasses.field(default_factory=dict)
-    # The parameter servers' CPU seconds per worker step at `batch` (all ps together), measured
-    # at PSS N=1 with ps_threads threads per ps: a ps applies the optimizer's update of the
-    # variables it holds (PSS places it with the variable) and serves the pull and push, once
-    # per worker step, for every worker in turn (see the module doc); 0: unmeasured, no bound
-    ps_cpu_s_per_step: float = 0.0
-    ps_threads: int = 0
-    # {"K": {"batch": B, "step_s": s}}: one device's step measured with K threads at batch B,
-    # the batch one device trains under the run's global batch: one process with a
-    # machine_cores cluster's K cores to itself (what --strategy=one_device does with its
-    # default threads); compute_s / 1 thread where unmeasured
-    one_process: dict = dataclasses.field(default_factory=dict)
-    device: str = ""  # what compute_s was measured on ("2-vCPU AMD EPYC, 1 thread", "V100")
-    source: str = ""  # the records it came from, or a citation
-
-    def gradient(self, dtype="float32"):
-        """Bytes one replica synchronizes per step in `dtype`: as measured, or cast from the
-        profile's float32 bytes (16-bit halves them)."""
-        if dtype not in SYNC_DTYPES:
-            raise SpecError(f"sync dtype {dtype!r} is not valid; choose one of: "
-                            f"{', '.join(SYNC_DTYPES)}")
-        if dtype in self.gradient_bytes:
-            return self.gradient_bytes[dtype]
-        if "float32" in self.gradient_bytes:
-            return self.gradient_bytes["float32"] * SYNC_DTYPES[dtype] // 4
-        raise SpecError(f"profile {self.model!r} has gradient bytes for "
-                        f"{', '.join(self.gradient_bytes)} only, not {dtype}")
-
-    def sparse_split(self, dtype="float32"):
-        """(rows' bytes, dense rest's bytes) of one replica's gradient in `dtype`: all-reduce
-        all-gathers the rows and all-reduces the rest in a pack of its own. A dense gradient is
-        all rest; a sparse one the profile does not split, all rows. sparse_gradient_bytes are
-        in the profile's measured dtype (its float32 entry where it lists several); in another
-        dtype the rows keep their share of the gradient, though their int32 indices do not
-        shrink (16-bit rows of 64 values: ~1.5% low)."""
-        gradient = self.gradient(dtype)
-        if self.gradient_kind != "sparse":
-            return 0, gradient
-        measured = self.gradient_bytes.get("float32", next(iter(self.gradient_bytes.values())))
-        if not 0 < self.sparse_gradient_bytes < measured:
-            return gradient, 0
-        rows = round(gradient * self.sparse_gradient_bytes / measured)
-        return rows, gradient - rows
-
-    def to_json(self):
-        return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True) + "\n"
-
-
-@dataclasses.dataclass
-class ClusterSpec:
-    hosts: int = 1
-    devices_per_host: int = 1
-    device_speedup: float = 1.0  # a device's speed relative to the profile's device
-    intra_host_gbps: float = 100.0  # between devices of one host (NVLink, PCIe, shared memory)
-    intra_host_latency_us: float = 5.0
-    inter_host_gbps: float = 10.0  # each host's network link, each direction
-    inter_host_latency_us: float = 50.0
-    memory_per_device_mb: float = 0.0  # 0: not limited
-    num_ps: int = 1
-    ps_placement: str = "own_hosts"  # or "with_workers"
-    # PSS with the devices of a host reducing their gradients first (an intra-host ring) and the
-    # host pushing and pulling once (tf_cnn_benchmarks' distributed_replicated), instead of every
-    # device on its own (TF's ParameterServerStrategy, variable_update=parameter_server)
-    ps_local_aggregation: bool = False
-    shared_medium: bool = False  # every link shares one bucket of inter_host_gbps
-    # Cores each parameter server applies updates with; 0: as many as the profile's ps ran
-    # with (its ps_threads). The ps's cores are taken as fast as the profile's machine's.
-    ps_cores: int = 0
-    # One host (the last) slower by this many seconds per step: a straggler (see the module
-    # doc); 0: every host equally fast
-    straggler_s: float = 0.0
-    # The whole cluster (workers, ps, chief) on one machine of this many cores, as a local
-    # cluster runs here: its workers' compute is slowed by the profile's sharing at K = N and
-    # its rate capped by the cores over the CPU seconds an example costs (see the module doc);
-    # 0: every device has cores of its own (a real cluster)
-    machine_cores: int = 0
-    name: str = ""
-
-    @property
-    def workers(self):
-        return self.hosts * self.devices_per_host
-
-    def check(self):
-        if self.ps_cores < 0:
-            raise SpecError(f"cluster ps_cores={self.ps_cores} must be >= 0 (0: as the "
-                            f"profile's parameter servers ran)")
-        for name in ("hosts", "devices_per_host", "num_ps"):
-            if getattr(self, name) < 1:
-                raise SpecError(f"cluster {name}={getattr(self, name)} must be >= 1")
-        for name in ("device_speedup", "intra_host_gbps", "inter_host_gbps"):
-            if getattr(self, name) <= 0:
-                raise SpecError(f"cluster {name}={getattr(self, name)} must be > 0")
-        if self.machine_cores < 0:
-            raise SpecError(f"cluster machine_cores={self.machine_cores} must be >= 0 (0: "
-                            f"devices with cores of their own)")
-        if self.straggler_s < 0:
-            raise SpecError(f"cluster straggler_s={self.straggler_s} must be >= 0")
-        if self.ps_placement not in ("own_hosts", "with_workers"):
-            raise SpecError(f"cluster ps_placement={self.ps_placement!r} is not valid; choose "
-                            f"one of: own_hosts, with_workers")
-        return self
-
-    def to_json(self):
-        return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True) + "\n"
-
-
-def _load(cls, path, what):
-    try:
-        with open(path) as f:
-            data = json.load(f)
-    except (OSError, ValueError) as e:
-        raise SpecError(f"--{what}={path}: cannot read it as JSON ({e})") from None
-    fields = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - fields)
-    if unknown:
-        raise SpecError(f"--{what}={path}: unknown field(s) {', '.join(unknown)}; valid: "
-                        f"{', '.join(sorted(fields))}")
-    try:
-        return cls(**data)
-    except TypeError as e:
-        raise SpecError(f"--{what}={path}: {e}") from None
-
-
-def load_profile(path, flag="profile"):
-    """The WorkloadProfile in the JSON file `path`; SpecError naming --flag otherwise."""
-    profile = _load(WorkloadProfile, path, flag)
-    if profile.batch < 1 or profile.compute_s <= 0 or not profile.gradient_bytes:
-        raise SpecError(f"--{flag}={path}: needs batch >= 1, compute_s > 0 and gradient_bytes")
-    for stages, share in _items(profile.stage_weight_shares, "stage_weight_shares", path, flag):
-        if not (str(stages).isdigit() and int(stages) >= 2 and _positive(share) and share <= 1):
-            raise SpecError(f"--{flag}={path}: stage_weight_shares {{{stages!r}: {share}}} is not "
-                            f"a stage count >= 2 with a share in (0, 1]")
-    for what, value in _items(profile.cpu_s_per_example, "cpu_s_per_example", path, flag):
-        if not _positive(value):
-            raise SpecError(f"--{flag}={path}: cpu_s_per_example {{{what!r}: {value!r}}} is "
-                            f"not a strategy with a value > 0")
-    for cores, step in _items(profile.one_process, "one_process", path, flag):
-        if not (str(cores).isdigit() and isinstance(step, dict) and
-                _positive(step.get("batch")) and _positive(step.get("step_s"))):
-            raise SpecError(f"--{flag}={path}: one_process {{{cores!r}: {step!r}}} is not a "
-                            f"core count with {{\"batch\": > 0, \"step_s\": > 0}}")
-    ps_cpu, threads = profile.ps_cpu_s_per_step, profile.ps_threads
-    if not (ps_cpu == 0 or _positive(ps_cpu)) or not (isinstance(threads, int) and
-                                                     not isinstance(threads, bool) and
-                                                     threads >= 0):
-        raise SpecError(f"--{flag}={path}: ps_cpu_s_per_step {ps_cpu!r} and ps_threads "
-                        f"{threads!r} must be a number >= 0 and a whole number >= 0")
-    for processes, figures in _items(profile.sharing, "sharing", path, flag):
-        figures_ok = isinstance(figures, dict) and _positive(figures.get("slowdown")) and \
-            (figures.get("busy_cores") is None or _positive(figures["busy_cores"]))
-        if not (str(processes).isdigit() and figures_ok):
-            raise SpecError(f"--{flag}={path}: sharing {{{processes!r}: {figures!r}}} is not a "
-                            f"process count with {{\"slowdown\": > 0, \"busy_cores\": > 0 or "
-                            f"null}}")
-    return profile
-
-
-def _positive(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
-
-
-def _items(value, name, path, flag):
-    if not isinstance(value, dict):
-        raise SpecError(f"--{flag}={path}: {name} must be an object, not {value!r}")
-    return value.items()
-
-
-def load_cluster(path, flag="cluster"):
-    """The ClusterSpec in the JSON file `path`, checked; SpecError naming --flag otherwise."""
-    try:
-        return _load(ClusterSpec, path, flag).check()
-    except SpecError as e:
-        raise SpecError(str(e) if str(e).startswith("--") else f"--{flag}={path}: {e}") \
-            from None
-
-
-def target_cluster(spec_path, given_flags=(), **fields):
-    """The cluster a command targets: the cluster spec file at spec_path, else
-    ClusterSpec(**fields) from its flags; flags given beside a file are refused by name (the
-    file already says the target)."""
-    if spec_path:
-        if given_flags:
-            raise SpecError(f"--cluster={spec_path} already says the target: drop "
-                            f"--{', --'.join(given_flags)}")
-        return load_cluster(spec_path)
-    return ClusterSpec(**fields).check()
 
 
 def _ring(nbytes, n, gbps, latency_us):
@@ -417,59 +174,6 @@ def parameter_server_s(gradient, pull, cluster):
     if cluster.ps_placement == "with_workers" and cluster.hosts > 1:
         seconds *= (cluster.hosts - 1) / cluster.hosts
     return local + seconds
-
-
-@dataclasses.dataclass(frozen=True)
-class LatencyBandwidth:
-    """t(bytes, tensors) = alpha_s + per_tensor_s x (tensors - 1) + beta_s_per_byte x bytes for
-    one synchronization, fitted to a sweep of message sizes and tensor counts
-    (experiments/measure/comm_probe.py `sweep`); residuals: (fit - measured) / measured per
-    one-tensor size, smallest first."""
-    alpha_s: float
-    beta_s_per_byte: float
-    sizes: tuple
-    residuals: tuple
-    per_tensor_s: float = 0.0
-
-    def seconds(self, nbytes, tensors=1):
-        return self.alpha_s + self.per_tensor_s * max(0, tensors - 1) + \
-            self.beta_s_per_byte * nbytes
-
-    @property
-    def gbps(self):
-        """The bandwidth 1 / beta, in Gbit/s of message bytes (not of link traffic)."""
-        return 8 / self.beta_s_per_byte / 1e9 if self.beta_s_per_byte > 0 else float("inf")
-
-
-def fit_latency_bandwidth(points, split=()):
-    """LatencyBandwidth of [(bytes, seconds)] one-tensor messages, by least squares on relative
-    error (each point weighted 1 / seconds^2, so 4 KiB counts as much as 16 MiB; plain least
-    squares would fit the largest messages and leave alpha to noise), alpha and beta kept >= 0;
-    split: [(tensors, seconds)] of one size cut into that many tensors, whose slope is the cost
-    per extra tensor (>= 0)."""
-    points = sorted((float(b), float(t)) for b, t in points if t and t > 0)
-    if len({b for b, _ in points}) < 2:
-        raise SpecError(f"a latency-bandwidth fit needs 2 message sizes or more, got "
-                        f"{len({b for b, _ in points})}")
-    w = [1 / t ** 2 for _, t in points]
-    sw = sum(w)
-    sx = sum(wi * b for wi, (b, _) in zip(w, points))
-    sy = sum(wi * t for wi, (_, t) in zip(w, points))
-    sxx = sum(wi * b * b for wi, (b, _) in zip(w, points))
-    sxy = sum(wi * b * t for wi, (b, t) in zip(w, points))
-    beta = max(0.0, (sw * sxy - sx * sy) / (sw * sxx - sx * sx))
-    alpha = max(0.0, (sy - beta * sx) / sw)
-    if alpha == 0.0:  # refit beta alone through the origin
-        beta = sxy / sxx
-    per_tensor = 0.0
-    split = sorted(split)
-    if len(split) >= 2:
-        mk = sum(k for k, _ in split) / len(split)
-        mt = sum(t for _, t in split) / len(split)
-        per_tensor = max(0.0, sum((k - mk) * (t - mt) for k, t in split) /
-                         sum((k - mk) ** 2 for k, _ in split))
-    return LatencyBandwidth(alpha, beta, tuple(int(b) for b, _ in points),
-                            tuple((alpha + beta * b - t) / t for b, t in points), per_tensor)
 
 
 @dataclasses.dataclass

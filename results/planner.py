@@ -25,7 +25,7 @@ fits).
 """
 import dataclasses
 
-from results import cost_model
+from results import cost_model, specs
 from strategies import BASELINE, MIRRORED, REGISTRY, kind
 
 SYNC_DTYPES = ("float32", "bfloat16")
@@ -199,7 +199,7 @@ def _has_bytes(profile, dtype):
     try:
         profile.gradient(dtype)
         return True
-    except cost_model.SpecError:
+    except specs.SpecError:
         return False
 
 
@@ -239,9 +239,9 @@ def plan(profile, cluster):
     """[Planned], those that fit first, fastest first; then those dropped, with why.
     SpecError for a profile with gradient bytes in no sync dtype the cost model knows."""
     if not sync_dtypes(profile):
-        raise cost_model.SpecError(f"profile {profile.model!r} has gradient bytes for "
+        raise specs.SpecError(f"profile {profile.model!r} has gradient bytes for "
                                    f"{', '.join(profile.gradient_bytes)}: none of "
-                                   f"{', '.join(cost_model.SYNC_DTYPES)}")
+                                   f"{', '.join(specs.SYNC_DTYPES)}")
     planned = [predict(profile, cluster, c) for c in configurations(profile, cluster)]
     fits = sorted((p for p in planned if not p.dropped),
                   key=lambda p: (-p.prediction.examples_per_sec, p.config.workers,

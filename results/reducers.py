@@ -19,7 +19,7 @@ The prediction, fixed before the shaped runs it predicts (written down 2026-11-2
 import collections
 import math
 
-from results import cost_model, metrics, plots
+from results import cost_model, metrics, plots, specs
 from results.cells import (SETTING_KEYS, bandwidth_of, is_reducer_run, reducer_of, setting_of,
                            setting_title, sort_key, workers_of)
 from results.tables import errors_line, experiment_section, markdown_table
@@ -44,7 +44,7 @@ class Fit:
         """The shared shaper's seconds for one step's bytes (0: the real loopback)."""
         if not gbps:
             return 0.0
-        cluster = cost_model.ClusterSpec(hosts=self.n, inter_host_gbps=gbps, shared_medium=True)
+        cluster = specs.ClusterSpec(hosts=self.n, inter_host_gbps=gbps, shared_medium=True)
         reducer = {"payload_bytes": self.payload, "exchange": self.how}
         return cost_model.reducer_s(reducer, cluster) + (
             cost_model.allreduce_s(self.sparse, cluster, "sparse") if self.sparse else 0.0)

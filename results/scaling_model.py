@@ -29,7 +29,7 @@ Projections: cost_model.predict for N workers on a stated network (--network_gbp
 import collections
 import dataclasses
 
-from results import cost_model, metrics
+from results import cost_model, latency_bandwidth, metrics, specs
 from results.cells import (BASELINE_RUN, ENGINE_FLOOR, SETTING_KEYS, is_collectives_run,
                            is_network_run, is_reducer_run, is_straggler_run, role_of, setting_of,
                            sort_key, workers_of)
@@ -48,7 +48,7 @@ class Network:
 class Fit:
     setting: tuple  # in SETTING_KEYS order
     strategy: str
-    profile: cost_model.WorkloadProfile
+    profile: specs.WorkloadProfile
     num_ps: int
     measured: dict  # n >= 2 -> (per-worker step time, probe seconds, examples/s)
     # (step, probe, examples/s) of the strategy's own N=1 runs, which the profile took its
@@ -96,7 +96,7 @@ class Fit:
 
     def cluster(self, n, net):
         """N workers, one per host, on the stated network."""
-        return cost_model.ClusterSpec(hosts=n, inter_host_gbps=net.bandwidth_gbps,
+        return specs.ClusterSpec(hosts=n, inter_host_gbps=net.bandwidth_gbps,
                                       inter_host_latency_us=net.latency_us, num_ps=self.num_ps)
 
     def project(self, n, net):
@@ -114,7 +114,7 @@ class Fit:
 
 
 def sweep_fit(sweeps, strategy, n, key="probe_s", kind="dense"):
-    """cost_model.LatencyBandwidth of the collectives cells' sweeps of `strategy` with `n`
+    """latency_bandwidth.LatencyBandwidth of the collectives cells' sweeps of `strategy` with `n`
     processes (the median per size over repeats) of `key`: probe_s, the seconds of one
     synchronization, or cpu_s, the CPU seconds it costs one process; of dense tensors, or with
     kind="indexed_slices" of sparse rows (per tensor: 0, the split is swept dense only); None
@@ -125,13 +125,13 @@ def sweep_fit(sweeps, strategy, n, key="probe_s", kind="dense"):
             if not p.get(key) or p.get("kind", "dense") != kind:
                 continue
             tensors = p.get("tensors", 1)
-            if kind == "dense" and (tensors > 1 or p["bytes"] == cost_model.SWEEP_SPLIT_BYTES):
+            if kind == "dense" and (tensors > 1 or p["bytes"] == latency_bandwidth.SWEEP_SPLIT_BYTES):
                 by_count[tensors].append(p[key]["median"])
             if tensors == 1:
                 by_size[p["bytes"]].append(p[key]["median"])
     if len(by_size) < 2:
         return None
-    return cost_model.fit_latency_bandwidth(
+    return latency_bandwidth.fit_latency_bandwidth(
         [(b, metrics.median(ts)) for b, ts in by_size.items()],
         [(k, metrics.median(ts)) for k, ts in by_count.items()])
 

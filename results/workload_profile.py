@@ -1,8 +1,8 @@
 """The workload profile of a comparison's setting, measured from its records: what one
-replica's step computes and moves (cost_model.WorkloadProfile), the input of every prediction
+replica's step computes and moves (specs.WorkloadProfile), the input of every prediction
 (results/scaling_model.py, results/network.py, experiments.recommend and its --profile files).
 
-The profile (per setting, cost_model.WorkloadProfile; written as
+The profile (per setting, specs.WorkloadProfile; written as
 profile-<model>-<examples>-b<batch>-k<K>-<dtype>.json):
   compute_s    one replica's step at its batch with one core, every strategy alike: the median
                of the 1-thread baseline's step and the 1-thread all-reduce (MWMS) N=1 steps
@@ -32,7 +32,7 @@ profile-<model>-<examples>-b<batch>-k<K>-<dtype>.json):
 """
 import collections
 
-from results import cost_model, metrics, timeline
+from results import cost_model, metrics, specs, timeline
 from results.cells import SETTING_KEYS, reducer_of, setting_of
 from strategies import BASELINE, kind
 
@@ -221,7 +221,7 @@ def profile_of(setting, baseline, own_n1, runs, sharing=None):
     comm = next(r["communication"] for r in runs)
     kinds = comm.get("gradient_kinds") or {}
     dtype = sync_dtype_of(setting)
-    size = cost_model.SYNC_DTYPES.get(dtype, 4)
+    size = specs.SYNC_DTYPES.get(dtype, 4)
     parameters = (comm.get("dense_gradient_bytes") or comm["gradient_bytes"]) * 4 // size
     pulls = [r["communication"].get("pull_bytes") for r in runs
              if r["communication"].get("pull_bytes")]
@@ -241,7 +241,7 @@ def profile_of(setting, baseline, own_n1, runs, sharing=None):
                      if ps_cpu[0] else
                      "the PSS N=1 records give no ps CPU (cores per task): PSS is not bounded "
                      "by its parameter servers' work")
-    profile = cost_model.WorkloadProfile(
+    profile = specs.WorkloadProfile(
         model=setting[SETTING_KEYS.index("model")], batch=step_batch_of(first),
         compute_s=compute, gradient_bytes={dtype: comm["gradient_bytes"]},
         gradient_kind="sparse" if kinds.get("indexed_slices") else "dense",
@@ -249,7 +249,7 @@ def profile_of(setting, baseline, own_n1, runs, sharing=None):
         sparse_tensors=int(kinds.get("indexed_slices") or 0),
         # variables are pulled in their own dtype; measured where a PSS run probed it
         pull_bytes=pulls[0] if pulls else parameters, parameter_bytes=parameters,
-        optimizer_state_bytes=parameters * cost_model.OPTIMIZER_SLOTS.get(optimizer, 0),
+        optimizer_state_bytes=parameters * specs.OPTIMIZER_SLOTS.get(optimizer, 0),
         activation_bytes=_activations(runs, parameters, optimizer), overhead_s=overhead,
         tensors=max(1, sum(kinds.values())), overlap=overlap,
         boundary_activation_bytes=int(boundary or 0),
@@ -308,6 +308,6 @@ def _activations(runs, parameters, optimizer):
     for r in runs:
         device = (r.get("memory_per_device") or [None])[0]
         if isinstance(device, dict) and device.get("bytes"):
-            rest = parameters * (2 + cost_model.OPTIMIZER_SLOTS.get(optimizer, 0))
+            rest = parameters * (2 + specs.OPTIMIZER_SLOTS.get(optimizer, 0))
             return max(0, int(device["bytes"] - rest))
     return 0

@@ -27,7 +27,7 @@ import tempfile
 from experiments.adaptive import profile_here
 from experiments.config import auto
 from experiments.config.run_config import ConfigError
-from results import cost_model, planner
+from results import planner, specs
 from strategies import kind
 from tf_config import rendezvous
 
@@ -51,11 +51,11 @@ def others(role):
 def cluster_spec(role, links, given=None):
     """The ClusterSpec TF_CONFIG fixes (see the module doc); `given`: --plan_cluster's, whose
     device fields it keeps."""
-    spec = given or cost_model.ClusterSpec()
+    spec = given or specs.ClusterSpec()
     gbps = statistics.median(link.gbps for link in links) if links else spec.inter_host_gbps
     latency = statistics.median(link.latency_us for link in links) if links else \
         spec.inter_host_latency_us
-    return cost_model.ClusterSpec(**{
+    return specs.ClusterSpec(**{
         **{f: getattr(spec, f) for f in ("devices_per_host", "device_speedup", "intra_host_gbps",
                                         "intra_host_latency_us", "memory_per_device_mb",
                                         "ps_cores", "ps_placement", "ps_local_aggregation")},
@@ -122,14 +122,14 @@ def _decide(cfg, role, argv, out, written):
     def decide(links):
         try:
             return plan_for(links)
-        except (ConfigError, cost_model.SpecError, profile_here.ProfilingFailed):
+        except (ConfigError, specs.SpecError, profile_here.ProfilingFailed):
             raise  # bad input (exit 2), a profiling run that failed (exit 1)
         except Exception as e:  # noqa: BLE001 - one line on the chief and every task, exit 1
             raise rendezvous.RendezvousError(f"the chief could not plan: "
                                              f"{type(e).__name__}: {e}") from None
 
     def plan_for(links):
-        given = cost_model.load_cluster(cfg.plan_cluster, "plan_cluster") \
+        given = specs.load_cluster(cfg.plan_cluster, "plan_cluster") \
             if cfg.plan_cluster else None
         spec = cluster_spec(role, links, given)
         path = cfg.plan_profile
@@ -165,7 +165,7 @@ def resolve(cfg, role, argv, out=print, written=None):
                                        _decide(cfg, role, argv, out,
                                                written if written is not None else []),
                                        TIMEOUT_S, out)
-        except cost_model.SpecError as e:
+        except specs.SpecError as e:
             raise ConfigError(str(e)) from None
     else:
         try:

@@ -15,7 +15,7 @@ import statistics
 import time
 
 from experiments.adaptive import decide
-from results import cost_model
+from results import specs
 from results.records import write_json_atomic
 
 ADAPT_ENV = "TFDIST_ADAPT"
@@ -36,8 +36,8 @@ class Adapter:
         self.examples_per_epoch = examples_per_epoch
         self.verdict, self._agree_fn = None, None
         if is_chief:
-            self.profile = cost_model.load_profile(env["profile"], "plan_profile")
-            self.cluster = cost_model.load_cluster(env["cluster"], "plan_cluster")
+            self.profile = specs.load_profile(env["profile"], "plan_profile")
+            self.cluster = specs.load_cluster(env["cluster"], "plan_cluster")
             if env.get("network_gbps"):  # after a switch: the network that switch inferred,
                 # not the spec's, is what this configuration's first epochs ran on
                 self.cluster = decide.with_network(self.cluster, env["network_gbps"])

@@ -25,7 +25,7 @@ import time
 from experiments.adaptive import decide, segment
 from experiments.config import auto
 from experiments.config.run_config import AUTO, ConfigError
-from results import cost_model, planner
+from results import planner, specs
 from results.records import write_json_atomic
 from strategies import needs_cluster
 from tf_config import task_process
@@ -106,8 +106,8 @@ def first_configuration(cfg, plan):
     chosen = planner.Config(**plan["chosen"]["config"])
     global_batch = cfg.global_batch_size or \
         cfg.batch_size_per_replica * chosen.replicas
-    profile = cost_model.load_profile(cfg.plan_profile, "plan_profile")
-    cluster = cost_model.load_cluster(cfg.plan_cluster, "plan_cluster")
+    profile = specs.load_profile(cfg.plan_profile, "plan_profile")
+    cluster = specs.load_cluster(cfg.plan_cluster, "plan_cluster")
     first = decide.best(profile, cluster, global_batch)
     if first is None:
         raise ConfigError(f"--adapt: none of the configurations it switches between fits "

@@ -12,7 +12,7 @@ import sys
 from absl import app, flags
 
 from experiments.config.cli import parse_flags
-from results import cost_model
+from results import cost_model, specs
 
 _CASES = flags.DEFINE_string("cases", "docs/examples/published/cases.json",
                              "Published results as {cases: [{name, strategy, published, "
@@ -24,8 +24,8 @@ def predictions(cases):
     """[(case, cost_model.Prediction)] of every case."""
     out = []
     for case in cases:
-        profile = cost_model.WorkloadProfile(**case["profile"])
-        cluster = cost_model.ClusterSpec(**case["cluster"]).check()
+        profile = specs.WorkloadProfile(**case["profile"])
+        cluster = specs.ClusterSpec(**case["cluster"]).check()
         out.append((case, cost_model.predict(profile, cluster, case["strategy"])))
     return out
 

@@ -30,7 +30,7 @@ from absl import app, flags
 from experiments.adaptive import decide, profile_here
 from experiments.config import RunConfig
 from experiments.config.cli import parse_flags
-from results import cost_model, planner
+from results import planner, specs
 from strategies import kind, needs_cluster
 
 _DIR = flags.DEFINE_string("results_dir", "/tmp/ranking", "Where the runs' records go.")
@@ -115,13 +115,13 @@ def main(argv):
         cfg = RunConfig(model=model, dataset=_DATASETS.get(model, "synthetic"),
                         batch_size_per_replica=_GLOBAL.value // 2,
                         global_batch_size=_GLOBAL.value, results_dir=_DIR.value)
-        local = cost_model.ClusterSpec(hosts=2, devices_per_host=1, shared_medium=True,
+        local = specs.ClusterSpec(hosts=2, devices_per_host=1, shared_medium=True,
                                        machine_cores=_CORES.value)
         path = profile_here.measure(cfg, ["run", f"--model={model}",
                                           f"--dataset={cfg.dataset}",
                                           f"--batch_size_per_replica={cfg.batch_size_per_replica}"],
                                     cluster=local)
-        profile = cost_model.load_profile(path)
+        profile = specs.load_profile(path)
         for gbps in (float(b) for b in _BANDWIDTHS.value):
             cluster = decide.with_network(local, gbps)
             configs = decide.candidates(profile, cluster, _GLOBAL.value)

@@ -17,7 +17,7 @@ links to them, and the plan is chosen among what those tasks can run
 import dataclasses
 
 from experiments.config.run_config import AUTO, ConfigError
-from results import cost_model, planner
+from results import planner, specs
 
 PLAN_ENV = "TFDIST_AUTO_PLAN"  # the launcher's tasks: the plan the chief records
 
@@ -32,11 +32,11 @@ def choose(profile_path, cluster_path, cluster=None, runnable=None):
                           "experiments.plan takes), and --plan_profile=PROFILE.json or nothing "
                           "(measured here first)")
     try:
-        profile = cost_model.load_profile(profile_path, "plan_profile")
+        profile = specs.load_profile(profile_path, "plan_profile")
         if cluster is None:
-            cluster = cost_model.load_cluster(cluster_path, "plan_cluster")
+            cluster = specs.load_cluster(cluster_path, "plan_cluster")
         planned = planner.plan(profile, cluster)
-    except cost_model.SpecError as e:
+    except specs.SpecError as e:
         raise ConfigError(str(e)) from None
     if runnable is not None:
         planned = [p if p.dropped or not runnable(p.config) else

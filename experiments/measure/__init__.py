@@ -2,7 +2,7 @@
 seconds by task (cpu_usage), memory per device (memory), TF profiler traces (profiling), and
 the software and kernels that ran (environment).
 
-May import: models, results.metrics, results.cost_model (its constants: sweep sizes, optimizer
-slots), tf_config.events, experiments.engine.tf_settings.
+May import: models, results.metrics, results.specs (optimizer slots),
+results.latency_bandwidth (the sweep's sizes), tf_config.events, experiments.engine.tf_settings.
 Not the rest of experiments.
 """

@@ -29,7 +29,7 @@ import time
 import tensorflow as tf
 
 from results import metrics
-from results.cost_model import SWEEP_SPLIT_BYTES
+from results.latency_bandwidth import SWEEP_SPLIT_BYTES
 
 _WARMUP = 3
 _REPEATS = 20

@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from results import cost_model
-from results.cost_model import ClusterSpec, WorkloadProfile
+from results import cost_model, specs
+from results.specs import ClusterSpec, WorkloadProfile
 
 G = 1_000_000
 GBPS8 = 8.0  # 1e9 bytes/s
@@ -105,19 +105,19 @@ def test_predict_scales_compute_not_overhead_and_checks_memory():
 def test_profile_and_cluster_files(tmp_path):
     profile = tmp_path / "profile.json"
     profile.write_text(_profile(pull_bytes=G).to_json())
-    assert cost_model.load_profile(str(profile)).gradient("float32") == G
+    assert specs.load_profile(str(profile)).gradient("float32") == G
     cluster = tmp_path / "cluster.json"
     cluster.write_text(json.dumps({"hosts": 4, "devices_per_host": 8, "inter_host_gbps": 100}))
-    assert cost_model.load_cluster(str(cluster)).workers == 32
+    assert specs.load_cluster(str(cluster)).workers == 32
     cluster.write_text(json.dumps({"hosts": 4, "nics": 2}))
-    with pytest.raises(cost_model.SpecError, match="unknown field.s. nics; valid: "):
-        cost_model.load_cluster(str(cluster))
+    with pytest.raises(specs.SpecError, match="unknown field.s. nics; valid: "):
+        specs.load_cluster(str(cluster))
     cluster.write_text(json.dumps({"hosts": 0}))
-    with pytest.raises(cost_model.SpecError, match="cluster.json: cluster hosts=0 must be >= 1"):
-        cost_model.load_cluster(str(cluster))
+    with pytest.raises(specs.SpecError, match="cluster.json: cluster hosts=0 must be >= 1"):
+        specs.load_cluster(str(cluster))
     cluster.write_text(json.dumps({"ps_placement": "rack"}))
-    with pytest.raises(cost_model.SpecError, match="ps_placement='rack' is not valid; choose"):
-        cost_model.load_cluster(str(cluster))
+    with pytest.raises(specs.SpecError, match="ps_placement='rack' is not valid; choose"):
+        specs.load_cluster(str(cluster))
 
 
 
@@ -138,13 +138,13 @@ def test_profile_and_cluster_files(tmp_path):
 def test_a_hand_written_profiles_machine_figures_are_checked(tmp_path, fields, said):
     profile = tmp_path / "profile.json"
     profile.write_text(json.dumps({**json.loads(_profile().to_json()), **fields}))
-    with pytest.raises(cost_model.SpecError, match=f"--profile=.*profile.json: {said}"):
-        cost_model.load_profile(str(profile))
+    with pytest.raises(specs.SpecError, match=f"--profile=.*profile.json: {said}"):
+        specs.load_profile(str(profile))
     good = {"sharing": {"2": {"slowdown": 1.2, "busy_cores": None}},
             "one_process": {"2": {"batch": 128, "step_s": 0.02}},
             "cpu_s_per_example": {"one_device": 0.001}}
     profile.write_text(json.dumps({**json.loads(_profile().to_json()), **good}))
-    assert cost_model.load_profile(str(profile)).sharing["2"]["slowdown"] == 1.2
+    assert specs.load_profile(str(profile)).sharing["2"]["slowdown"] == 1.2
 
 
 def test_the_profiles_measured_overlap_hides_that_share_of_synchronization():
@@ -212,7 +212,7 @@ def test_the_parameter_servers_own_work_bounds_pss():
     assert mwms.examples_per_sec > 4 * 4000 and not mwms.bound
     # unmeasured (a hand-written profile without it): no bound
     assert cost_model.ps_served(_profile(), ClusterSpec()) is None
-    with pytest.raises(cost_model.SpecError, match="ps_cores=-1"):
+    with pytest.raises(specs.SpecError, match="ps_cores=-1"):
         ClusterSpec(ps_cores=-1).check()
 
 
@@ -264,11 +264,11 @@ def test_a_reducer_exchanges_its_payload_and_adds_its_compute_and_state():
     low_rank = cost_model.predict(profile, cluster, "multi_worker_mirrored",
                                   compression="powersgd:4")
     assert low_rank.communication_s == pytest.approx(2 * 3 / 4 * G / 10 / 1e9 + 0.001)
-    with pytest.raises(cost_model.SpecError, match="compression 'topk:0.01' under "
+    with pytest.raises(specs.SpecError, match="compression 'topk:0.01' under "
                                                    "multi_worker_mirrored: the profile measured "
                                                    "int8, powersgd:4"):
         cost_model.predict(profile, cluster, "multi_worker_mirrored", compression="topk:0.01")
-    with pytest.raises(cost_model.SpecError, match="all-reduce strategies and dense gradients"):
+    with pytest.raises(specs.SpecError, match="all-reduce strategies and dense gradients"):
         cost_model.predict(profile, cluster, "parameter_server", compression="int8")
 
 
@@ -277,12 +277,12 @@ def test_tensor_parallelism_divides_compute_and_adds_its_exchanges():
     each a tensor handed out from the stage's first device to the T - 1 others and their
     partial sums gathered back (2 (T-1) x its bytes and 2 latencies); with 2 stages, GPipe's
     bubble over both. The weights split over S x T devices, the activations over S only."""
-    profile = cost_model.WorkloadProfile(
+    profile = specs.WorkloadProfile(
         model="vit", batch=32, compute_s=0.1, gradient_bytes={"float32": 1_000_000},
         parameter_bytes=1_000_000, activation_bytes=3_000_000,
         boundary_activation_bytes=12_544, tensor_reduced_bytes=200_704, tensor_reductions=16,
         tensor_shards=[2, 4])
-    cluster = cost_model.ClusterSpec(devices_per_host=4, intra_host_gbps=100.0,
+    cluster = specs.ClusterSpec(devices_per_host=4, intra_host_gbps=100.0,
                                      intra_host_latency_us=5.0)
     each = 200_704 * 32 / 16  # one exchange's bytes
 
@@ -308,9 +308,9 @@ def test_tensor_parallelism_divides_compute_and_adds_its_exchanges():
                           "tensor_parallel=3 does not divide"),
                          (dict(strategy="multi_worker_mirrored", tensor_parallel=2),
                           "splits the model within a pipeline's devices")):
-        with pytest.raises(cost_model.SpecError, match=message):
+        with pytest.raises(specs.SpecError, match=message):
             cost_model.predict(profile, cluster, **bad)
-    with pytest.raises(cost_model.SpecError, match="has no tensor_reduced_bytes"):
+    with pytest.raises(specs.SpecError, match="has no tensor_reduced_bytes"):
         cost_model.predict(dataclasses.replace(profile, tensor_reduced_bytes=0), cluster,
                            "model_parallel", tensor_parallel=2)
 
@@ -339,7 +339,7 @@ def test_a_straggler_holds_lockstep_steps_back_and_only_its_own_pss_steps():
     assert pss_slow.step_s == pytest.approx(t)
     assert pss_slow.examples_per_sec == pytest.approx(3 * 64 / t + 64 / (t + 0.3))
     assert pss_slow.examples_per_sec > mwms_slow.examples_per_sec
-    with pytest.raises(cost_model.SpecError, match="straggler_s=-1"):
+    with pytest.raises(specs.SpecError, match="straggler_s=-1"):
         ClusterSpec(straggler_s=-1).check()
 
 
@@ -389,7 +389,7 @@ def test_a_cluster_on_one_machine_shares_its_cores_and_a_real_one_does_not():
     here, away = (cost_model.predict(bare, c, "parameter_server") for c in (local, real))
     assert (here.step_s, here.examples_per_sec, here.bound) == \
         (away.step_s, away.examples_per_sec, away.bound)
-    with pytest.raises(cost_model.SpecError, match="machine_cores=-1"):
+    with pytest.raises(specs.SpecError, match="machine_cores=-1"):
         ClusterSpec(machine_cores=-1).check()
 
 

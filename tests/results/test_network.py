@@ -5,7 +5,7 @@ import csv
 import matplotlib.image as mpimg
 import pytest
 
-from results import cost_model, network, records
+from results import cost_model, network, records, specs
 from results.report import build
 from tests.results.test_scaling_model import _record
 
@@ -13,7 +13,7 @@ M = 1_000_000  # gradient bytes of the fixture records
 
 
 def _profile(compute=0.1, overhead=None, cpu=None):
-    return cost_model.WorkloadProfile("cnn", 64, compute, {"float32": M}, pull_bytes=M,
+    return specs.WorkloadProfile("cnn", 64, compute, {"float32": M}, pull_bytes=M,
                                       overhead_s=overhead or {}, cpu_s_per_example=cpu or {})
 
 
@@ -38,7 +38,7 @@ def test_shared_shaper_cost_model_by_hand():
     series = _model("multi_worker_mirrored", local=0.01, loopback=0.02)
     assert series.comm_s(2, 0.08) == pytest.approx(0.2 + 0.02)
     # the one cost model, not a second one (defect 8)
-    shaper = cost_model.ClusterSpec(hosts=2, inter_host_gbps=0.08, shared_medium=True)
+    shaper = specs.ClusterSpec(hosts=2, inter_host_gbps=0.08, shared_medium=True)
     assert pss.comm_s(2, 0.08) == pytest.approx(cost_model.parameter_server_s(M, M, shaper))
 
 

@@ -5,15 +5,15 @@ import dataclasses
 import pytest
 
 from experiments.config import RunConfig, validate
-from results import cost_model, planner
+from results import cost_model, planner, specs
 from strategies import kind
 
-PROFILE = cost_model.WorkloadProfile(
+PROFILE = specs.WorkloadProfile(
     model="cnn", batch=64, compute_s=0.02, gradient_bytes={"float32": 40_000_000},
     pull_bytes=40_000_000, parameter_bytes=40_000_000, optimizer_state_bytes=40_000_000,
     activation_bytes=10_000_000, overhead_s={"multi_worker_mirrored": 0.001,
                                              "parameter_server": 0.002})
-CLUSTER = cost_model.ClusterSpec(hosts=4, devices_per_host=2, inter_host_gbps=10.0)
+CLUSTER = specs.ClusterSpec(hosts=4, devices_per_host=2, inter_host_gbps=10.0)
 PIPELINED = dataclasses.replace(PROFILE, boundary_activation_bytes=50_000)
 
 
@@ -108,7 +108,7 @@ def test_zero_shards_the_optimizer_state_and_moves_the_parameters_bytes():
     order = [p.config.name for p in planner.plan(PROFILE, single)]
     assert order.index("MWMS N=8") < order.index("MWMS N=8 ZeRO-1")
     assert not [p for p in planner.plan(PROFILE, CLUSTER) if p.config.zero]  # 2 per host
-    with pytest.raises(cost_model.SpecError, match="ZeRO-1 under parameter_server"):
+    with pytest.raises(specs.SpecError, match="ZeRO-1 under parameter_server"):
         cost_model.predict(PROFILE, CLUSTER, "parameter_server", zero=1)
 
 
@@ -180,7 +180,7 @@ TRANSFORMER = dataclasses.replace(PIPELINED, model="gpt", tensor_reduced_bytes=1
 
 
 def test_tensor_splits_are_planned_within_a_host_and_run_as_valid_flags():
-    one_host = cost_model.ClusterSpec(hosts=2, devices_per_host=4, intra_host_gbps=100.0)
+    one_host = specs.ClusterSpec(hosts=2, devices_per_host=4, intra_host_gbps=100.0)
     planned = _by_name(planner.plan(TRANSFORMER, one_host))
     # tensor parallel alone, with a pipeline, and one split per host under hybrid
     for name in ("pipeline N=2 S=1 M=1 T=2", "pipeline N=4 S=1 M=1 T=4",
@@ -207,7 +207,7 @@ def test_a_memory_cap_that_only_a_four_way_split_meets_picks_one():
     device's need rules out one device, mirrored pairs, every 2-device split and T = 4 alone;
     a 4-device split with stages (S x T = 4) fits."""
     need = cost_model.memory_per_device(TRANSFORMER, "one_device")
-    cluster = cost_model.ClusterSpec(hosts=1, devices_per_host=4, intra_host_gbps=100.0,
+    cluster = specs.ClusterSpec(hosts=1, devices_per_host=4, intra_host_gbps=100.0,
                                      memory_per_device_mb=0.3 * need / 1e6)
     planned = planner.plan(TRANSFORMER, cluster)
     best = planner.best(planned)
@@ -219,7 +219,7 @@ def test_a_memory_cap_that_only_a_four_way_split_meets_picks_one():
 def test_1f1b_takes_gpipes_time_holds_less_and_wins_where_only_it_fits():
     """S=2, M=8: the first stage holds 2 of 8 micro-batches' activations under 1F1B, all 8
     under GPipe; the time is the same. A cap between the two keeps 1F1B only."""
-    cluster = cost_model.ClusterSpec(hosts=1, devices_per_host=2, intra_host_gbps=100.0)
+    cluster = specs.ClusterSpec(hosts=1, devices_per_host=2, intra_host_gbps=100.0)
     planned = _by_name(planner.plan(PIPELINED, cluster))
     gpipe, f1b = planned["pipeline N=2 S=2 M=8"], planned["pipeline N=2 S=2 M=8 1F1B"]
     assert f1b.prediction.step_s == gpipe.prediction.step_s
@@ -249,7 +249,7 @@ def test_a_straggler_is_left_out_by_configurations_on_fewer_hosts():
     assert straggled["MWMS N=8 (4x2)"].prediction.examples_per_sec < \
         straggled["MWMS N=4 (2x2)"].prediction.examples_per_sec
     # on a one-host cluster it is the only host: one device waits for it too
-    one = cost_model.ClusterSpec(hosts=1, devices_per_host=2, straggler_s=0.5)
+    one = specs.ClusterSpec(hosts=1, devices_per_host=2, straggler_s=0.5)
     single = _by_name(planner.plan(PROFILE, one))["1 device"].prediction
     assert single.step_s == pytest.approx(0.02 + 0.5) and single.straggler_s == 0.5
 
@@ -262,7 +262,7 @@ def test_on_this_machines_cores_one_device_has_them_all_and_workers_share_them()
                                pull_bytes=400_000,
                                one_process={"2": {"batch": 128, "step_s": 0.025}},
                                sharing={"2": {"slowdown": 1.3, "busy_cores": 2.0}})
-    real = cost_model.ClusterSpec(hosts=2, inter_host_gbps=10.0, shared_medium=True)
+    real = specs.ClusterSpec(hosts=2, inter_host_gbps=10.0, shared_medium=True)
     local = dataclasses.replace(real, machine_cores=2)
     away, home = _by_name(planner.plan(here, real)), _by_name(planner.plan(here, local))
     assert away["1 device"].prediction.step_s == pytest.approx(0.02)

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from results import cost_model, records, recommendation
+from results import cost_model, recommendation, records, specs
 from tests.helpers import ROOT, run_module
 from tests.results.test_scaling_model import _record
 
@@ -30,7 +30,7 @@ def test_the_target_sees_compute_scaled_and_none_of_this_machines_sharing(tmp_pa
     assert profile.compute_s == pytest.approx(0.1) and "measured setting" in where
     assert profile.overhead_s == {"multi_worker_mirrored": 0.0,
                                   "parameter_server": pytest.approx(0.0)}
-    cluster = cost_model.ClusterSpec(hosts=8, inter_host_gbps=8.0, inter_host_latency_us=0,
+    cluster = specs.ClusterSpec(hosts=8, inter_host_gbps=8.0, inter_host_latency_us=0,
                                      device_speedup=10.0)
     p = cost_model.predict(profile, cluster, "multi_worker_mirrored", dtype)
     comm = 2 * 7 / 8 * M / 1e9
@@ -41,7 +41,7 @@ def test_the_target_sees_compute_scaled_and_none_of_this_machines_sharing(tmp_pa
 
 def test_slow_network_many_workers_prefers_the_ring_and_says_why(tmp_path):
     profile, dtype, _ = recommendation.measured_profile(_records(tmp_path))
-    cluster = cost_model.ClusterSpec(hosts=8, inter_host_gbps=1.0, device_speedup=20)
+    cluster = specs.ClusterSpec(hosts=8, inter_host_gbps=1.0, device_speedup=20)
     text = recommendation.recommend(profile, cluster, dtype)
     # PSS: one ps link carries 8 workers' pushes and pulls: 2M/B x 8 = 128 ms per step.
     assert "Recommendation: MWMS" in text and "less communication per step" in text
@@ -50,7 +50,7 @@ def test_slow_network_many_workers_prefers_the_ring_and_says_why(tmp_path):
 
 def test_two_worker_target_prints_the_emulated_check(tmp_path):
     profile, dtype, _ = recommendation.measured_profile(_records(tmp_path))
-    cluster = cost_model.ClusterSpec(hosts=2, inter_host_gbps=10.0, device_speedup=10)
+    cluster = specs.ClusterSpec(hosts=2, inter_host_gbps=10.0, device_speedup=10)
     text = recommendation.recommend(profile, cluster, dtype)
     # MWMS here moves 2M through the shaper where the target moves M per link: B_e = 2B/X.
     assert "--bandwidths=2,0" in text
@@ -70,12 +70,12 @@ def test_a_busy_parameter_server_holds_pss_and_the_text_says_so(tmp_path):
                         "cores_by_task": {"ps:0": 0.9, "worker:0": 0.6}}
     profile, dtype, _ = recommendation.measured_profile(recs)
     assert profile.ps_cpu_s_per_step == pytest.approx(0.9 / 640 * 64)
-    one = cost_model.ClusterSpec(hosts=8, inter_host_gbps=100.0)
+    one = specs.ClusterSpec(hosts=8, inter_host_gbps=100.0)
     text = recommendation.recommend(profile, one, dtype)
     assert "| PSS | 711 |" in text and "| the parameter servers' CPU |" in text
     assert ("PSS is held at 711 examples/s by the parameter servers' CPU (1 ps of 1 core(s) "
             "each, 90.00 ms of ps CPU per worker step measured") in text
-    more = cost_model.ClusterSpec(hosts=8, inter_host_gbps=100.0, num_ps=2, ps_cores=2)
+    more = specs.ClusterSpec(hosts=8, inter_host_gbps=100.0, num_ps=2, ps_cores=2)
     assert "| PSS | 2844 |" in recommendation.recommend(profile, more, dtype)
 
 

@@ -7,7 +7,7 @@ import json
 import matplotlib.image as mpimg
 import pytest
 
-from results import cost_model, projections, records, scaling_model, workload_profile
+from results import cost_model, latency_bandwidth, projections, records, scaling_model, specs, workload_profile
 from results.report import build
 from results.scaling_model import Network
 from results.summary import summarize
@@ -75,7 +75,7 @@ def test_profile_and_the_two_worker_prediction(results_dir):
     # projections: N=1 is one worker alone; N=64 the cost model on the stated network
     assert mw.project(1, NET)["speedup"] == pytest.approx(1.0)
     assert mw.project(1, NET)["communication_s"] == 0.0
-    ring = cost_model.allreduce_s(1e6, cost_model.ClusterSpec(hosts=64, inter_host_gbps=8.0,
+    ring = cost_model.allreduce_s(1e6, specs.ClusterSpec(hosts=64, inter_host_gbps=8.0,
                                                               inter_host_latency_us=100.0))
     assert mw.project(64, NET)["step_time_s"] == pytest.approx(0.1 + ring)
     assert mw.project(64, NET)["efficiency"] < mw.project(4, NET)["efficiency"] < 1
@@ -201,7 +201,7 @@ def test_the_ps_cpu_of_the_pss_n1_runs_bounds_pss(results_dir):
 def test_sparse_rows_are_swept_as_the_all_reduce_that_moves_what_their_all_gather_does():
     """An all-gather sends each worker the other n-1 workers' rows, (n-1) G; the swept ring
     all-reduce of S moves 2(n-1)/n S: at n = 3 the sweep's 1.5 G, at 2 the gradient itself."""
-    sparse = cost_model.WorkloadProfile(model="e", batch=64, compute_s=0.01,
+    sparse = specs.WorkloadProfile(model="e", batch=64, compute_s=0.01,
                                         gradient_bytes={"float32": 1e6}, gradient_kind="sparse",
                                         pull_bytes=2e6)
     dense = dataclasses.replace(sparse, gradient_kind="dense")
@@ -276,7 +276,7 @@ def test_report_has_projection_table_plot_profile_and_prints_validation(results_
         assert mpimg.imread(png).shape[1] > 400
     # the measured profile, as a file recommend reads (--profile)
     (profile,) = [p for p in paths if p.endswith("profile-cnn-1280-b64-k1-float32.json")]
-    loaded = cost_model.load_profile(profile)
+    loaded = specs.load_profile(profile)
     assert loaded.compute_s == pytest.approx(0.1) and json.loads(open(profile).read())["batch"] == 64
 
 
@@ -398,7 +398,7 @@ def test_the_cap_counts_the_cores_kept_busy_at_each_n(results_dir):
     assert fit.profile.sharing == {"2": {"slowdown": 1.25, "busy_cores": pytest.approx(1.6)},
                                    "4": {"slowdown": 2.2, "busy_cores": pytest.approx(1.8)}}
     for n, hosts in ((2, 2), (4, 4)):
-        local = cost_model.ClusterSpec(hosts=hosts, machine_cores=2)
+        local = specs.ClusterSpec(hosts=hosts, machine_cores=2)
         predicted = cost_model.predict(fit.profile, local, "parameter_server")
         assert predicted.examples_per_sec == pytest.approx(fit.predictions[n][0])
         assert predicted.bound == "this machine's cores"
@@ -435,15 +435,15 @@ def _collectives(strategy, n, alpha, beta, run_id="c"):
 
 def test_latency_bandwidth_fit_recovers_alpha_and_beta_and_reports_residuals():
     exact = [(b, 50e-6 + b / 1e9) for b in (4096 * 4 ** i for i in range(7))]
-    lb = cost_model.fit_latency_bandwidth(exact)
+    lb = latency_bandwidth.fit_latency_bandwidth(exact)
     assert lb.alpha_s == pytest.approx(50e-6, rel=1e-6)
     assert lb.gbps == pytest.approx(8.0, rel=1e-6)
     assert max(abs(r) for r in lb.residuals) < 1e-9
     # relative weighting: 20% noise on the largest message does not swamp alpha
     noisy = exact[:-1] + [(exact[-1][0], exact[-1][1] * 1.2)]
-    assert cost_model.fit_latency_bandwidth(noisy).alpha_s == pytest.approx(50e-6, rel=0.25)
-    with pytest.raises(cost_model.SpecError, match="2 message sizes"):
-        cost_model.fit_latency_bandwidth(exact[:1])
+    assert latency_bandwidth.fit_latency_bandwidth(noisy).alpha_s == pytest.approx(50e-6, rel=0.25)
+    with pytest.raises(specs.SpecError, match="2 message sizes"):
+        latency_bandwidth.fit_latency_bandwidth(exact[:1])
 
 
 def test_the_sweep_at_n_replaces_the_predicted_runs_own_probe(results_dir):

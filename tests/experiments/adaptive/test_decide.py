@@ -7,15 +7,15 @@ import json
 import pytest
 
 from experiments.adaptive import decide
-from results import cost_model, planner
+from results import planner, specs
 
 # The default comparison's measured cnn profile (64 per replica, 1 thread) on this machine seen
 # as two one-core workers on one shaped loopback
-PROFILE = cost_model.WorkloadProfile(
+PROFILE = specs.WorkloadProfile(
     model="cnn", batch=64, compute_s=0.0209, gradient_bytes={"float32": 1686568},
     pull_bytes=1686568, parameter_bytes=1686568, optimizer_state_bytes=1686568,
     activation_bytes=22514176)
-CLUSTER = cost_model.ClusterSpec(hosts=2, devices_per_host=1, inter_host_gbps=10.0,
+CLUSTER = specs.ClusterSpec(hosts=2, devices_per_host=1, inter_host_gbps=10.0,
                                  intra_host_gbps=10.0, shared_medium=True, num_ps=1)
 MWMS = planner.Config("multi_worker_mirrored", 2, 2, 1)
 ONE = planner.Config("one_device", 1, 1, 1)
@@ -92,7 +92,7 @@ def test_a_profile_measured_here_before_is_reused(tmp_path):
     assert profile_here.path_for(dataclasses.replace(cfg, epochs=9)) == path
     # a profile with this machine's sharing is another profile: one without it is not reused
     # for a cluster on this machine's cores, which calibrates each K the planner tries
-    from results.cost_model import ClusterSpec
+    from results.specs import ClusterSpec
     here = ClusterSpec(hosts=2, devices_per_host=2, machine_cores=2)
     assert profile_here.sharing_processes(ClusterSpec(hosts=2)) == []
     assert profile_here.sharing_processes(here) == [2, 4]
@@ -217,7 +217,7 @@ def test_a_cluster_on_this_machine_profiles_its_cores_as_one_device_runs(tmp_pat
     the user's --strategy=auto (absl keeps the last), or the calibration refuses it."""
     from experiments.adaptive import profile_here, supervisor
     from experiments.config import RunConfig
-    from results.cost_model import ClusterSpec
+    from results.specs import ClusterSpec
 
     commands = []
 

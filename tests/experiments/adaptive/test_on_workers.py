@@ -5,7 +5,7 @@ import json
 import pytest
 
 from experiments.adaptive import on_workers
-from results import cost_model, planner
+from results import planner, specs
 from tf_config import rendezvous
 from tf_config.spec import TaskRole
 
@@ -25,7 +25,7 @@ def test_the_cluster_spec_is_tf_configs_with_the_links_measured():
     assert (spec.hosts, spec.devices_per_host, spec.num_ps) == (4, 1, 2)
     assert spec.inter_host_gbps == 9.0 and spec.inter_host_latency_us == 51.0  # medians
     assert spec.machine_cores == 0  # each task a machine of its own
-    given = cost_model.ClusterSpec(hosts=64, devices_per_host=4, memory_per_device_mb=16000,
+    given = specs.ClusterSpec(hosts=64, devices_per_host=4, memory_per_device_mb=16000,
                                    inter_host_gbps=100.0, ps_cores=8,
                                    ps_placement="with_workers")
     mixed = on_workers.cluster_spec(_role(), _links(9.0), given)

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from experiments.config import ConfigError, RunConfig, auto, validate
-from results import cost_model, planner
+from results import planner, specs
 
 PROFILE = {"model": "mlp", "batch": 64, "compute_s": 0.002, "gradient_bytes": {"float32": 400000},
            "pull_bytes": 400000, "parameter_bytes": 400000, "optimizer_state_bytes": 400000}
@@ -29,8 +29,8 @@ def test_auto_runs_the_plans_best(tmp_path, cluster, strategy):
     cfg = RunConfig(strategy="auto", plan_profile=profile, plan_cluster=spec, model="mlp",
                     results_dir=str(tmp_path), num_ps=1)
     chosen, plan, flags = auto.resolve(cfg)
-    best = planner.best(planner.plan(cost_model.load_profile(profile),
-                                     cost_model.load_cluster(spec)))
+    best = planner.best(planner.plan(specs.load_profile(profile),
+                                     specs.load_cluster(spec)))
     assert chosen.strategy == strategy == planner.settings(best.config)["strategy"]
     assert plan["chosen"]["configuration"] == best.config.name
     assert plan["runners_up"] and all(r["predicted_examples_per_sec"] <=
