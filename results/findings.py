@@ -5,7 +5,8 @@ data points to, never reported as a plain win.
 """
 from results.cells import (BASELINE_RUN, ENGINE_FLOOR, is_machine_limit, label, setting_title,
                            single_process)
-from results.summary import baseline_of, groups, reference_of, seconds_per_example
+from results.summary import (baseline_of, beyond_spread, epoch_per_example, groups,
+                             reference_of, seconds_per_example)
 from strategies import BASELINE, COMPARED
 
 _SLACK = 1.05  # measurements on a shared machine move by a few percent
@@ -18,12 +19,6 @@ def _baseline_name(group):
     return f"the {threads}-thread baseline" if threads else "the baseline"
 
 
-def _per_example(row, which):
-    """The row's fastest ("min") or slowest ("max") steady epoch, per example trained."""
-    time_s = row[f"epoch_time_{which}_s"]
-    return time_s / row["examples_per_epoch"] if time_s and row["examples_per_epoch"] else None
-
-
 def superlinear(row, group):
     """Why this row is not believable as measured (a phrase), or None. Only beyond the measured
     spread: the row's slowest steady epoch must still beat the comparison's fastest, so a row
@@ -34,18 +29,16 @@ def superlinear(row, group):
     more_cores = row["n"] == 1 and base is not None and \
         (row["threads_per_task"] or 0) > (base["threads_per_task"] or 0)
     if row["scaling_percent"] is not None and row["scaling_percent"] > 100 and not more_cores:
-        low = _per_example(base, "min") if base else None
-        high = _per_example(row, "max")
+        low = epoch_per_example(base, "min") if base else None
+        high = epoch_per_example(row, "max")
         if low and high and low / (row["n"] * high) > 1:
             over.append(f"scaling {row['scaling_percent']:.0f}% of N x {_baseline_name(group)}"
                         f", beyond the epochs' spread")
     ref = reference_of(group)
     if row["speedup_vs_reference"] is not None and row["speedup_vs_reference"] > 1 + 1e-9 \
-            and ref is not None:
-        low, high = _per_example(ref, "min"), _per_example(row, "max")
-        if low and high and low / high > 1:
-            over.append(f"{row['speedup_vs_reference']:.2f}x the fastest single process "
-                        f"({row['reference_row']})")
+            and ref is not None and beyond_spread(row, ref):
+        over.append(f"{row['speedup_vs_reference']:.2f}x the fastest single process "
+                    f"({row['reference_row']})")
     return " and ".join(over) or None
 
 

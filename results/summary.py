@@ -43,6 +43,19 @@ def seconds_per_example(row):
     return row["epoch_time_s"] / row["examples_per_epoch"]
 
 
+def epoch_per_example(row, which):
+    """The row's fastest ("min") or slowest ("max") steady epoch, per example trained."""
+    time_s = row[f"epoch_time_{which}_s"]
+    return time_s / row["examples_per_epoch"] if time_s and row["examples_per_epoch"] else None
+
+
+def beyond_spread(faster, slower):
+    """Whether `faster`'s slowest steady epoch still beats `slower`'s fastest, per example
+    trained: a margin the epochs' own spread (over every repeat) cannot explain."""
+    high, low = epoch_per_example(faster, "max"), epoch_per_example(slower, "min")
+    return bool(high and low and high < low)
+
+
 def _cpu(runs):
     """Median cores used and examples per CPU second over the runs that measured them, and the
     scope(s) of the measurement (a partial one counts this process only)."""

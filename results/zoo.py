@@ -4,8 +4,10 @@ any comparison with two or more models gets it).
 
 A row per model (its setting: the model with its dataset, examples and batch). Its strategies'
 rows (every N measured) are ranked by throughput; the winner is the fastest, "by how much" its
-throughput over the runner-up's, and "vs 1 process" its throughput over the fastest one-device
-run of the model (in the zoo preset: one device using every core). Mirrored is a strategy here,
+throughput over the runner-up's (a tie where the winner's slowest steady epoch does not beat the
+runner-up's fastest: the margin is within the epochs' spread, and the zoo preset's one repeat
+cannot call it), and "vs 1 process" its throughput over the fastest one-device run of the model
+(in the zoo preset: one device using every core). Mirrored is a strategy here,
 so it is ranked, not used as the reference (results/summary.py's reference may be it).
 Gradient bytes come from the records' communication probe: what one replica sends per step (an
 embedding's IndexedSlices: its rows) next to the same gradients dense.
@@ -14,12 +16,13 @@ import collections
 
 from results import metrics, plots
 from results.cells import label, setting_of
-from results.summary import groups, seconds_per_example
+from results.summary import beyond_spread, groups, seconds_per_example
 from results.tables import experiment_section, markdown_table
 from strategies import BASELINE, REGISTRY
 
 COLUMNS = ("model", "dataset", "train_examples", "winner", "winner_examples_per_sec",
-           "margin_over_runner_up", "runner_up", "winner_vs_single_process", "reference_row",
+           "margin_over_runner_up", "runner_up", "tie", "winner_vs_single_process",
+           "reference_row",
            "gradient_mb", "dense_gradient_mb", "strategies")
 
 
@@ -64,6 +67,7 @@ def rows(summary_rows, records):
             "margin_over_runner_up": seconds_per_example(second) / seconds_per_example(win)
             if second else None,
             "runner_up": name(second) if second else None,
+            "tie": bool(second) and not beyond_spread(win, second),
             "winner_vs_single_process": seconds_per_example(ref) / seconds_per_example(win)
             if ref else None,
             "reference_row": label(ref) if ref else None,
@@ -110,7 +114,9 @@ def markdown(zoo_rows):
                          for n, _, eps, vs, comm in r["strategies"])
         cells.append([
             f"{r['model']} ({r['dataset']}, {r['train_examples']})", grads, r["winner"],
-            f"{_x(r['margin_over_runner_up'])} over {r['runner_up']}" if r["runner_up"] else "–",
+            (f"{_x(r['margin_over_runner_up'])} over {r['runner_up']}" +
+             (" (a tie: within the epochs' spread)" if r["tie"] else ""))
+            if r["runner_up"] else "–",
             _x(r["winner_vs_single_process"]), each])
     lines += [markdown_table(head, cells), "", flips(zoo_rows)]
     return "\n".join(lines)
@@ -137,7 +143,8 @@ def plot(zoo_rows, path):
                        strategy == strategies[0] else None)
             if name == r["winner"]:
                 margin = r["margin_over_runner_up"]
-                ax.text(x, vs, "wins" + (f" by\n{margin:.2f}x" if margin else ""), ha="center",
+                said = "ties\n" if r["tie"] else "wins by\n"
+                ax.text(x, vs, (f"{said}{margin:.2f}x" if margin else "wins"), ha="center",
                         va="bottom", fontsize=8, fontweight="bold")
     ticks = [f"{r['model']}\n{r['gradient_mb']:.2f} MB sent/step" if r["gradient_mb"] is not None
              else r["model"] for r in zoo_rows]
@@ -165,15 +172,23 @@ def section(summary_rows, records, path):
 
 
 def flips(zoo_rows):
-    """One sentence: the winners per model, and whether the answer changes with the model."""
+    """One sentence: the winners per model, and whether the answer changes with the model; a
+    tied model could be won by either of its first two, so the answer flips only where no one
+    strategy could win every model."""
     if not zoo_rows:
         return ""
-    winners = {r["model"]: r["winner"] for r in zoo_rows}
-    said = ", ".join(f"{m}: {w}" for m, w in winners.items())
+    could_win = {r["model"]: [r["winner"]] + ([r["runner_up"]] if r["tie"] else [])
+                 for r in zoo_rows}
+    said = ", ".join(f"{m}: {' tied with '.join(w)}" for m, w in could_win.items())
     losing = [r["model"] for r in zoo_rows
               if r["winner_vs_single_process"] is not None and r["winner_vs_single_process"] < 1]
     tail = (f" No strategy beat one process on every core for {', '.join(losing)}: on this "
             f"machine distributing it does not pay." if losing else "")
-    if len(set(winners.values())) > 1:
+    everywhere = set.intersection(*(set(w) for w in could_win.values()))
+    if not everywhere:
         return f"The answer flips with the model: {said}.{tail}"
-    return f"The same strategy wins for every model ({said}).{tail}"
+    if all(len(w) == 1 for w in could_win.values()):
+        return f"The same strategy wins for every model ({said}).{tail}"
+    return (f"Within the epochs' spread, {' or '.join(sorted(everywhere))} could win for every "
+            f"model ({said}): the answer does not clearly flip; more repeats would tell."
+            f"{tail}")

@@ -8,9 +8,9 @@ from results.summary import summarize
 from tests.results.fake import record
 
 
-def _model(model, dataset, times, grad_bytes, dense_bytes, comm):
+def _model(model, dataset, times, grad_bytes, dense_bytes, comm, spread=0.0):
     """One model's comparison: baseline, all-cores reference, the three strategies at N=2 with
-    the given steady epoch times."""
+    the given steady epoch times (each strategy's epochs x (1 -/+ spread))."""
     cfg = {"model": model, "dataset": dataset}
     out = [record(f"{model}-base", run_name=f"baseline/{model}/1024/r0", epoch_time=2.0,
                   config=cfg, model=model, dataset=dataset),
@@ -19,7 +19,7 @@ def _model(model, dataset, times, grad_bytes, dense_bytes, comm):
     for strategy in ("mirrored", "multi_worker_mirrored", "parameter_server"):
         rec = record(f"{model}-{strategy}", strategy, 2, epoch_time=times[strategy],
                      run_name=f"{strategy}-n2/{model}/1024/r0", config=cfg, model=model,
-                     dataset=dataset, probe=0.01)
+                     dataset=dataset, probe=0.01, spread=spread)
         rec["communication"].update(gradient_bytes=grad_bytes, dense_gradient_bytes=dense_bytes)
         rec["communication_fraction"] = comm[strategy]
         out.append(rec)
@@ -50,6 +50,38 @@ def test_winner_margin_and_bytes_per_model():
     text = zoo.markdown(list(rows.values()))
     assert "The answer flips with the model: embedding: PSS N=2, wide_mlp: mirrored N=2" in text
     assert "0.55 MB (25.6 MB)" in text and "2.00x over MWMS N=2" in text
+    assert not wide["tie"] and not emb["tie"] and "tie" not in text
+
+
+def test_a_margin_within_the_epochs_spread_is_a_tie_and_no_flip():
+    """mirrored 0.80 s against MWMS 0.84 s an epoch, each epoch 5% either way: mirrored's slowest
+    epoch (0.84) does not beat MWMS's fastest (0.798), so the 1.05x is a tie; with the embedding
+    tied between MWMS and mirrored too, mirrored could win both: no flip. At 1% either way the
+    same margin is beyond the spread, and the answer flips again."""
+    def both(spread):
+        return (_model("wide_mlp", "synthetic", {"ref": 1.0, "mirrored": 0.8,
+                                                 "multi_worker_mirrored": 0.84,
+                                                 "parameter_server": 2.4}, 1, 1,
+                       {"mirrored": 0.2, "multi_worker_mirrored": 0.6,
+                        "parameter_server": 0.7}, spread) +
+                _model("embedding", "synthetic_tokens", {"ref": 1.0, "mirrored": 1.04,
+                                                         "multi_worker_mirrored": 1.0,
+                                                         "parameter_server": 2.0}, 1, 1,
+                       {"mirrored": 0.05, "multi_worker_mirrored": 0.15,
+                        "parameter_server": 0.1}, spread))
+    records = both(0.05)
+    rows = {r["model"]: r for r in zoo.rows(summarize(records), records)}
+    assert rows["wide_mlp"]["winner"] == "mirrored N=2" and rows["wide_mlp"]["tie"]
+    assert rows["embedding"]["winner"] == "MWMS N=2" and rows["embedding"]["tie"]
+    text = zoo.markdown(list(rows.values()))
+    assert "1.05x over MWMS N=2 (a tie: within the epochs' spread)" in text
+    assert "The answer flips" not in text
+    assert "MWMS N=2 or mirrored N=2 could win for every model" in text
+    records = both(0.01)
+    rows = {r["model"]: r for r in zoo.rows(summarize(records), records)}
+    assert not rows["wide_mlp"]["tie"] and not rows["embedding"]["tie"]
+    assert "The answer flips with the model: embedding: MWMS N=2, wide_mlp: mirrored N=2" in \
+        zoo.markdown(list(rows.values()))
 
 
 def test_one_model_has_no_zoo_section():
