@@ -5,8 +5,9 @@
 
 The shaper is one token bucket on the private namespace's loopback, so its rate B is shared by
 every link: results/cost_model.py's shared medium (all-reduce 2(N-1)·G/B per step for a dense
-gradient, N(N-1)·G/B for an embedding's sparse rows, all-gathered; a PSS worker pushes G and
-pulls P, (G+P)/B per step, and the cluster is bounded by B). In series with it, p0:
+gradient; an embedding's sparse rows G_rows all-gathered, N(N-1)·G_rows/B, beside its dense
+rest's 2(N-1)·G_rest/B; a PSS worker pushes G and pulls P, (G+P)/B per step, and the cluster is
+bounded by B). In series with it, p0:
 the same synchronization's probe on the real loopback (its copies, RPCs and dispatch). The rest
 comes from the same experiment's unshaped runs (B = 0 rows, the real loopback): the workload
 profile (workload_profile.profile_of: compute and overhead from the N=1 runs), and this machine's
@@ -171,7 +172,8 @@ def markdown(network_rows, fitted):
              "(the workload profile, and this machine's local term fitted on the unshaped N=2 "
              "row) plus the cost model's shared medium: MWMS 2(N-1)·G·8/B per step for a dense "
              "gradient (an embedding's sparse rows, all-gathered: N(N-1)·G_rows·8/B, beside its "
-             "dense rest's 2(N-1)·G_rest·8/B), PSS (G+P)·8/B per worker step (push G, pull P) and the cluster bounded by B "
+             "dense rest's 2(N-1)·G_rest·8/B), PSS (G+P)·8/B per worker step (push G, pull "
+             "P) and the cluster bounded by B "
              "(results/network.py, results/cost_model.py). "
              "'Delivered' is the probe's bytes over its time: the shaper's real rate.", ""]
     ms = lambda s: f"{s * 1e3:.1f}" if s is not None else "–"  # noqa: E731

@@ -240,8 +240,8 @@ def plan(profile, cluster):
     SpecError for a profile with gradient bytes in no sync dtype the cost model knows."""
     if not sync_dtypes(profile):
         raise specs.SpecError(f"profile {profile.model!r} has gradient bytes for "
-                                   f"{', '.join(profile.gradient_bytes)}: none of "
-                                   f"{', '.join(specs.SYNC_DTYPES)}")
+                              f"{', '.join(profile.gradient_bytes)}: none of "
+                              f"{', '.join(specs.SYNC_DTYPES)}")
     planned = [predict(profile, cluster, c) for c in configurations(profile, cluster)]
     fits = sorted((p for p in planned if not p.dropped),
                   key=lambda p: (-p.prediction.examples_per_sec, p.config.workers,

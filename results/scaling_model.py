@@ -97,7 +97,7 @@ class Fit:
     def cluster(self, n, net):
         """N workers, one per host, on the stated network."""
         return specs.ClusterSpec(hosts=n, inter_host_gbps=net.bandwidth_gbps,
-                                      inter_host_latency_us=net.latency_us, num_ps=self.num_ps)
+                                 inter_host_latency_us=net.latency_us, num_ps=self.num_ps)
 
     def project(self, n, net):
         p = cost_model.predict(self.profile, self.cluster(n, net), self.strategy, self.dtype)
@@ -125,7 +125,8 @@ def sweep_fit(sweeps, strategy, n, key="probe_s", kind="dense"):
             if not p.get(key) or p.get("kind", "dense") != kind:
                 continue
             tensors = p.get("tensors", 1)
-            if kind == "dense" and (tensors > 1 or p["bytes"] == latency_bandwidth.SWEEP_SPLIT_BYTES):
+            if kind == "dense" and (tensors > 1 or
+                                    p["bytes"] == latency_bandwidth.SWEEP_SPLIT_BYTES):
                 by_count[tensors].append(p[key]["median"])
             if tensors == 1:
                 by_size[p["bytes"]].append(p[key]["median"])

@@ -4,10 +4,12 @@ any comparison with two or more models gets it).
 
 A row per model (its setting: the model with its dataset, examples and batch). Its strategies'
 rows (every N measured) are ranked by throughput; the winner is the fastest, "by how much" its
-throughput over the runner-up's (a tie where the winner's slowest steady epoch does not beat the
-runner-up's fastest: the margin is within the epochs' spread, and the zoo preset's one repeat
-cannot call it), and "vs 1 process" its throughput over the fastest one-device run of the model
-(in the zoo preset: one device using every core). Mirrored is a strategy here,
+throughput over the runner-up's, tied with every strategy whose fastest steady epoch the
+winner's slowest does not beat (over every repeat: the margin is within this machine's
+epoch-to-epoch movement, the rule of the "superlinear" flag; pooling more repeats widens that
+range, so only a margin larger than the machine's movement is called a win), and "vs 1
+process" its throughput over the fastest one-device run of the model (in the zoo preset: one
+device using every core). Mirrored is a strategy here,
 so it is ranked, not used as the reference (results/summary.py's reference may be it).
 Gradient bytes come from the records' communication probe: what one replica sends per step (an
 embedding's IndexedSlices: its rows) next to the same gradients dense.
@@ -21,8 +23,8 @@ from results.tables import experiment_section, markdown_table
 from strategies import BASELINE, REGISTRY
 
 COLUMNS = ("model", "dataset", "train_examples", "winner", "winner_examples_per_sec",
-           "margin_over_runner_up", "runner_up", "tie", "winner_vs_single_process",
-           "reference_row",
+           "margin_over_runner_up", "runner_up", "tied_with", "winner_vs_single_process",
+           "beats_single_process", "reference_row",
            "gradient_mb", "dense_gradient_mb", "strategies")
 
 
@@ -67,9 +69,12 @@ def rows(summary_rows, records):
             "margin_over_runner_up": seconds_per_example(second) / seconds_per_example(win)
             if second else None,
             "runner_up": name(second) if second else None,
-            "tie": bool(second) and not beyond_spread(win, second),
+            # the strategies the winner does not beat beyond the spread: any could be fastest
+            "tied_with": [name(r) for r in ranked[1:] if not beyond_spread(win, r)],
             "winner_vs_single_process": seconds_per_example(ref) / seconds_per_example(win)
             if ref else None,
+            # faster than one process beyond the spread (None: no such row)
+            "beats_single_process": beyond_spread(win, ref) if ref else None,
             "reference_row": label(ref) if ref else None,
             "gradient_mb": sent, "dense_gradient_mb": dense,
             # per strategy: (name, strategy, examples/s, throughput / reference, comm. share)
@@ -82,7 +87,7 @@ def rows(summary_rows, records):
 
 def csv_rows(zoo_rows):
     """The rows for zoo.csv: each strategy's figures as one readable cell."""
-    return [{**r, "strategies": "; ".join(
+    return [{**r, "tied_with": "; ".join(r["tied_with"]), "strategies": "; ".join(
         f"{n}: {eps:.1f}/s, {_x(vs)} vs 1 process, communication {_pct(comm)}"
         for n, _, eps, vs, comm in r["strategies"])} for r in zoo_rows]
 
@@ -115,7 +120,9 @@ def markdown(zoo_rows):
         cells.append([
             f"{r['model']} ({r['dataset']}, {r['train_examples']})", grads, r["winner"],
             (f"{_x(r['margin_over_runner_up'])} over {r['runner_up']}" +
-             (" (a tie: within the epochs' spread)" if r["tie"] else ""))
+             ("" if not r["tied_with"] else " (a tie: within the epochs' spread)"
+              if r["tied_with"] == [r["runner_up"]] else
+              f" (tied with {', '.join(r['tied_with'])}: within the epochs' spread)"))
             if r["runner_up"] else "–",
             _x(r["winner_vs_single_process"]), each])
     lines += [markdown_table(head, cells), "", flips(zoo_rows)]
@@ -143,8 +150,9 @@ def plot(zoo_rows, path):
                        strategy == strategies[0] else None)
             if name == r["winner"]:
                 margin = r["margin_over_runner_up"]
-                said = "ties\n" if r["tie"] else "wins by\n"
-                ax.text(x, vs, (f"{said}{margin:.2f}x" if margin else "wins"), ha="center",
+                said = "ties" if r["tied_with"] else \
+                    "wins" + (f" by\n{margin:.2f}x" if margin else "")
+                ax.text(x, vs, said, ha="center",
                         va="bottom", fontsize=8, fontweight="bold")
     ticks = [f"{r['model']}\n{r['gradient_mb']:.2f} MB sent/step" if r["gradient_mb"] is not None
              else r["model"] for r in zoo_rows]
@@ -173,22 +181,28 @@ def section(summary_rows, records, path):
 
 def flips(zoo_rows):
     """One sentence: the winners per model, and whether the answer changes with the model; a
-    tied model could be won by either of its first two, so the answer flips only where no one
-    strategy could win every model."""
+    tied model could be won by any strategy it is tied with, so the answer flips only where no
+    one strategy could win every model."""
     if not zoo_rows:
         return ""
-    could_win = {r["model"]: [r["winner"]] + ([r["runner_up"]] if r["tie"] else [])
-                 for r in zoo_rows}
-    said = ", ".join(f"{m}: {' tied with '.join(w)}" for m, w in could_win.items())
+    could_win = {r["model"]: [r["winner"]] + r["tied_with"] for r in zoo_rows}
+    said = ", ".join(f"{m}: {w[0]}" + (f" tied with {' and '.join(w[1:])}" if w[1:] else "")
+                     for m, w in could_win.items())
     losing = [r["model"] for r in zoo_rows
               if r["winner_vs_single_process"] is not None and r["winner_vs_single_process"] < 1]
+    unclear = [r["model"] for r in zoo_rows
+               if r["winner_vs_single_process"] is not None and r["winner_vs_single_process"] >= 1
+               and not r["beats_single_process"]]
     tail = (f" No strategy beat one process on every core for {', '.join(losing)}: on this "
-            f"machine distributing it does not pay." if losing else "")
+            f"machine distributing it does not pay." if losing else "") + \
+        (f" For {', '.join(unclear)} the winner's margin over one process is within the epochs' "
+         f"spread." if unclear else "")
     everywhere = set.intersection(*(set(w) for w in could_win.values()))
     if not everywhere:
         return f"The answer flips with the model: {said}.{tail}"
     if all(len(w) == 1 for w in could_win.values()):
         return f"The same strategy wins for every model ({said}).{tail}"
     return (f"Within the epochs' spread, {' or '.join(sorted(everywhere))} could win for every "
-            f"model ({said}): the answer does not clearly flip; more repeats would tell."
+            f"model ({said}): the answer does not flip beyond this machine's epoch-to-epoch "
+            f"movement."
             f"{tail}")

@@ -116,7 +116,7 @@ def main(argv):
                         batch_size_per_replica=_GLOBAL.value // 2,
                         global_batch_size=_GLOBAL.value, results_dir=_DIR.value)
         local = specs.ClusterSpec(hosts=2, devices_per_host=1, shared_medium=True,
-                                       machine_cores=_CORES.value)
+                                  machine_cores=_CORES.value)
         path = profile_here.measure(cfg, ["run", f"--model={model}",
                                           f"--dataset={cfg.dataset}",
                                           f"--batch_size_per_replica={cfg.batch_size_per_replica}"],

@@ -272,7 +272,7 @@ def sweep(strategy, coordinator=None, steps_per_call=1, sizes=SWEEP_BYTES, repea
     synchronization, every thread, making the tensor included); with `sparse` (a model with
     IndexedSlices gradients), then rows of each size as a step's sparse gradient goes, marked
     "kind": "indexed_slices" (bytes: the rows' values and indices). Every MWMS worker must call
-    it, in the same order. For the latency-bandwidth fit (results/cost_model.py) and this
+    it, in the same order. For the latency-bandwidth fit (results/latency_bandwidth.py) and this
     machine's CPU bound (results/scaling_model.py)."""
     series = [*((s, 1, "dense") for s in sizes),
               *((SWEEP_SPLIT_BYTES, k, "dense") for k in SWEEP_TENSORS),

@@ -283,7 +283,7 @@ def test_tensor_parallelism_divides_compute_and_adds_its_exchanges():
         boundary_activation_bytes=12_544, tensor_reduced_bytes=200_704, tensor_reductions=16,
         tensor_shards=[2, 4])
     cluster = specs.ClusterSpec(devices_per_host=4, intra_host_gbps=100.0,
-                                     intra_host_latency_us=5.0)
+                                intra_host_latency_us=5.0)
     each = 200_704 * 32 / 16  # one exchange's bytes
 
     def hub(shards, count, size):

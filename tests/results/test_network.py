@@ -14,7 +14,7 @@ M = 1_000_000  # gradient bytes of the fixture records
 
 def _profile(compute=0.1, overhead=None, cpu=None):
     return specs.WorkloadProfile("cnn", 64, compute, {"float32": M}, pull_bytes=M,
-                                      overhead_s=overhead or {}, cpu_s_per_example=cpu or {})
+                                 overhead_s=overhead or {}, cpu_s_per_example=cpu or {})
 
 
 def _model(strategy, local=0.0, loopback=0.0, cores=0, **kw):

@@ -208,7 +208,7 @@ def test_a_memory_cap_that_only_a_four_way_split_meets_picks_one():
     a 4-device split with stages (S x T = 4) fits."""
     need = cost_model.memory_per_device(TRANSFORMER, "one_device")
     cluster = specs.ClusterSpec(hosts=1, devices_per_host=4, intra_host_gbps=100.0,
-                                     memory_per_device_mb=0.3 * need / 1e6)
+                                memory_per_device_mb=0.3 * need / 1e6)
     planned = planner.plan(TRANSFORMER, cluster)
     best = planner.best(planned)
     assert best.config.stages * best.config.tensor_parallel == 4 and best.config.stages > 1

@@ -31,7 +31,7 @@ def test_the_target_sees_compute_scaled_and_none_of_this_machines_sharing(tmp_pa
     assert profile.overhead_s == {"multi_worker_mirrored": 0.0,
                                   "parameter_server": pytest.approx(0.0)}
     cluster = specs.ClusterSpec(hosts=8, inter_host_gbps=8.0, inter_host_latency_us=0,
-                                     device_speedup=10.0)
+                                device_speedup=10.0)
     p = cost_model.predict(profile, cluster, "multi_worker_mirrored", dtype)
     comm = 2 * 7 / 8 * M / 1e9
     assert p.examples_per_sec == pytest.approx(8 * 64 / (0.01 + comm))

@@ -7,7 +7,8 @@ import json
 import matplotlib.image as mpimg
 import pytest
 
-from results import cost_model, latency_bandwidth, projections, records, scaling_model, specs, workload_profile
+from results import (cost_model, latency_bandwidth, projections, records, scaling_model, specs,
+                     workload_profile)
 from results.report import build
 from results.scaling_model import Network
 from results.summary import summarize
@@ -76,7 +77,7 @@ def test_profile_and_the_two_worker_prediction(results_dir):
     assert mw.project(1, NET)["speedup"] == pytest.approx(1.0)
     assert mw.project(1, NET)["communication_s"] == 0.0
     ring = cost_model.allreduce_s(1e6, specs.ClusterSpec(hosts=64, inter_host_gbps=8.0,
-                                                              inter_host_latency_us=100.0))
+                                                         inter_host_latency_us=100.0))
     assert mw.project(64, NET)["step_time_s"] == pytest.approx(0.1 + ring)
     assert mw.project(64, NET)["efficiency"] < mw.project(4, NET)["efficiency"] < 1
 
@@ -202,8 +203,8 @@ def test_sparse_rows_are_swept_as_the_all_reduce_that_moves_what_their_all_gathe
     """An all-gather sends each worker the other n-1 workers' rows, (n-1) G; the swept ring
     all-reduce of S moves 2(n-1)/n S: at n = 3 the sweep's 1.5 G, at 2 the gradient itself."""
     sparse = specs.WorkloadProfile(model="e", batch=64, compute_s=0.01,
-                                        gradient_bytes={"float32": 1e6}, gradient_kind="sparse",
-                                        pull_bytes=2e6)
+                                   gradient_bytes={"float32": 1e6}, gradient_kind="sparse",
+                                   pull_bytes=2e6)
     dense = dataclasses.replace(sparse, gradient_kind="dense")
     mw = "multi_worker_mirrored"
     assert scaling_model.sync_bytes(sparse, mw, "float32", 2) == 1e6

@@ -50,14 +50,14 @@ def test_winner_margin_and_bytes_per_model():
     text = zoo.markdown(list(rows.values()))
     assert "The answer flips with the model: embedding: PSS N=2, wide_mlp: mirrored N=2" in text
     assert "0.55 MB (25.6 MB)" in text and "2.00x over MWMS N=2" in text
-    assert not wide["tie"] and not emb["tie"] and "tie" not in text
+    assert wide["tied_with"] == emb["tied_with"] == [] and "tied" not in text
 
 
-def test_a_margin_within_the_epochs_spread_is_a_tie_and_no_flip():
+def test_a_margin_within_the_epochs_spread_is_a_tie_and_no_flip(tmp_path):
     """mirrored 0.80 s against MWMS 0.84 s an epoch, each epoch 5% either way: mirrored's slowest
     epoch (0.84) does not beat MWMS's fastest (0.798), so the 1.05x is a tie; with the embedding
-    tied between MWMS and mirrored too, mirrored could win both: no flip. At 1% either way the
-    same margin is beyond the spread, and the answer flips again."""
+    tied three ways (MWMS, mirrored 1.04x and PSS 1.06x slower), MWMS or mirrored could win both:
+    no flip. At 1% either way the same margins are beyond the spread, and the answer flips."""
     def both(spread):
         return (_model("wide_mlp", "synthetic", {"ref": 1.0, "mirrored": 0.8,
                                                  "multi_worker_mirrored": 0.84,
@@ -66,20 +66,36 @@ def test_a_margin_within_the_epochs_spread_is_a_tie_and_no_flip():
                         "parameter_server": 0.7}, spread) +
                 _model("embedding", "synthetic_tokens", {"ref": 1.0, "mirrored": 1.04,
                                                          "multi_worker_mirrored": 1.0,
-                                                         "parameter_server": 2.0}, 1, 1,
+                                                         "parameter_server": 1.06}, 1, 1,
                        {"mirrored": 0.05, "multi_worker_mirrored": 0.15,
                         "parameter_server": 0.1}, spread))
     records = both(0.05)
     rows = {r["model"]: r for r in zoo.rows(summarize(records), records)}
-    assert rows["wide_mlp"]["winner"] == "mirrored N=2" and rows["wide_mlp"]["tie"]
-    assert rows["embedding"]["winner"] == "MWMS N=2" and rows["embedding"]["tie"]
+    assert rows["wide_mlp"]["winner"] == "mirrored N=2"
+    assert rows["wide_mlp"]["tied_with"] == ["MWMS N=2"]  # not PSS, 3x slower
+    assert rows["embedding"]["winner"] == "MWMS N=2"
+    assert rows["embedding"]["tied_with"] == ["mirrored N=2", "PSS N=2"]  # all three
     text = zoo.markdown(list(rows.values()))
     assert "1.05x over MWMS N=2 (a tie: within the epochs' spread)" in text
+    assert "1.04x over mirrored N=2 (tied with mirrored N=2, PSS N=2: within the epochs' " \
+        "spread)" in text
     assert "The answer flips" not in text
-    assert "MWMS N=2 or mirrored N=2 could win for every model" in text
+    assert "MWMS N=2 or mirrored N=2 could win for every model (embedding: MWMS N=2 tied with " \
+        "mirrored N=2 and PSS N=2, wide_mlp: mirrored N=2 tied with MWMS N=2)" in text
+    for rec in records:  # and zoo.csv names them, one cell per model
+        write_record(str(tmp_path), rec)
+    report.build(str(tmp_path))
+    with open(tmp_path / "zoo.csv") as f:
+        tied = {r["model"]: r["tied_with"] for r in csv.DictReader(f)}
+    assert tied == {"embedding": "mirrored N=2; PSS N=2", "wide_mlp": "MWMS N=2"}
+    # one process (the reference): 1.0 s every epoch; mirrored's 0.80 s (at most 0.84) beats it
+    # beyond the spread, MWMS's 1.00 s (0.95-1.05) does not
+    assert rows["wide_mlp"]["beats_single_process"]
+    assert not rows["embedding"]["beats_single_process"]
+    assert "For embedding the winner's margin over one process is within the epochs' spread" in text
     records = both(0.01)
     rows = {r["model"]: r for r in zoo.rows(summarize(records), records)}
-    assert not rows["wide_mlp"]["tie"] and not rows["embedding"]["tie"]
+    assert rows["wide_mlp"]["tied_with"] == rows["embedding"]["tied_with"] == []
     assert "The answer flips with the model: embedding: MWMS N=2, wide_mlp: mirrored N=2" in \
         zoo.markdown(list(rows.values()))
 

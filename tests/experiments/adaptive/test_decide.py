@@ -16,7 +16,7 @@ PROFILE = specs.WorkloadProfile(
     pull_bytes=1686568, parameter_bytes=1686568, optimizer_state_bytes=1686568,
     activation_bytes=22514176)
 CLUSTER = specs.ClusterSpec(hosts=2, devices_per_host=1, inter_host_gbps=10.0,
-                                 intra_host_gbps=10.0, shared_medium=True, num_ps=1)
+                            intra_host_gbps=10.0, shared_medium=True, num_ps=1)
 MWMS = planner.Config("multi_worker_mirrored", 2, 2, 1)
 ONE = planner.Config("one_device", 1, 1, 1)
 G = 128

@@ -26,8 +26,8 @@ def test_the_cluster_spec_is_tf_configs_with_the_links_measured():
     assert spec.inter_host_gbps == 9.0 and spec.inter_host_latency_us == 51.0  # medians
     assert spec.machine_cores == 0  # each task a machine of its own
     given = specs.ClusterSpec(hosts=64, devices_per_host=4, memory_per_device_mb=16000,
-                                   inter_host_gbps=100.0, ps_cores=8,
-                                   ps_placement="with_workers")
+                              inter_host_gbps=100.0, ps_cores=8,
+                              ps_placement="with_workers")
     mixed = on_workers.cluster_spec(_role(), _links(9.0), given)
     assert (mixed.hosts, mixed.devices_per_host, mixed.memory_per_device_mb,
             mixed.inter_host_gbps) == (4, 4, 16000, 9.0)
