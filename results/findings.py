@@ -113,10 +113,12 @@ def _machine_limit(group, strat):
 
 def _fastest(group, strat, flags):
     best = max(strat, key=lambda r: r["examples_per_sec"])
+    # the others it does not beat beyond the epochs' spread: any of them could be the fastest
+    tied = [label(r) for r in strat if r is not best and not beyond_spread(best, r)]
     text = (f"fastest distributed setup is {best['strategy']} with N={best['n']} "
             f"({best['examples_per_sec']:.0f} examples/s"
             + (f", {best['speedup']:.2f}x {_baseline_name(group)}" if best["speedup"] else "")
-            + ")")
+            + ")" + (f", tied with {', '.join(tied)} within the epochs' spread" if tied else ""))
     if id(best) in flags:
         text += f", FLAGGED {flags[id(best)]}"
     return text + "."
@@ -126,11 +128,18 @@ def _against_reference(group, strat):
     ref = reference_of(group)
     if not ref:
         return []
-    beat = [r for r in strat if not single_process(r["strategy"], r["n"])
-            and (r["speedup_vs_reference"] or 0) > 1 + 1e-9]
+    faster = [r for r in strat if not single_process(r["strategy"], r["n"])
+              and (r["speedup_vs_reference"] or 0) > 1 + 1e-9]
+    # beyond the epochs' spread, as superlinear() flags them; the rest only on the median
+    beat = [r for r in faster if beyond_spread(r, ref)]
+    close = [label(r) for r in faster if not beyond_spread(r, ref)]
+    said = f"{len(beat)} multi-process setup(s) beat it (flagged below)" if beat else \
+        "no distributed setup beats it"
+    if close:
+        said += ("; " if beat else " beyond the epochs' spread; ") + \
+            f"{', '.join(close)} faster on the median only, within the spread"
     return [f"  - The fastest single process is {label(ref)} at {ref['examples_per_sec']:.0f} "
-            f"examples/s; " + (f"{len(beat)} multi-process setup(s) beat it (flagged below)."
-                               if beat else "no distributed setup beats it.")]
+            f"examples/s; {said}."]
 
 
 def _slower_than_one_device(group, strat):

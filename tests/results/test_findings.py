@@ -61,6 +61,29 @@ def test_faster_than_the_fastest_single_process_is_flagged():
     assert "it burns 6.0 cores against the fastest single process's 2" in flag
 
 
+def test_a_margin_within_the_epochs_spread_is_neither_a_win_nor_a_flag():
+    """MWMS N=4 at 0.29 s an epoch against the all-cores process's 0.3 s (86% scaling over the
+    1 s baseline: no scaling flag), its epochs 10% either way: faster on the median only, so it
+    neither beats the reference (no flag) nor is the fastest setup alone (PSS N=4 at 0.31 s is
+    tied with it); at 1% either way the same margin beats the reference and is flagged."""
+    def lines(spread):
+        return _lines(_base() + [
+            fake.record("w", "multi_worker_mirrored", 4, 0.29, spread=spread),
+            fake.record("p", "parameter_server", 4, 0.31, spread=spread)])
+    wide = lines(0.10)
+    (ref,) = _about(wide, "The fastest single process")
+    assert ref.endswith("no distributed setup beats it beyond the epochs' spread; "
+                        "multi_worker_mirrored N=4 faster on the median only, within the spread.")
+    assert not _about(wide, "superlinear")
+    (head,) = _about(wide, "fastest distributed setup")
+    assert "multi_worker_mirrored with N=4" in head
+    assert "tied with parameter_server N=4 within the epochs' spread" in head
+    narrow = lines(0.01)
+    assert _about(narrow, "1 multi-process setup(s) beat it (flagged below).")
+    assert _about(narrow, "multi_worker_mirrored N=4: superlinear")
+    assert not _about(narrow, "tied with")
+
+
 def test_slower_setups_get_the_measured_numbers_not_a_cause():
     pss1 = fake.record("p1", "parameter_server", 1, 1.25)
     pss1["communication_fraction"] = 0.12
