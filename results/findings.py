@@ -6,7 +6,7 @@ data points to, never reported as a plain win.
 from results.cells import (BASELINE_RUN, ENGINE_FLOOR, is_machine_limit, label, setting_title,
                            single_process)
 from results.summary import (baseline_of, beyond_spread, epoch_per_example, groups,
-                             reference_of, seconds_per_example)
+                             reference_of, seconds_per_example, tied)
 from strategies import BASELINE, COMPARED
 
 _SLACK = 1.05  # measurements on a shared machine move by a few percent
@@ -113,12 +113,11 @@ def _machine_limit(group, strat):
 
 def _fastest(group, strat, flags):
     best = max(strat, key=lambda r: r["examples_per_sec"])
-    # the others it does not beat beyond the epochs' spread: any of them could be the fastest
-    tied = [label(r) for r in strat if r is not best and not beyond_spread(best, r)]
+    ties = [label(r) for r in tied(best, strat)]
     text = (f"fastest distributed setup is {best['strategy']} with N={best['n']} "
             f"({best['examples_per_sec']:.0f} examples/s"
             + (f", {best['speedup']:.2f}x {_baseline_name(group)}" if best["speedup"] else "")
-            + ")" + (f", tied with {', '.join(tied)} within the epochs' spread" if tied else ""))
+            + ")" + (f", tied with {', '.join(ties)} within the epochs' spread" if ties else ""))
     if id(best) in flags:
         text += f", FLAGGED {flags[id(best)]}"
     return text + "."

@@ -56,6 +56,12 @@ def beyond_spread(faster, slower):
     return bool(high and low and high < low)
 
 
+def tied(best, rows):
+    """The rows other than `best` it does not beat beyond the epochs' spread: any of them could
+    be the fastest."""
+    return [r for r in rows if r is not best and not beyond_spread(best, r)]
+
+
 def _cpu(runs):
     """Median cores used and examples per CPU second over the runs that measured them, and the
     scope(s) of the measurement (a partial one counts this process only)."""

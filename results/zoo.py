@@ -18,7 +18,7 @@ import collections
 
 from results import metrics, plots
 from results.cells import label, setting_of
-from results.summary import beyond_spread, groups, seconds_per_example
+from results.summary import beyond_spread, groups, seconds_per_example, tied
 from results.tables import experiment_section, markdown_table
 from strategies import BASELINE, REGISTRY
 
@@ -69,8 +69,7 @@ def rows(summary_rows, records):
             "margin_over_runner_up": seconds_per_example(second) / seconds_per_example(win)
             if second else None,
             "runner_up": name(second) if second else None,
-            # the strategies the winner does not beat beyond the spread: any could be fastest
-            "tied_with": [name(r) for r in ranked[1:] if not beyond_spread(win, r)],
+            "tied_with": [name(r) for r in tied(win, ranked)],
             "winner_vs_single_process": seconds_per_example(ref) / seconds_per_example(win)
             if ref else None,
             # faster than one process beyond the spread (None: no such row)
@@ -100,6 +99,18 @@ def _x(value):
     return "–" if value is None else f"{value:.2f}x"
 
 
+def _margin(row):
+    """The 'by how much' cell: the margin over the runner-up, and the ties within the spread."""
+    if not row["runner_up"]:
+        return "–"
+    cell = f"{_x(row['margin_over_runner_up'])} over {row['runner_up']}"
+    if row["tied_with"] == [row["runner_up"]]:
+        return cell + " (a tie: within the epochs' spread)"
+    if row["tied_with"]:
+        return cell + f" (tied with {', '.join(row['tied_with'])}: within the epochs' spread)"
+    return cell
+
+
 def markdown(zoo_rows):
     """The report's "Across models" section: one table, then where the answer flips."""
     head = ["model (data, examples)", "gradients sent / step (dense)", "winner", "by how much",
@@ -119,11 +130,7 @@ def markdown(zoo_rows):
                          for n, _, eps, vs, comm in r["strategies"])
         cells.append([
             f"{r['model']} ({r['dataset']}, {r['train_examples']})", grads, r["winner"],
-            (f"{_x(r['margin_over_runner_up'])} over {r['runner_up']}" +
-             ("" if not r["tied_with"] else " (a tie: within the epochs' spread)"
-              if r["tied_with"] == [r["runner_up"]] else
-              f" (tied with {', '.join(r['tied_with'])}: within the epochs' spread)"))
-            if r["runner_up"] else "–",
+            _margin(r),
             _x(r["winner_vs_single_process"]), each])
     lines += [markdown_table(head, cells), "", flips(zoo_rows)]
     return "\n".join(lines)
