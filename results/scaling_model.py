@@ -19,7 +19,10 @@ that the prediction assumes cores of their own); and at most what the cores deli
 (the same calibration's lockstep phase; all cores without one), e_1 the N=1 run's examples per
 CPU-second (every task), c_N the CPU seconds one process spends in a synchronization with N
 processes (the sweep's cpu_s; all-reduce only: a PSS N=1 run already pushes and pulls every
-step). Nothing in it is
+step); and under PSS at most what its parameter servers served in the same collectives cell
+with the N workers pushing a step's update and nothing else (experiments/measure/ps_load.py: the
+ps's cores and CPU per step under load at K = N), else the profile's ps bound from the N=1
+runs. Nothing in it is
 fitted to the runs it predicts: what the prediction does not explain is shown as the error, never
 folded into a term that the projections would carry.
 
@@ -181,10 +184,15 @@ def fit(records):
     runs = collections.defaultdict(lambda: collections.defaultdict(list))
     sharing = collections.defaultdict(list)
     sweeps = collections.defaultdict(list)  # (strategy, N) -> [sweep points]: any setting
+    ps_loads = collections.defaultdict(list)  # (setting but its size, strategy, N) -> steps/s
     for r in records:
         if is_collectives_run(r):
-            if (r.get("communication") or {}).get("sweep"):
-                sweeps[r["strategy"], workers_of(r)].append(r["communication"]["sweep"])
+            comm = r.get("communication") or {}
+            if comm.get("sweep"):
+                sweeps[r["strategy"], workers_of(r)].append(comm["sweep"])
+            if comm.get("ps_load"):  # the model's own update: its setting's (any size)
+                ps_loads[_unsized(setting_of(r)), r["strategy"], workers_of(r)].append(
+                    comm["ps_load"]["steps_per_s"]["median"])
             continue
         if r.get("sharing") and role_of(r) == ENGINE_FLOOR:
             sharing[setting_of(r)].append(r["sharing"])
@@ -220,7 +228,7 @@ def fit(records):
                     {n: measured_cell(by_n[n]) for n in sorted(by_n)},
                     measured_n1=measured_cell(n1) if n1 else None,
                     notes=list(profile_notes))
-            _predict_local(f, by_n, sharing.get(setting), sweeps)
+            _predict_local(f, by_n, sharing.get(setting), sweeps, ps_loads)
             fits.append(f)
     return fits
 
@@ -241,10 +249,17 @@ def _swept_sync(f, sweeps, n, key="probe_s"):
     return seconds, 0.0, seconds, None, dense
 
 
-def _predict_local(f, by_n, sharing, sweeps=None):
+def _unsized(setting):
+    """The setting without its train_examples: a collectives cell trains a token epoch of its
+    own size on the setting's model and batch."""
+    return tuple(None if k == "train_examples" else v for k, v in zip(SETTING_KEYS, setting))
+
+
+def _predict_local(f, by_n, sharing, sweeps=None, ps_loads=None):
     """Fills f.predictions: this machine's run at each measured N, through cost_model.predict on
     a cluster of N workers sharing the runs' cores, with the synchronization measured here at N
-    (the sweep at K = N, else the runs' own probe) and its CPU (see the module doc)."""
+    (the sweep at K = N, else the runs' own probe) and its CPU, and under PSS the ps's rate
+    under load at K = N where measured (see the module doc)."""
     for n, (step, probe, rate) in f.measured.items():
         swept = _swept_sync(f, sweeps or {}, n)
         if swept is not None and swept[3] is not None:  # a sparse gradient's rows swept
@@ -274,19 +289,22 @@ def _predict_local(f, by_n, sharing, sweeps=None):
         # for all-reduce only: an N=1 MWMS run reduces nothing, a PSS N=1 run pushes and pulls.
         cpu = _swept_sync(f, sweeps or {}, n, "cpu_s") if kind(f.strategy).all_reduce else None
         sync_cpu = cpu[0] if cpu is not None else 0.0
-        here = cost_model.Here(sync_s=sync, sync_cpu_s=sync_cpu)
+        loads = (ps_loads or {}).get((_unsized(f.setting), f.strategy, n), [])
+        here = cost_model.Here(sync_s=sync, sync_cpu_s=sync_cpu,
+                               ps_steps_per_s=metrics.median(loads) or 0.0)
         cores = cores_of(by_n[n])
         p = cost_model.predict(f.profile, cost_model.this_machine(n, cores, num_ps=f.num_ps),
                                f.strategy, f.dtype, here=here)
         f.own_cores[n] = cost_model.predict(f.profile, cost_model.this_machine(
             n, 0, num_ps=f.num_ps), f.strategy, f.dtype, here=here).examples_per_sec
-        f.notes.extend(_local_notes(f, n, cores, p, sync_cpu, sharing))
+        f.notes.extend(_local_notes(f, n, cores, p, sync_cpu, sharing, loads))
         f.predictions[n] = (p.examples_per_sec, rate, (p.examples_per_sec - rate) / rate)
 
 
-def _local_notes(f, n, cores, p, sync_cpu, sharing):
+def _local_notes(f, n, cores, p, sync_cpu, sharing, loads=()):
     """What the prediction of this machine's N-worker run took from the profile's sharing and
-    CPU figures (cost_model.on_one_machine), in words."""
+    CPU figures (cost_model.on_one_machine) and the ps's rate under load (`loads`: steps/s of
+    each calibration at K = N), in words."""
     slowdown = slowdown_of(sharing, n)
     notes = []
     if not cores:
@@ -300,7 +318,12 @@ def _local_notes(f, n, cores, p, sync_cpu, sharing):
     else:
         notes.append(f"N={n}: no sharing calibration with {n} processes: the prediction "
                      f"assumes each worker computes as fast as one process alone")
-    if p.bound == cost_model.PS_BOUND:
+    if p.bound == cost_model.PS_BOUND and loads:
+        notes.append(f"N={n} prediction held by the parameter servers: with {n} workers pushing "
+                     f"a step's update and nothing else they served "
+                     f"{metrics.median(loads):.1f} steps/s ({len(loads)} calibration(s) at "
+                     f"K={n}), {p.examples_per_sec:.0f} examples/s")
+    elif p.bound == cost_model.PS_BOUND:
         notes.append(f"N={n} prediction held by the parameter servers' CPU: {f.num_ps} ps of "
                      f"{f.profile.ps_threads or 1} thread(s) serve at most "
                      f"{p.examples_per_sec:.0f} examples/s "

@@ -17,7 +17,7 @@ from experiments.engine.checkpoints import (Checkpoints, ResumeError, check_spli
 from experiments.engine.record import build_record, new_run_id, peak_memory_per_device, write
 from experiments.engine.build import build, input_context
 from experiments.engine.training import Trainer
-from experiments.measure import comm_probe, cpu_usage, flops, tensor_probe
+from experiments.measure import comm_probe, cpu_usage, flops, ps_load, tensor_probe
 from experiments.measure.profiling import StepProfiler
 from experiments.workload.inputs import dataset_info
 from experiments.workload.user_code import UserCodeError
@@ -237,6 +237,10 @@ def run_task(cfg, role, extra_config=None):
     # The chief's matmul first: the other workers wait idle in the communication probe's first
     # collective meanwhile, rather than exit beside it.
     compute = _compute(cfg, trainer) if is_chief and cfg.compute_probe else None
+    # Every synchronous replica must end with the same weights; printed by each task so a
+    # cluster's output can be checked (tests do), and recorded by the chief. Read before the
+    # probes: the ps load (a collectives cell's) applies updates.
+    checksum = trainer.weights_checksum()
     # After training, on every task that trains (the all-reduce probe is collective under MWMS).
     # What training synchronizes: the 16-bit sync dtype, else the model's own (float64 too).
     sync_dtype = cfg.float_dtype if cfg.gradient_sync_dtype == "float32" else \
@@ -252,6 +256,11 @@ def run_task(cfg, role, extra_config=None):
         probe["sweep"] = comm_probe.sweep(strategy, coordinator, steps_per_call=probe.get(
             "steps_per_call", 1), sparse=bool((probe.get("gradient_kinds") or {}).get(
                 "indexed_slices")))
+        if coordinator is not None:  # the ps under load with every worker pushing (ps_load)
+            probe["ps_load"] = ps_load.measure(
+                strategy, coordinator, trainer.optimizer, trainer.model.trainable_variables,
+                trainer.gradients, sync_dtype, probe.get("steps_per_call", 1), cfg.num_workers,
+                trainer.cpu)
     if probe is not None and trainer.pipeline is not None:
         # Model parallelism's own traffic: each boundary's activations and their gradients.
         probe["activation_bytes"] = gpipe.total_activation_bytes(
@@ -263,9 +272,6 @@ def run_task(cfg, role, extra_config=None):
         probe["tensor_probe_s"] = tensor_probe.measure(
             trainer.stages, trainer.per_replica_batch // cfg.microbatches, cfg.microbatches,
             cfg.float_dtype)
-    # Every synchronous replica must end with the same weights; printed by each task so a
-    # cluster's output can be checked (tests do), and recorded by the chief.
-    checksum = trainer.weights_checksum()
     print(f"{role.name if role else 'single'} weights checksum {checksum:.9e}", flush=True)
     if not is_chief:
         events.report_finished(role.name if role else "single")

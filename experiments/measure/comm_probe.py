@@ -55,7 +55,7 @@ def describe(grads):
     return out
 
 
-def _kinds(variables, gradients):
+def kinds_of(variables, gradients):
     """[(kind, rows)] per variable; dense when the step was not described (or rows unknown)."""
     if not gradients or len(gradients) != len(variables):
         return [("dense", None)] * len(variables)
@@ -72,7 +72,7 @@ def sizes(variables, gradients, dtype="float32"):
     of one step (see the module doc); dense_gradient_bytes: every variable as if its gradient
     were dense; sparse_gradient_bytes: the IndexedSlices' part of gradient_bytes (rows and
     indices); pull_bytes: what a PSS step reads from the ps (in the variables' own dtype)."""
-    kinds = _kinds(variables, gradients)
+    kinds = kinds_of(variables, gradients)
     sent = pull = sparse = 0
     for v, (kind, rows) in zip(variables, kinds):
         if kind == "dense":
@@ -96,7 +96,7 @@ def distinct_fill(shape, scale, i, dtype):
     return tf.fill(shape, tf.cast(scale * float(i + 1), dtype))
 
 
-def _slices(variable, rows, dtype, value, i=0):
+def slices(variable, rows, dtype, value, i=0):
     """IndexedSlices shaped like an embedding step's gradient: `rows` rows spread over the table,
     with int32 indices as training's lookups have (models/embedding.py), the 4 bytes per row
     `_sparse_bytes` counts (int64 indices moved ~1.5% more than counted until 2026-11-27)."""
@@ -131,7 +131,7 @@ def _allreduce_call(strategy, variables, kinds, dtype, synchronized_as, steps):
     returned per kind."""
     def replica_fn(scale):
         grads = [distinct_fill(v.shape, scale, i, dtype) if kind == "dense"
-                 else _slices(v, rows, dtype, scale, i)
+                 else slices(v, rows, dtype, scale, i)
                  for i, (v, (kind, rows)) in enumerate(zip(variables, kinds))]
         # The call Keras's optimizer makes with a step's gradients (ReplicaContext.all_reduce)
         reduced = tf.distribute.get_replica_context().all_reduce(
@@ -156,17 +156,26 @@ def _allreduce_call(strategy, variables, kinds, dtype, synchronized_as, steps):
     return call
 
 
-def _pushpull(variables, kinds, dtype, scale):
-    """One PSS step's traffic, traced into a function the worker runs: every variable pulled
-    whole (a dense one; a table, the rows a step reads) and a gradient-sized push applied where
-    it lives. Returns one float32 that depends on every pull."""
+def pull(variables, kinds):
+    """A PSS step's pull, traced into a function a worker runs: every dense variable read whole,
+    a table the rows a step reads (a lookup that gathers on the ps pulls its rows only:
+    models/embedding.py). variables: tf.Variables. Returns one float32 that depends on every
+    read."""
     pulled = []
     for v, (kind, rows) in zip(variables, kinds):
         if kind == "dense":
             pulled.append(tf.cast(tf.reshape(tf.identity(v), [-1])[0], tf.float32))
-        else:  # a lookup that gathers on the ps pulls its rows only (models/embedding.py)
-            rows_read = tf.gather(v, _slices(v, rows, v.dtype, 0.0).indices)
+        else:
+            rows_read = tf.gather(v, slices(v, rows, v.dtype, 0.0).indices)
             pulled.append(tf.cast(tf.reshape(rows_read, [-1])[0], tf.float32))
+    return tf.add_n(pulled)
+
+
+def _pushpull(variables, kinds, dtype, scale):
+    """One PSS step's traffic, traced into a function the worker runs: the step's pull and a
+    gradient-sized push applied where each variable lives. Returns one float32 that depends on
+    every pull."""
+    pulled = pull(variables, kinds)
     for i, (v, (kind, rows)) in enumerate(zip(variables, kinds)):
         # The push is made on the worker, each variable's its own (distinct_fill), travels in
         # the sync dtype and is cast back where v lives; scale is 0, so v is unchanged.
@@ -175,11 +184,11 @@ def _pushpull(variables, kinds, dtype, scale):
             with tf.device(v.device):
                 v.assign_add(tf.cast(push, v.dtype))
         else:  # IndexedSlices: scattered into the table where it lives
-            push = _slices(v, rows, tf.as_dtype(dtype), scale, i)
+            push = slices(v, rows, tf.as_dtype(dtype), scale, i)
             with tf.device(v.device):
                 v.scatter_add(tf.IndexedSlices(tf.cast(push.values, v.dtype), push.indices,
                                                push.dense_shape))
-    return tf.add_n(pulled)
+    return pulled
 
 
 def _pushpull_call(coordinator, variables, kinds, dtype, steps):
@@ -204,7 +213,7 @@ def measure(strategy, variables, coordinator=None, repeats=_REPEATS, dtype="floa
     dtype: what the gradients are synchronized in (--gradient_sync_dtype); gradients: the
     step's `describe` (None: every gradient dense); steps_per_call: the run's
     --steps_per_execution, the steps that share one dispatch in training (and in the probe)."""
-    kinds = _kinds(variables, gradients)
+    kinds = kinds_of(variables, gradients)
     out = {**sizes(variables, gradients, dtype), "dtype": dtype}
     pull = out.pop("pull_bytes")
     if coordinator is not None:

@@ -58,7 +58,7 @@ def test_a_sparse_probe_moves_the_bytes_it_counts():
     table = tf.Variable(tf.zeros([1000, 16]))
     for dtype in ("float32", "bfloat16"):
         counted = comm_probe.sizes([table], [("indexed_slices", 64)], dtype)
-        probe = comm_probe._slices(table, 64, dtype, tf.constant(0.5))
+        probe = comm_probe.slices(table, 64, dtype, tf.constant(0.5))
         moved = sum(t.shape.num_elements() * t.dtype.size for t in (probe.values, probe.indices))
         assert moved == counted["gradient_bytes"] == counted["sparse_gradient_bytes"], dtype
         assert len(set(probe.indices.numpy().tolist())) == 64  # rows spread, none repeated

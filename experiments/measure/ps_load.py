@@ -1,0 +1,89 @@
+"""The parameter servers under load: how many worker steps' updates the run's ps serve per second
+when every worker pushes them as fast as it can, and the ps's CPU and cores meanwhile. A PSS
+collectives cell (`--comm_sweep`) runs it after its sweep, with the run's N workers:
+
+    python -m experiments.run --strategy=parameter_server --num_workers=3 --num_ps=1 \
+        --threads_per_worker=1 --comm_sweep --train_examples=6144
+
+Why: the cost model bounds PSS by its ps's work, the ps CPU seconds per worker step of the N=1
+runs over the ps's one thread (results/cost_model.py, ps_served). On one machine that figure
+misses both ways: a ps with workers queued at it used 1.11-1.21 cores (its gRPC threads beside
+its one intra-op thread), and its CPU per step moved by a third between runs minutes apart
+(docs/benchmarks.md, the embedding check on the fixed lookup). This measures both at K = N, as
+the sharing calibration measures compute at K = N, in a cell the predicted runs are not.
+
+What a step costs the ps here is what it costs in training: the step's pull (every dense
+variable whole, a table's rows: comm_probe's), gradients of the step's kinds and shapes in its
+sync dtype made on the worker, and the run's own optimizer applying them where the variables
+live (its slots on the ps), one scheduled call of `steps_per_call` steps at a time, as training
+dispatches them. No forward or backward pass: the workers only push, so the ps is what waits.
+The gradients are zeros; the variables still move (momentum and the like decay), which is why
+this runs after training and the cell's record is no row of the summary.
+"""
+import time
+
+import tensorflow as tf
+
+from experiments.measure import comm_probe, cpu_usage
+from results import metrics
+
+_ROUNDS = 3
+_CALLS_PER_WORKER = 32  # per round: ~1-3 s of ps work at the zoo's 5-17 ms per step (CPU
+# is read in 10 ms ticks)
+
+
+
+
+def measure(strategy, coordinator, optimizer, variables, gradients, dtype, steps_per_call,
+            workers, cpu):
+    """{steps_per_s, ps_cpu_s_per_step, ps_cores: each the spread over the rounds, steps per
+    round, cores_by_task (every task's, the median over the rounds), method}. variables: the model's trainable (Keras) variables; gradients: the step's
+    comm_probe.describe; dtype: the sync dtype; cpu: the chief's cpu_usage.CpuMeter."""
+    kinds = comm_probe.kinds_of(variables, gradients)
+    tensors = [v.value for v in variables]  # reads and gathers on the ps (not a Keras read)
+
+    def replica_fn(scale):
+        pulled = comm_probe.pull(tensors, kinds)
+        grads = [comm_probe.distinct_fill(tf.shape(v), scale, i, tf.as_dtype(dtype))
+                 if kind == "dense" else comm_probe.slices(v, rows, tf.as_dtype(dtype), scale, i)
+                 for i, (v, (kind, rows)) in enumerate(zip(tensors, kinds))]
+        with tf.control_dependencies([pulled]):  # a step pushes after its pull
+            grads = [tf.IndexedSlices(tf.identity(g.values), g.indices, g.dense_shape)
+                     if isinstance(g, tf.IndexedSlices) else tf.identity(g) for g in grads]
+        optimizer.apply_gradients(zip(grads, variables))
+        return pulled
+
+    @tf.function
+    def steps(scale, n):
+        total = tf.constant(0.0)
+        for _ in tf.range(n):
+            total += strategy.reduce(tf.distribute.ReduceOp.SUM,
+                                     strategy.run(replica_fn, args=(scale,)), axis=None)
+        return total
+
+    def load(calls):
+        for _ in range(calls):
+            coordinator.schedule(steps, args=(tf.constant(0.0), tf.constant(steps_per_call)))
+        coordinator.join()
+
+    load(workers)  # traces on every worker
+    calls = _CALLS_PER_WORKER * workers
+    rates, per_step, cores, tasks = [], [], [], {}
+    for _ in range(_ROUNDS):
+        before, start = cpu.reading(), time.perf_counter()
+        load(calls)
+        wall = time.perf_counter() - start
+        used = cpu_usage.by_task(cpu.reading(), before)
+        ps = sum(s for task, s in used.items() if task.startswith("ps:"))
+        rates.append(calls * steps_per_call / wall)
+        per_step.append(ps / (calls * steps_per_call))
+        cores.append(ps / wall)
+        for task, seconds in used.items():
+            tasks.setdefault(task, []).append(seconds / wall)
+    return {"method": f"{workers} worker(s) each pulling and pushing a step's variables and "
+                      f"gradients, the run's optimizer applying them on the ps, "
+                      f"{steps_per_call} step(s) per scheduled call, no compute",
+            "workers": workers, "steps_per_round": calls * steps_per_call,
+            "steps_per_s": metrics.spread(rates), "ps_cpu_s_per_step": metrics.spread(per_step),
+            "ps_cores": metrics.spread(cores),
+            "cores_by_task": {t: metrics.median(c) for t, c in sorted(tasks.items())}}
