@@ -28,17 +28,18 @@ from experiments.measure import comm_probe, cpu_usage
 from results import metrics
 
 _ROUNDS = 3
-_CALLS_PER_WORKER = 32  # per round: ~1-3 s of ps work at the zoo's 5-17 ms per step (CPU
-# is read in 10 ms ticks)
-
-
+# Calls each worker is handed per round: ~1-3 s of ps work at the zoo's 3-18 ms of ps CPU per
+# step, long against the 10 ms ticks the ps's CPU is read in
+_CALLS_PER_WORKER = 32
 
 
 def measure(strategy, coordinator, optimizer, variables, gradients, dtype, steps_per_call,
             workers, cpu):
     """{steps_per_s, ps_cpu_s_per_step, ps_cores: each the spread over the rounds, steps per
-    round, cores_by_task (every task's, the median over the rounds), method}. variables: the model's trainable (Keras) variables; gradients: the step's
-    comm_probe.describe; dtype: the sync dtype; cpu: the chief's cpu_usage.CpuMeter."""
+    round, cores_by_task (every task's, the median over the rounds), method}. variables: the
+    model's trainable (Keras) variables; gradients: the step's comm_probe.describe; dtype: the
+    sync dtype; cpu: the chief's cpu_usage.CpuMeter (on a real cluster it sees the chief only:
+    the ps figures read 0 there, the rate stands)."""
     kinds = comm_probe.kinds_of(variables, gradients)
     tensors = [v.value for v in variables]  # reads and gathers on the ps (not a Keras read)
 
