@@ -19,10 +19,10 @@ that the prediction assumes cores of their own); and at most what the cores deli
 (the same calibration's lockstep phase; all cores without one), e_1 the N=1 run's examples per
 CPU-second (every task), c_N the CPU seconds one process spends in a synchronization with N
 processes (the sweep's cpu_s; all-reduce only: a PSS N=1 run already pushes and pulls every
-step); and under PSS at most what its parameter servers served in the same collectives cell
-with the N workers pushing a step's update and nothing else (experiments/measure/ps_load.py: the
-ps's cores and CPU per step under load at K = N), else the profile's ps bound from the N=1
-runs. Nothing in it is
+step); and under PSS at most the steps per second its parameter servers served with N workers
+pushing a step's update and nothing else (experiments/measure/ps_load.py; the median over the
+setting's PSS collectives cells at K = N, whose ps ran on the shared cores at its own cores and
+CPU per step under that load) x batch, else the profile's ps bound from the N=1 runs. Nothing in it is
 fitted to the runs it predicts: what the prediction does not explain is shown as the error, never
 folded into a term that the projections would carry.
 
@@ -295,8 +295,10 @@ def _predict_local(f, by_n, sharing, sweeps=None, ps_loads=None):
         cores = cores_of(by_n[n])
         p = cost_model.predict(f.profile, cost_model.this_machine(n, cores, num_ps=f.num_ps),
                                f.strategy, f.dtype, here=here)
+        # with cores of their own: neither the sharing nor the ps's rate on the shared cores
         f.own_cores[n] = cost_model.predict(f.profile, cost_model.this_machine(
-            n, 0, num_ps=f.num_ps), f.strategy, f.dtype, here=here).examples_per_sec
+            n, 0, num_ps=f.num_ps), f.strategy, f.dtype,
+            here=dataclasses.replace(here, ps_steps_per_s=0.0)).examples_per_sec
         f.notes.extend(_local_notes(f, n, cores, p, sync_cpu, sharing, loads))
         f.predictions[n] = (p.examples_per_sec, rate, (p.examples_per_sec - rate) / rate)
 

@@ -156,18 +156,26 @@ def _allreduce_call(strategy, variables, kinds, dtype, synchronized_as, steps):
     return call
 
 
-def pull(variables, kinds):
+def pull(variables, kinds, from_read=False):
     """A PSS step's pull, traced into a function a worker runs: every dense variable read whole,
     a table the rows a step reads (a lookup that gathers on the ps pulls its rows only:
-    models/embedding.py). variables: tf.Variables. Returns one float32 that depends on every
-    read."""
+    models/embedding.py). variables: tf.Variables. from_read: gather a table's rows from a read
+    of it on its device, as models/embedding.py's lookup does; else from the variable
+    (ResourceGather), which puts the table in TF's copy-on-read mode for the rest of the process
+    (its every dense read and update then copies it first). Returns one float32 that depends on
+    every read."""
     pulled = []
     for v, (kind, rows) in zip(variables, kinds):
         if kind == "dense":
             pulled.append(tf.cast(tf.reshape(tf.identity(v), [-1])[0], tf.float32))
+            continue
+        indices = slices(v, rows, v.dtype, 0.0).indices
+        if from_read:
+            with tf.device(v.device):
+                rows_read = tf.gather(tf.convert_to_tensor(v), indices)
         else:
-            rows_read = tf.gather(v, slices(v, rows, v.dtype, 0.0).indices)
-            pulled.append(tf.cast(tf.reshape(rows_read, [-1])[0], tf.float32))
+            rows_read = tf.gather(v, indices)
+        pulled.append(tf.cast(tf.reshape(rows_read, [-1])[0], tf.float32))
     return tf.add_n(pulled)
 
 
@@ -257,7 +265,7 @@ class _Flat:
 # A model with sparse gradients (an embedding's IndexedSlices) sweeps rows too: MWMS all-gathers
 # them where it all-reduces dense tensors, and a PSS step gathers and scatters them, so a dense
 # sweep times the wrong collective for them. Rows of this many float32s, from a table of
-# SPARSE_SPREAD x as many rows (each row read once, as _slices spreads them).
+# SPARSE_SPREAD x as many rows (each row read once, as `slices` spreads them).
 SPARSE_WIDTH = 64
 SPARSE_SPREAD = 4
 

@@ -13,12 +13,17 @@ its one intra-op thread), and its CPU per step moved by a third between runs min
 the sharing calibration measures compute at K = N, in a cell the predicted runs are not.
 
 What a step costs the ps here is what it costs in training: the step's pull (every dense
-variable whole, a table's rows: comm_probe's), gradients of the step's kinds and shapes in its
-sync dtype made on the worker, and the run's own optimizer applying them where the variables
-live (its slots on the ps), one scheduled call of `steps_per_call` steps at a time, as training
-dispatches them. No forward or backward pass: the workers only push, so the ps is what waits.
-The gradients are zeros; the variables still move (momentum and the like decay), which is why
-this runs after training and the cell's record is no row of the summary.
+variable whole, a table's rows gathered from a read of it on the ps, as models/embedding.py's
+lookup does), gradients of the step's kinds and shapes in its sync dtype made on the worker, and
+the run's own optimizer applying them where the variables live (its slots on the ps), one
+scheduled call of `steps_per_call` steps at a time, as training dispatches them. No forward or
+backward pass: the workers only push, so the ps is what waits. It runs right after training,
+before the communication probe: the probe's gathers and scatters put a table in TF's
+copy-on-read mode for good, and a ps in that mode copies the table at every update (the first
+version ran after the probe and read the embedding's ps 10-38% more CPU per step than its
+training: docs/benchmarks.md, the ps under load). The gradients are zeros; the variables still
+move (momentum and the like decay), so the weights' checksum is read before it and the cell's
+record is no row of the summary.
 """
 import time
 
@@ -28,15 +33,16 @@ from experiments.measure import comm_probe, cpu_usage
 from results import metrics
 
 _ROUNDS = 3
-# Calls each worker is handed per round: ~1-3 s of ps work at the zoo's 3-18 ms of ps CPU per
-# step, long against the 10 ms ticks the ps's CPU is read in
-_CALLS_PER_WORKER = 32
+# Steps each worker is handed per round (in calls of steps_per_call): at N=2 ~0.6 s of ps work
+# for the mlp (3 ms of ps CPU a step) to ~2 s for the embedding (15 ms), long against the 10 ms
+# ticks the ps's CPU is read in
+_STEPS_PER_WORKER = 96
 
 
 def measure(strategy, coordinator, optimizer, variables, gradients, dtype, steps_per_call,
             workers, cpu):
-    """{steps_per_s, ps_cpu_s_per_step, ps_cores: each the spread over the rounds, steps per
-    round, cores_by_task (every task's, the median over the rounds), method}. variables: the
+    """{steps_per_s, ps_cpu_s_per_step, ps_cores: each the spread over the rounds, workers, steps
+    per round, cores_by_task (every task's, the median over the rounds), method}. variables: the
     model's trainable (Keras) variables; gradients: the step's comm_probe.describe; dtype: the
     sync dtype; cpu: the chief's cpu_usage.CpuMeter (on a real cluster it sees the chief only:
     the ps figures read 0 there, the rate stands)."""
@@ -44,7 +50,7 @@ def measure(strategy, coordinator, optimizer, variables, gradients, dtype, steps
     tensors = [v.value for v in variables]  # reads and gathers on the ps (not a Keras read)
 
     def replica_fn(scale):
-        pulled = comm_probe.pull(tensors, kinds)
+        pulled = comm_probe.pull(tensors, kinds, from_read=True)
         grads = [comm_probe.distinct_fill(tf.shape(v), scale, i, tf.as_dtype(dtype))
                  if kind == "dense" else comm_probe.slices(v, rows, tf.as_dtype(dtype), scale, i)
                  for i, (v, (kind, rows)) in enumerate(zip(tensors, kinds))]
@@ -67,8 +73,8 @@ def measure(strategy, coordinator, optimizer, variables, gradients, dtype, steps
             coordinator.schedule(steps, args=(tf.constant(0.0), tf.constant(steps_per_call)))
         coordinator.join()
 
-    load(workers)  # traces on every worker
-    calls = _CALLS_PER_WORKER * workers
+    load(workers)  # traces the function, and its first calls set it up on the workers
+    calls = -(-_STEPS_PER_WORKER // steps_per_call) * workers
     rates, per_step, cores, tasks = [], [], [], {}
     for _ in range(_ROUNDS):
         before, start = cpu.reading(), time.perf_counter()
