@@ -59,9 +59,7 @@ Per-replica step time:  t = compute / device_speedup + overhead + communication
       update per host), bound "the parameter servers' CPU"; assumed: ps cores as fast as the
       profile's machine's, t threads serve t cores' worth (a ps of one thread used 1.2 cores
       with workers queued, 2026-11-27), an accumulated step's one update costs the ps what one
-      step's does; a bounded prediction's step is the workers' step at the bound's rate.
-      A comparison's own local runs take the ps's rate measured here with N workers pushing
-      updates and nothing else (Here's ps_steps_per_s) in place of this bound, where measured
+      step's does; a bounded prediction's step is the workers' step at the bound's rate
     shared medium (the emulated network, tc tbf on one loopback): every byte of every link
       goes through one bucket of B: all-reduce 2 (N-1) G / B per step; a PSS worker (G + P)/B
       per step, and the cluster at most B / (G + P) steps per second
@@ -351,10 +349,7 @@ def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None, stag
         cap = profile.batch * cluster.inter_host_gbps * 1e9 / 8 / (gradient + profile.pull_bytes)
         if cap < rate:
             rate, bound = cap, "the shared link"
-    served = None
-    if kind(strategy).parameter_servers:  # this machine's ps under load, where measured
-        served = here.ps_steps_per_s * profile.batch if here.ps_steps_per_s else \
-            ps_served(profile, cluster)
+    served = ps_served(profile, cluster) if kind(strategy).parameter_servers else None
     if served is not None and served < rate:
         rate, bound = served, PS_BOUND
     if bound and bound != "a straggler":
@@ -399,14 +394,10 @@ class Here:
     processes (the collectives sweep at K = N, or the real loopback's probe), in series with
     whatever the cluster's links add; sync_cpu_s: the CPU seconds one worker's process spends
     in it, added to each worker step's CPU under the machine's cap; local_s: the rest of a
-    step measured here beyond compute, overhead and synchronization (a fit point's);
-    ps_steps_per_s: the worker steps per second the run's parameter servers served with its N
-    workers pushing and pulling nothing but a step's update (experiments/measure/ps_load.py,
-    the collectives cell at K = N), in place of the profile's ps bound (0: not measured)."""
+    step measured here beyond compute, overhead and synchronization (a fit point's)."""
     sync_s: float = 0.0
     sync_cpu_s: float = 0.0
     local_s: float = 0.0
-    ps_steps_per_s: float = 0.0
 
 
 def on_one_machine(profile, cluster, strategy, sync_cpu_s=0.0):

@@ -258,8 +258,8 @@ def _unsized(setting):
 def _predict_local(f, by_n, sharing, sweeps=None, ps_loads=None):
     """Fills f.predictions: this machine's run at each measured N, through cost_model.predict on
     a cluster of N workers sharing the runs' cores, with the synchronization measured here at N
-    (the sweep at K = N, else the runs' own probe) and its CPU, and under PSS the ps's rate
-    under load at K = N where measured (see the module doc)."""
+    (the sweep at K = N, else the runs' own probe) and its CPU (see the module doc); under PSS
+    the notes give the ps's rate under load at K = N where measured."""
     for n, (step, probe, rate) in f.measured.items():
         swept = _swept_sync(f, sweeps or {}, n)
         if swept is not None and swept[3] is not None:  # a sparse gradient's rows swept
@@ -290,23 +290,20 @@ def _predict_local(f, by_n, sharing, sweeps=None, ps_loads=None):
         cpu = _swept_sync(f, sweeps or {}, n, "cpu_s") if kind(f.strategy).all_reduce else None
         sync_cpu = cpu[0] if cpu is not None else 0.0
         loads = (ps_loads or {}).get((_unsized(f.setting), f.strategy, n), [])
-        here = cost_model.Here(sync_s=sync, sync_cpu_s=sync_cpu,
-                               ps_steps_per_s=metrics.median(loads) or 0.0)
+        here = cost_model.Here(sync_s=sync, sync_cpu_s=sync_cpu)
         cores = cores_of(by_n[n])
         p = cost_model.predict(f.profile, cost_model.this_machine(n, cores, num_ps=f.num_ps),
                                f.strategy, f.dtype, here=here)
-        # with cores of their own: neither the sharing nor the ps's rate on the shared cores
         f.own_cores[n] = cost_model.predict(f.profile, cost_model.this_machine(
-            n, 0, num_ps=f.num_ps), f.strategy, f.dtype,
-            here=dataclasses.replace(here, ps_steps_per_s=0.0)).examples_per_sec
+            n, 0, num_ps=f.num_ps), f.strategy, f.dtype, here=here).examples_per_sec
         f.notes.extend(_local_notes(f, n, cores, p, sync_cpu, sharing, loads))
         f.predictions[n] = (p.examples_per_sec, rate, (p.examples_per_sec - rate) / rate)
 
 
 def _local_notes(f, n, cores, p, sync_cpu, sharing, loads=()):
     """What the prediction of this machine's N-worker run took from the profile's sharing and
-    CPU figures (cost_model.on_one_machine) and the ps's rate under load (`loads`: steps/s of
-    each calibration at K = N), in words."""
+    CPU figures (cost_model.on_one_machine), in words; and beside it the ps's rate under load
+    (`loads`: steps/s of each calibration at K = N)."""
     slowdown = slowdown_of(sharing, n)
     notes = []
     if not cores:
@@ -320,12 +317,12 @@ def _local_notes(f, n, cores, p, sync_cpu, sharing, loads=()):
     else:
         notes.append(f"N={n}: no sharing calibration with {n} processes: the prediction "
                      f"assumes each worker computes as fast as one process alone")
-    if p.bound == cost_model.PS_BOUND and loads:
-        notes.append(f"N={n} prediction held by the parameter servers: with {n} workers pushing "
-                     f"a step's update and nothing else they served "
-                     f"{metrics.median(loads):.1f} steps/s ({len(loads)} calibration(s) at "
-                     f"K={n}), {p.examples_per_sec:.0f} examples/s")
-    elif p.bound == cost_model.PS_BOUND:
+    if loads:  # how near its ps's ceiling the measured run trained
+        notes.append(f"N={n}: with {n} workers pushing a step's update and nothing else, the "
+                     f"parameter servers served {metrics.median(loads):.1f} steps/s here "
+                     f"({metrics.median(loads) * f.batch:.0f} examples/s; {len(loads)} "
+                     f"calibration(s) at K={n}; measured beside the prediction, not in it)")
+    if p.bound == cost_model.PS_BOUND:
         notes.append(f"N={n} prediction held by the parameter servers' CPU: {f.num_ps} ps of "
                      f"{f.profile.ps_threads or 1} thread(s) serve at most "
                      f"{p.examples_per_sec:.0f} examples/s "

@@ -9,8 +9,11 @@ Why: the cost model bounds PSS by its ps's work, the ps CPU seconds per worker s
 runs over the ps's one thread (results/cost_model.py, ps_served). On one machine that figure
 misses both ways: a ps with workers queued at it used 1.11-1.21 cores (its gRPC threads beside
 its one intra-op thread), and its CPU per step moved by a third between runs minutes apart
-(docs/benchmarks.md, the embedding check on the fixed lookup). This measures both at K = N, as
-the sharing calibration measures compute at K = N, in a cell the predicted runs are not.
+(docs/benchmarks.md, the embedding check on the fixed lookup). This measures the ps's rate at
+K = N, as the sharing calibration measures compute at K = N, in a cell the predicted runs are
+not. The report's notes give it beside each PSS prediction of this machine's runs; as the
+model's bound it read worse than the N=1 runs' on fresh runs and was not kept (docs/benchmarks.md,
+"The ps under load at K = N", v19): it serves 1.1-1.2x what PSS trains at.
 
 What a step costs the ps here is what it costs in training: the step's pull (every dense
 variable whole, a table's rows gathered from a read of it on the ps, as models/embedding.py's

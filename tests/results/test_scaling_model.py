@@ -199,11 +199,13 @@ def test_the_ps_cpu_of_the_pss_n1_runs_bounds_pss(results_dir):
     assert mw.project(64, NET)["examples_per_sec"] > 800
 
 
-def test_the_ps_rate_under_load_at_n_bounds_this_machines_pss_run_and_no_projection(results_dir):
+def test_the_ps_rate_under_load_at_n_is_shown_beside_this_machines_pss_run_not_in_it(
+        results_dir):
     """A collectives cell at N measured the ps serving 9 steps/s (576 examples/s) with N workers
-    pushing updates and nothing else: this machine's PSS N=2 run is held there instead of at the
-    N=1 runs' 800; the cell of another model, or at another N, is not its calibration; and a
-    projection to another cluster still takes the profile's bound."""
+    pushing updates and nothing else: the notes of this machine's PSS N=2 run give the median of
+    its calibrations at K = 2 (another model's and another N's are not its calibration); the
+    prediction keeps the N=1 runs' bound of 800 (bounding by the load read worse on fresh runs:
+    docs/benchmarks.md, v19)."""
     n1 = _record("p1", "parameter_server", 1, 2.0, 20, probe=0.01)
     n1["cpu"] = {"scope": "all tasks", "seconds": 6.0, "wall_s": 4.0,
                  "examples_per_cpu_second": 2560 / 6.0,
@@ -216,24 +218,16 @@ def test_the_ps_rate_under_load_at_n_bounds_this_machines_pss_run_and_no_project
             "steps_per_s": {"median": steps_per_s, "min": 0, "max": 0, "n": 3}}
         return rec
 
-    def fits(*extra):  # every record with a config (a collectives cell's has one)
-        recs = _load(results_dir, n1, *extra)
-        for r in recs:
-            r["config"] = {**r.get("config", {}), "steps_per_execution": 1}
-        return _fits(recs)["parameter_server"]
-
-    # the median of its calibrations at K = 2 (two of them), the 3-worker one and mlp's apart
-    ps = fits(loaded("c1", 2, 8.0), loaded("c2", 2, 10.0), loaded("c3", 3, 1.0),
-              loaded("c4", 2, 1.0, "mlp"))
-    assert ps.prediction_n2[0] == pytest.approx(9.0 * 64)
-    assert any(n.startswith("N=2 prediction held by the parameter servers: with 2 workers "
-                            "pushing a step's update and nothing else they served 9.0 steps/s "
-                            "(2 calibration(s) at K=2), 576 examples/s") for n in ps.notes)
-    assert ps.project(64, NET)["examples_per_sec"] == pytest.approx(800)
-    # a rate above what the rest allows bounds nothing, and lifts the N=1 runs' bound
-    fast = fits(loaded("c1", 2, 1000.0))
-    assert fast.prediction_n2[0] > 800
-    assert not any("held by the parameter servers" in n for n in fast.notes)
+    recs = _load(results_dir, n1, loaded("c1", 2, 8.0), loaded("c2", 2, 10.0),
+                 loaded("c3", 3, 1.0), loaded("c4", 2, 1.0, "mlp"))
+    for r in recs:  # every record with a config (a collectives cell's has one)
+        r["config"] = {**r.get("config", {}), "steps_per_execution": 1}
+    ps = _fits(recs)["parameter_server"]
+    assert ps.prediction_n2[0] == pytest.approx(800)
+    assert any(n.startswith("N=2: with 2 workers pushing a step's update and nothing else, the "
+                            "parameter servers served 9.0 steps/s here (576 examples/s; 2 "
+                            "calibration(s) at K=2") for n in ps.notes)
+    assert not any("1.0 steps/s" in n for n in ps.notes)
 
 
 def test_sparse_rows_are_swept_as_the_all_reduce_that_moves_what_their_all_gather_does():
