@@ -19,10 +19,11 @@ that the prediction assumes cores of their own); and at most what the cores deli
 (the same calibration's lockstep phase; all cores without one), e_1 the N=1 run's examples per
 CPU-second (every task), c_N the CPU seconds one process spends in a synchronization with N
 processes (the sweep's cpu_s; all-reduce only: a PSS N=1 run already pushes and pulls every
-step); and under PSS at most the steps per second its parameter servers served with N workers
-pushing a step's update and nothing else (experiments/measure/ps_load.py; the median over the
-setting's PSS collectives cells at K = N, whose ps ran on the shared cores at its own cores and
-CPU per step under that load) x batch, else the profile's ps bound from the N=1 runs. Nothing in it is
+step). Beside a PSS prediction the notes give what its parameter servers served with N workers
+pushing a step's update and nothing else (experiments/measure/ps_load.py, the median over the
+setting's PSS collectives cells at K = N): a measurement, not in the model (as PSS's bound it
+read 5 of 6 PSS cells within ±15% against the N=1 bound's 6 of 6 on fresh runs:
+docs/benchmarks.md, v19). Nothing in it is
 fitted to the runs it predicts: what the prediction does not explain is shown as the error, never
 folded into a term that the projections would carry.
 

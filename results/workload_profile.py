@@ -237,8 +237,7 @@ def profile_of(setting, baseline, own_n1, runs, sharing=None):
     ps_cpu = ps_cpu_of(pss_n1)
     if pss_n1:
         notes.append(f"the PSS N=1 runs' ps used {ps_cpu[0] * 1e3:.2f} ms of CPU per worker "
-                     f"step with {ps_cpu[1]} thread(s): PSS's bound from its parameter servers "
-                     f"in projections (and here at an N without a ps-load calibration)"
+                     f"step with {ps_cpu[1]} thread(s): PSS's bound from its parameter servers"
                      if ps_cpu[0] else
                      "the PSS N=1 records give no ps CPU (cores per task): PSS is not bounded "
                      "by its parameter servers' work")

@@ -1,6 +1,7 @@
 """The parameter servers under load: how many worker steps' updates the run's ps serve per second
 when every worker pushes them as fast as it can, and the ps's CPU and cores meanwhile. A PSS
-collectives cell (`--comm_sweep`) runs it after its sweep, with the run's N workers:
+collectives cell (`--comm_sweep`) runs it after training, before its probe and sweep, with the
+run's N workers:
 
     python -m experiments.run --strategy=parameter_server --num_workers=3 --num_ps=1 \
         --threads_per_worker=1 --comm_sweep --train_examples=6144
