@@ -319,9 +319,10 @@ def _local_notes(f, n, cores, p, sync_cpu, sharing, loads=()):
         notes.append(f"N={n}: no sharing calibration with {n} processes: the prediction "
                      f"assumes each worker computes as fast as one process alone")
     if loads:  # how near its ps's ceiling the measured run trained
+        served = metrics.median(loads)
         notes.append(f"N={n}: with {n} workers pushing a step's update and nothing else, the "
-                     f"parameter servers served {metrics.median(loads):.1f} steps/s here "
-                     f"({metrics.median(loads) * f.batch:.0f} examples/s; {len(loads)} "
+                     f"parameter servers served {served:.1f} steps/s here "
+                     f"({served * f.batch:.0f} examples/s; {len(loads)} "
                      f"calibration(s) at K={n}; measured beside the prediction, not in it)")
     if p.bound == cost_model.PS_BOUND:
         notes.append(f"N={n} prediction held by the parameter servers' CPU: {f.num_ps} ps of "

@@ -246,26 +246,23 @@ def run_task(cfg, role, extra_config=None):
     # the model's own (float64 too).
     sync_dtype = "bfloat16" if cfg.compression == "bf16" else cfg.float_dtype \
         if cfg.gradient_sync_dtype == "float32" else cfg.gradient_sync_dtype
+    steps_per_call = min(cfg.steps_per_execution, trainer.steps_per_epoch)  # as training's
+    # calls, which never run past their epoch (training.py)
     # A PSS collectives cell's ps under load, before the probe: the probe's gathers and
     # scatters leave a table in copy-on-read mode, which training's lookup never does (ps_load).
     load = ps_load.measure(strategy, coordinator, trainer.optimizer,
                            trainer.model.trainable_variables, trainer.gradients, sync_dtype,
-                           min(cfg.steps_per_execution, trainer.steps_per_epoch),
-                           cfg.num_workers, trainer.cpu) \
+                           steps_per_call, cfg.num_workers, trainer.cpu) \
         if coordinator is not None and cfg.comm_probe and cfg.comm_sweep else None
     probe = comm_probe.measure(strategy, [v.value for v in trainer.model.trainable_variables],
-                               coordinator, dtype=sync_dtype,
-                               gradients=trainer.gradients,
-                               # a call never runs past its epoch (training.py)
-                               steps_per_call=min(cfg.steps_per_execution,
-                                                  trainer.steps_per_epoch)) \
-        if cfg.comm_probe else None
+                               coordinator, dtype=sync_dtype, gradients=trainer.gradients,
+                               steps_per_call=steps_per_call) if cfg.comm_probe else None
+    if load is not None:
+        probe["ps_load"] = load
     if probe is not None and cfg.comm_sweep and probe.get("method") != "none (one replica)":
         probe["sweep"] = comm_probe.sweep(strategy, coordinator, steps_per_call=probe.get(
             "steps_per_call", 1), sparse=bool((probe.get("gradient_kinds") or {}).get(
                 "indexed_slices")))
-        if load is not None:
-            probe["ps_load"] = load
     if probe is not None and trainer.pipeline is not None:
         # Model parallelism's own traffic: each boundary's activations and their gradients.
         probe["activation_bytes"] = gpipe.total_activation_bytes(
