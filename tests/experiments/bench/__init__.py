@@ -1,0 +1,1 @@
+"""Tests of experiments/bench: the arithmetic of the benchmarks (not their runs)."""

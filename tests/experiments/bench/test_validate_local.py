@@ -1,0 +1,29 @@
+"""experiments/bench/validate_local.py: the report's prediction of a cell (every repeat's fit
+inputs) is held against each repeat's own measurement of it, and only sweep-based (out of
+sample) predictions count."""
+import pytest
+
+from experiments.bench.validate_local import against_repeats, count
+
+CELL = ("mlp", 6144, "multi_worker_mirrored", 2, "s")
+PS_CELL = ("mlp", 6144, "parameter_server", 3, "s")
+
+
+def test_the_pooled_prediction_is_held_against_each_repeats_measurement_not_its_own_fit():
+    # each repeat's own fit predicted 1000, 1400, 1000; the pooled fit predicts 1100
+    per = [{CELL: (1000.0, 1000.0, 0.0, "sweep")},
+           {CELL: (1400.0, 900.0, 0.556, "sweep")},
+           {CELL: (1000.0, 1200.0, -0.167, "sweep")}]
+    pooled = {CELL: (1100.0, 1000.0, 0.1, "sweep")}
+    got = against_repeats(pooled, per)[CELL]
+    assert [e[0] for e in got] == pytest.approx([0.1, 1100 / 900 - 1, 1100 / 1200 - 1])
+    assert count(against_repeats(pooled, per), target=0.15) == (2, 3)  # +22.2% is out
+    assert count(against_repeats(pooled, per), target=0.25) == (3, 3)
+
+
+def test_a_repeat_without_the_cell_and_in_sample_predictions_are_not_counted():
+    per = [{CELL: (1.0, 1000.0, 0.0, "sweep"), PS_CELL: (1.0, 500.0, 0.0, "probe")}, {}]
+    pooled = {CELL: (1100.0, 1000.0, 0.1, "sweep"), PS_CELL: (900.0, 500.0, 0.8, "probe")}
+    got = against_repeats(pooled, per)
+    assert got[CELL][1] is None and got[PS_CELL][1] is None
+    assert count(got, target=0.15) == (1, 1)  # the probe-based +80% is in-sample: not counted
