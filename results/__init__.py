@@ -3,8 +3,9 @@ and summary (reading and grouping runs); report, tables, plots, findings, hparam
 the one cost model (cost_model) with its inputs (specs: the workload profile and cluster spec),
 the profile fitted from records (workload_profile), the latency-bandwidth fit of the sweeps
 (latency_bandwidth), and what predicts through it: projections, scaling_model, network,
-recommendation, planner and plan_report, reducers, parallelism, adaptive; timeline and
-straggler (the in-step stamps); zoo.
+recommendation, planner and plan_report, reducers, parallelism, adaptive; validation (the
+scaling model's errors on a comparison's own runs); timeline and straggler (the in-step
+stamps); zoo.
 
 May import: strategies (the registry's Kind), models (schedules), the standard library,
 matplotlib, and TensorFlow / TensorBoard inside the functions that write summaries. Not

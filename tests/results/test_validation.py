@@ -1,9 +1,9 @@
-"""experiments/bench/validate_local.py: the report's prediction of a cell (every repeat's fit
-inputs) is held against each repeat's own measurement of it, and only sweep-based (out of
-sample) predictions count."""
+"""results/validation.py (the arithmetic of experiments.bench.validate_local): the report's
+prediction of a cell (every repeat's fit inputs) is held against each repeat's own measurement
+of it, and only sweep-based (out of sample) predictions count."""
 import pytest
 
-from experiments.bench.validate_local import against_repeats, count
+from results.validation import against_repeats, count
 
 CELL = ("mlp", 6144, "multi_worker_mirrored", 2, "s")
 PS_CELL = ("mlp", 6144, "parameter_server", 3, "s")

@@ -1,1 +1,0 @@
-"""Tests of experiments/bench: the arithmetic of the benchmarks (not their runs)."""
