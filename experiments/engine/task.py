@@ -242,10 +242,7 @@ def run_task(cfg, role, extra_config=None):
     # probes: the ps load (a collectives cell's) applies updates.
     checksum = trainer.weights_checksum()
     # After training, on every task that trains (the all-reduce probe is collective under MWMS).
-    # What training synchronizes: the 16-bit sync dtype (--compression=bf16 is that cast), else
-    # the model's own (float64 too).
-    sync_dtype = "bfloat16" if cfg.compression == "bf16" else cfg.float_dtype \
-        if cfg.gradient_sync_dtype == "float32" else cfg.gradient_sync_dtype
+    sync_dtype = trainer.sync_dtype  # what training synchronizes in
     steps_per_call = min(cfg.steps_per_execution, trainer.steps_per_epoch)  # as training's
     # calls, which never run past their epoch (training.py)
     # A PSS collectives cell's ps under load, before the probe: the probe's gathers and

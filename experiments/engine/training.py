@@ -144,6 +144,9 @@ class Trainer:
         self.compression = compression.parse(cfg.compression)
         sync = "bfloat16" if self.compression.method == "bf16" else cfg.gradient_sync_dtype
         self._sync_dtype = None if sync == "float32" else tf.as_dtype(sync)
+        # What a step synchronizes in, the cast's else the model's own (float64 too): the probes
+        # after training time the same (experiments/engine/task.py).
+        self.sync_dtype = (self._sync_dtype or tf.as_dtype(cfg.float_dtype)).name
         # The sync waits for t1 (all gradients) except where it may start earlier: PSS pushes
         # per variable, and packs (--bytes_per_pack) start as their gradients are ready.
         self._gate_sync = coordinator is None and not cfg.bytes_per_pack
