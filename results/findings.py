@@ -10,9 +10,10 @@ from results.summary import (baseline_of, beyond_spread, epoch_per_example, grou
 from strategies import BASELINE, COMPARED
 
 _SLACK = 1.05  # measurements on a shared machine move by a few percent
-# A timed epoch shorter than this is mostly its scheduling noise: mlp's cells at 6144 examples
-# (timed epochs of 0.1-0.7 s) moved by up to 45% between repeats, at 49152 (0.73 s and longer)
-# by under 15% (2-vCPU VM, docs/benchmarks.md v20 and v21). The rerun aims at twice that.
+# A timed epoch shorter than this is mostly its scheduling noise: a cell of mlp's repeated 3
+# times read 21-52% apart (fastest over slowest) at 6144 examples (timed epochs of 0.1-0.8 s),
+# 3-19% apart at 49152 (0.7 s and longer; 2-vCPU VM, docs/benchmarks.md v20 and v21). The rerun
+# aims at twice that.
 SHORT_EPOCH_S = 0.7
 
 
