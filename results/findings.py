@@ -10,11 +10,6 @@ from results.summary import (baseline_of, beyond_spread, epoch_per_example, grou
 from strategies import BASELINE, COMPARED
 
 _SLACK = 1.05  # measurements on a shared machine move by a few percent
-# A timed epoch shorter than this is mostly its scheduling noise: a cell of mlp's repeated 3
-# times read 21-52% apart (fastest over slowest) at 6144 examples (timed epochs of 0.1-0.8 s),
-# 3-19% apart at 49152 (0.7 s and longer; 2-vCPU VM, docs/benchmarks.md v20 and v21). The rerun
-# aims at twice that.
-SHORT_EPOCH_S = 0.7
 
 
 def _baseline_name(group):
@@ -182,24 +177,6 @@ def _accuracy(strat):
             f"global batch {worst['global_batch_used']})."]
 
 
-def _short_epochs(group):
-    """Rows whose median timed epoch is too short to measure reliably, and the
-    --train_examples that would make the shortest last 2 x SHORT_EPOCH_S. Not the machine's
-    limit rows: their rounds are --steps_per_round long, whatever the examples."""
-    short = sorted((r for r in group if r["epoch_time_s"] and r["epoch_time_s"] < SHORT_EPOCH_S
-                    and not is_machine_limit(r)), key=lambda r: r["epoch_time_s"])
-    if not short:
-        return []
-    examples = short[0]["train_examples"]
-    # rounded up to whole thousands (1024): a figure a user would type
-    wanted = -(-examples * 2 * SHORT_EPOCH_S / short[0]["epoch_time_s"] // 1024) * 1024
-    named = ", ".join(f"{label(r)} {r['epoch_time_s']:.2f} s" for r in short[:3])
-    more = f" and {len(short) - 3} more" if len(short) > 3 else ""
-    return [f"  - Short timed epochs: {named}{more} (median; under {SHORT_EPOCH_S:g} s an "
-            f"epoch's figure is mostly scheduling noise): for figures to compare, rerun with "
-            f"--train_examples={int(wanted)} or more."]
-
-
 def overhead_sentence(group):
     """The toolkit's own cost against the plain TF loop, from the vs_engine_floor column."""
     base = next((r for r in group if r["role"] == BASELINE_RUN), None)
@@ -226,7 +203,6 @@ def findings(rows):
             lines += _against_reference(group, strat) + _slower_than_one_device(group, strat)
             lines += _machine_limit(group, strat) + _adding_workers(strat) + _accuracy(strat)
         lines += [f"  - {label(r)}: {flag}." for r in group if (flag := flags.get(id(r)))]
-        lines += _short_epochs(group)
         if not strat and not lines:
             continue
         head = _fastest(group, strat, flags) if strat else "no distributed setup measured."

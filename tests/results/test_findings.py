@@ -109,24 +109,3 @@ def test_superlinear_only_beyond_the_measured_spread():
     beyond = fake.record("w", "multi_worker_mirrored", 2, 1 / 2.2, spread=0.05)
     (flag,) = _about(_lines(_base() + [beyond]), "multi_worker_mirrored N=2: superlinear")
     assert "scaling 110%" in flag and "beyond the epochs' spread" in flag
-
-
-def test_short_timed_epochs_are_named_with_the_examples_that_would_lengthen_them():
-    # the baseline's 1 s epochs are long enough; PSS N=2 at 0.25 s and MWMS N=2 at 0.5 s are not
-    records = _base()[:1] + [fake.record("p", "parameter_server", 2, 0.25),
-                             fake.record("w", "multi_worker_mirrored", 2, 0.5)]
-    (line,) = _about(_lines(records), "Short timed epochs")
-    assert "parameter_server N=2 0.25 s, multi_worker_mirrored N=2 0.50 s" in line
-    assert "one_device" not in line
-    # 1024 examples in 0.25 s: 1.4 s needs 5734.4 of them, rounded up to whole 1024s
-    assert line.endswith("rerun with --train_examples=6144 or more.")
-    # every epoch at 0.7 s or longer: nothing said
-    assert not _about(_lines(_base()[:1] + [fake.record("w", "multi_worker_mirrored", 2, 0.7)]),
-                      "Short timed epochs")
-
-
-def test_the_machines_limit_rounds_are_not_called_short_epochs():
-    # K plain loops at once time rounds of --steps_per_round steps, not epochs
-    shared = fake.record("k2", "engine_floor", 2, 0.1, run_name="engine_floor/cnn/1024/r0",
-                         sharing={"processes": 2, "slowdown": {"free": 1.1, "lockstep": 1.3}})
-    assert not _about(_lines(_base()[:1] + [shared]), "Short timed epochs")
