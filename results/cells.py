@@ -168,6 +168,13 @@ def is_parallelism_run(record):
         (record.get("run_name") or "").startswith("parallel-")
 
 
+def repeat_of(record):
+    """'r0', 'r1', ... from the comparison cell's run name (experiments/comparison/plan.py names
+    each repeat's runs so); None outside a comparison."""
+    tail = (record.get("run_name") or "").rsplit("/", 1)[-1]
+    return tail if tail.startswith("r") and tail[1:].isdigit() else None
+
+
 def role_of(record):
     """`engine_floor`, `baseline`, `hardware_reference` or `strategy`, from the comparison cell
     in run_name. An unnamed one_device run at 1 thread (outside a comparison) is what the

@@ -224,13 +224,12 @@ def _blocks(record):
 def _chosen(records):
     """Multi-worker or pipelined records with timestamps, first repeat only (a comparison's r0,
     or a run outside one)."""
-    from results.cells import workers_of
+    from results.cells import repeat_of, workers_of
 
     out = []
     for r in records:
-        tail = (r.get("run_name") or "").rsplit("/", 1)[-1]
         if (workers_of(r) >= 2 or _blocks(r)) and epoch_breakdown(r) and \
-                not re.fullmatch(r"r[1-9]\d*", tail):
+                repeat_of(r) in (None, "r0"):
             out.append(r)
     return out
 

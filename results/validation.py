@@ -20,13 +20,8 @@ moves with its repeat and can do better).
 import collections
 
 from results import metrics, scaling_model
+from results.cells import repeat_of
 from results.tables import PREDICTION_TARGET
-
-
-def repeat_of(record):
-    """'r0', 'r1', ... from the comparison cell's run name (None outside a comparison)."""
-    tail = (record.get("run_name") or "").rsplit("/", 1)[-1]
-    return tail if tail.startswith("r") and tail[1:].isdigit() else None
 
 
 def errors(records):
