@@ -176,6 +176,35 @@ def crossover(fitted, setting, n=2, low=1e-3, high=100.0):
     return None
 
 
+TIE = 0.01  # lines within 1% of each other past where they meet: a tie, not a crossing
+
+
+def gap_above(fitted, setting, b, n=2, high=100.0):
+    """The largest relative gap between the predicted MWMS and PSS rates from `b` to `high`
+    Gbit/s: a PSS line that meets MWMS's at its bend and then runs along it has crossed in
+    sign only."""
+    mwms, pss = fitted[(setting, _STRATEGIES[0])], fitted[(setting, _STRATEGIES[1])]
+    grid = [b * (high / b) ** (i / 200) for i in range(201)] if b < high else [b]
+    return max(abs(mwms.rate(n, x) - pss.rate(n, x)) / max(mwms.rate(n, x), pss.rate(n, x))
+               for x in grid)
+
+
+def crossing_line(fitted, setting):
+    """The report's line on where the model's MWMS and PSS lines cross, meet, or neither."""
+    model = dict(zip(SETTING_KEYS, setting))["model"]
+    b = crossover(fitted, setting)
+    if not b:
+        return (f"- {model}: the model's MWMS and PSS lines do not cross between 1 Mbit/s and "
+                f"100 Gbit/s (N=2).")
+    gap = gap_above(fitted, setting, b)
+    if gap < TIE:
+        return (f"- {model}: the model's MWMS and PSS lines meet at {b:.3g} Gbit/s and stay "
+                f"within {gap * 100:.2g}% of each other up to 100 Gbit/s: a predicted tie "
+                f"there, not a crossing (N=2, shared link).")
+    return (f"- {model}: the model's MWMS and PSS lines cross at {b:.3g} Gbit/s (N=2, shared "
+            f"link).")
+
+
 def markdown(network_rows, fitted):
     head = ("model", "strategy", "N", "emulated Gbit/s", "measured ex/s", "predicted ex/s",
             "error", "probe ms", "model comm ms", "shaper delivered Gbit/s")
@@ -205,12 +234,7 @@ def markdown(network_rows, fitted):
     if line:
         lines += ["", line]
     for setting in sorted({k[0] for k in fitted}, key=sort_key):
-        b = crossover(fitted, setting)
-        model = dict(zip(SETTING_KEYS, setting))["model"]
-        lines.append(f"- {model}: " + (f"the model's MWMS and PSS lines cross at {b:.3g} Gbit/s "
-                                       f"(N=2, shared link)." if b else
-                                       "the model's MWMS and PSS lines do not cross between "
-                                       "1 Mbit/s and 100 Gbit/s (N=2)."))
+        lines.append(crossing_line(fitted, setting))
     return "\n".join(lines)
 
 
@@ -237,7 +261,9 @@ def plot(rows, fitted, path):
                     label=f"{plots.short(strategy)} N={n} measured")
         b = crossover(fitted, setting, low=grid[0], high=grid[-1])
         if b:
-            ax.axvline(b, color="k", ls="--", lw=1, label=f"crossover {b:.3g} Gbit/s")
+            tie = gap_above(fitted, setting, b, high=grid[-1]) < TIE
+            ax.axvline(b, color="k", ls="--", lw=1, label=f"lines meet at {b:.3g} Gbit/s, tie "
+                       f"above" if tie else f"crossover {b:.3g} Gbit/s")
         plots.real_loopback(ax, real_x)
         ax.set(title=plots.title(setting),
                xlabel="emulated bandwidth, all links together (Gbit/s)", ylabel="examples/s")

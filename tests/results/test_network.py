@@ -103,3 +103,17 @@ def test_crossover_where_pss_overtakes_mwms():
     assert pss.rate(2, b * 2) > mwms.rate(2, b * 2) and mwms.rate(2, b / 2) > pss.rate(2, b / 2)
     # one crossing, one figure: the plot searches other bounds than the report
     assert network.crossover(fitted, "s", low=b / 3, high=b * 7) == pytest.approx(b, rel=1e-9)
+    assert f"lines cross at {b:.3g} Gbit/s" in network.crossing_line(fitted, "s")
+
+
+def test_lines_that_meet_at_the_pss_bend_and_run_together_are_a_tie():
+    """Without a local term the two lines are one above PSS's bend (a worker's push and pull
+    cost what MWMS's ring does per step): the report says they meet and tie there, not that
+    PSS overtakes (v23's wide_mlp: 4.40 Gbit/s, within 0.02% above)."""
+    fitted = {("s", "multi_worker_mirrored"): _model("multi_worker_mirrored"),
+              ("s", "parameter_server"): _model("parameter_server")}
+    b = network.crossover(fitted, "s")
+    assert b is not None and network.gap_above(fitted, "s", b) < network.TIE
+    line = network.crossing_line(fitted, "s")
+    assert f"meet at {b:.3g} Gbit/s" in line and "a predicted tie" in line
+    assert "cross at" not in line
