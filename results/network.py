@@ -155,7 +155,7 @@ def crossover(fitted, setting, n=2, low=1e-3, high=100.0):
     throughputs cross, or None. The grid finds the bracket; bisection finds the point, so the
     report's figure and the plot's line (whose grid spans other bounds) agree: the PSS line
     bends sharply where its shared-link bound gives way, and interpolating across that bend
-    read 4.41 and 4.46 Gbit/s for one crossing."""
+    gave one crossing two figures (docs/benchmarks.md, v23)."""
     mwms, pss = fitted.get((setting, _STRATEGIES[0])), fitted.get((setting, _STRATEGIES[1]))
     if mwms is None or pss is None:
         return None
@@ -189,14 +189,21 @@ def gap_above(fitted, setting, b, n=2, high=100.0):
                for x in grid)
 
 
+def crossing(fitted, setting, low=1e-3, high=100.0):
+    """(bandwidth, gap above it up to `high`) where the model's lines cross or meet (a tie
+    when the gap is under TIE), or None: the report's line and the plot decide alike."""
+    b = crossover(fitted, setting, low=low, high=high)
+    return (b, gap_above(fitted, setting, b, high=high)) if b else None
+
+
 def crossing_line(fitted, setting):
     """The report's line on where the model's MWMS and PSS lines cross, meet, or neither."""
     model = dict(zip(SETTING_KEYS, setting))["model"]
-    b = crossover(fitted, setting)
-    if not b:
+    found = crossing(fitted, setting)
+    if not found:
         return (f"- {model}: the model's MWMS and PSS lines do not cross between 1 Mbit/s and "
                 f"100 Gbit/s (N=2).")
-    gap = gap_above(fitted, setting, b)
+    b, gap = found
     if gap < TIE:
         return (f"- {model}: the model's MWMS and PSS lines meet at {b:.3g} Gbit/s and stay "
                 f"within {gap * 100:.2g}% of each other up to 100 Gbit/s: a predicted tie "
@@ -259,11 +266,11 @@ def plot(rows, fitted, path):
                    if r["strategy"] == strategy]
             ax.plot(*zip(*pts), "o", color=color,
                     label=f"{plots.short(strategy)} N={n} measured")
-        b = crossover(fitted, setting, low=grid[0], high=grid[-1])
-        if b:
-            tie = gap_above(fitted, setting, b, high=grid[-1]) < TIE
+        found = crossing(fitted, setting, low=grid[0], high=grid[-1])
+        if found:
+            b, gap = found
             ax.axvline(b, color="k", ls="--", lw=1, label=f"lines meet at {b:.3g} Gbit/s, tie "
-                       f"above" if tie else f"crossover {b:.3g} Gbit/s")
+                       f"above" if gap < TIE else f"crossover {b:.3g} Gbit/s")
         plots.real_loopback(ax, real_x)
         ax.set(title=plots.title(setting),
                xlabel="emulated bandwidth, all links together (Gbit/s)", ylabel="examples/s")
