@@ -7,6 +7,7 @@ import dataclasses
 import os
 import re
 
+from experiments.config import checkpoint_layout
 from experiments.config.run_config import AUTO, ConfigError
 from experiments.workload import npz_data, text_corpus, user_code
 from experiments.workload.datasets import DATASETS, TEXT, is_user_dataset
@@ -303,3 +304,9 @@ def validate(cfg):
                           f"--checkpoint_dir")
     if cfg.checkpoint_dir:
         check_writable_dir("checkpoint_dir", cfg.checkpoint_dir)
+        # a checkpoint written otherwise (--zero, the tensor split): before any task starts
+        line = checkpoint_layout.refusal(cfg.checkpoint_dir,
+                                         cfg.num_workers if cfg.zero else None,
+                                         cfg.tensor_parallel)
+        if line:
+            raise ConfigError(line)

@@ -33,13 +33,14 @@ import time
 import numpy as np
 import tensorflow as tf
 
+from experiments.config import checkpoint_layout
 from results.records import write_json_atomic
 from tf_config import events
 from tf_config.events import PREEMPTED_EXIT_CODE
 
 _STATS = "epochs.json"
 _RECORD = "record_written.json"
-_DIGEST = "state_digest.json"
+_DIGEST = checkpoint_layout.DIGEST
 KEEP = 2  # checkpoints kept (and --zero's shards per rank)
 
 
@@ -71,11 +72,10 @@ def check_split(directory, tensor_parallel):
     if not tf.io.gfile.exists(path):
         return
     with tf.io.gfile.GFile(path) as f:
-        saved = json.load(f).get("tensor_parallel")
-    if saved is not None and saved != tensor_parallel:
-        raise ResumeError(f"{directory} was written with --tensor_parallel={saved} (its weights "
-                          f"in {saved} shard(s)); resume with --tensor_parallel={saved}, not "
-                          f"{tensor_parallel}, or use another --checkpoint_dir")
+        line = checkpoint_layout.split_refusal(directory, json.load(f).get("tensor_parallel"),
+                                               tensor_parallel)
+    if line:
+        raise ResumeError(line)
 
 
 class Checkpoints:

@@ -42,11 +42,12 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.python.ops import collective_ops
 
+from experiments.config import checkpoint_layout
+from experiments.config.checkpoint_layout import SHARD_DIR
 from experiments.engine.checkpoints import KEEP  # the model checkpoints kept: as many shards
 
 _GROUP_KEY = 4_000_000  # MWMS's group keys start at 1: far from them
 _INSTANCE_KEYS = itertools.count(1)
-SHARD_DIR = "zero"
 
 
 class ZeroError(RuntimeError):
@@ -147,7 +148,7 @@ class ShardedUpdate:
     # -- checkpoints -------------------------------------------------------------------------
 
     def _dir(self, directory):
-        return os.path.join(directory, SHARD_DIR, f"rank{self.rank}-of{self.n}")
+        return checkpoint_layout.rank_dir(directory, self.rank, self.n)
 
     def save(self, directory, step):
         """This worker's optimizer shard at `step` (every worker: the state is sharded), then a
@@ -210,29 +211,24 @@ def _steps(shard_dir):
 def _shardings(directory):
     """The numbers of workers the shards in `directory` were written over."""
     root = os.path.join(directory, SHARD_DIR)
-    names = tf.io.gfile.listdir(root) if tf.io.gfile.isdir(root) else []
-    return sorted({int(name.rstrip("/").split("-of")[-1]) for name in names})
+    return checkpoint_layout.shardings(tf.io.gfile.listdir(root) if tf.io.gfile.isdir(root)
+                                       else [])
 
 
 def check_resumable(directory, update, step):
     """Raises ZeroError (one line) when the checkpoint of `step` in `directory` holds its
     optimizer state otherwise than `update` (a ShardedUpdate, or None without --zero) keeps it,
     or a rank's shard of that step is missing: before anything is restored (the shapes would
-    not match), on every worker alike."""
-    over = _shardings(directory)
-    if update is None and over:
-        raise ZeroError(f"{directory} was written with --zero=1 over {over[-1]} workers, each "
-                        f"holding part of the optimizer state; resume with --zero=1 "
-                        f"--num_workers={over[-1]}")
+    not match), on every worker alike (config/validation.py refused a local directory's
+    sharding before the launch already)."""
+    line = checkpoint_layout.zero_refusal(directory, _shardings(directory),
+                                          update.n if update is not None else None)
+    if line:
+        raise ZeroError(line)
     if update is None:
         return
-    if update.n not in over:
-        raise ZeroError(f"{directory} was written " + (
-            f"with --zero=1 over {over[-1]} workers; resume with --num_workers={over[-1]}" if over
-            else "without --zero (one optimizer state, not shards); resume without --zero") +
-            f", not --zero=1 over {update.n}")
-    missing = [r for r in range(update.n) if step not in _steps(os.path.join(
-        directory, SHARD_DIR, f"rank{r}-of{update.n}"))]
+    missing = [r for r in range(update.n) if step not in _steps(
+        checkpoint_layout.rank_dir(directory, r, update.n))]
     if missing:
         raise ZeroError(f"{directory}: the model of step {step} has no optimizer shard of rank "
                         f"{', '.join(map(str, missing))}; it cannot be resumed (start in another "
