@@ -3,6 +3,8 @@
 - run_config.py: RunConfig (one run) and LaunchConfig (a local cluster's launcher), each field
   declared once with its default, help, choices and bound; ConfigError.
 - validation.py: validate(cfg), the rules; bad input is one line and exit code 2.
+- checkpoint_layout.py: how a --checkpoint_dir was written (--zero's shards, the tensor split),
+  read without TensorFlow, and the line that refuses a run which cannot resume it.
 - flags.py: the absl flags made from those fields; cli.py: how every command parses them and
   treats bad input; network_flags.py: the projected network of the report's scaling model.
 
