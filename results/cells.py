@@ -155,6 +155,12 @@ def is_adaptive_run(record):
         bool(record.get("adapt"))
 
 
+def unsized(setting):
+    """The setting without its train_examples: a collectives cell trains a token epoch of its
+    own size on the setting's model and batch."""
+    return tuple(None if k == "train_examples" else v for k, v in zip(SETTING_KEYS, setting))
+
+
 def is_collectives_run(record):
     """A collectives cell (`--comm_sweep`): calibrates synchronization, trains a token epoch;
     the scaling model's input, not a row of the summary."""

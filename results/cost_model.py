@@ -334,7 +334,7 @@ def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None, stag
         comm = parameter_server_s(gradient, profile.pull_bytes, cluster)
     else:
         comm = sync(cluster)
-    comm += here.sync_s
+    comm += here.sync_s - here.sync_hidden * min(comm, here.sync_s)
     # What overlaps hides runs beside the step's compute, so it hides no more than that compute
     comm_exposed = comm - min((comm - compress) * overlap, compute)
     step = compute + overhead + comm_exposed + here.local_s
@@ -394,10 +394,14 @@ class Here:
     processes (the collectives sweep at K = N, or the real loopback's probe), in series with
     whatever the cluster's links add; sync_cpu_s: the CPU seconds one worker's process spends
     in it, added to each worker step's CPU under the machine's cap; local_s: the rest of a
-    step measured here beyond compute, overhead and synchronization (a fit point's)."""
+    step measured here beyond compute, overhead and synchronization (a fit point's);
+    sync_hidden: the share of the smaller of sync_s and the links' time that runs beside the
+    other (an all-reduce's copies and reductions beside its chunks on the wire: measured by
+    results/network.py under a shaper; 0, in series, elsewhere)."""
     sync_s: float = 0.0
     sync_cpu_s: float = 0.0
     local_s: float = 0.0
+    sync_hidden: float = 0.0
 
 
 def on_one_machine(profile, cluster, strategy, sync_cpu_s=0.0):

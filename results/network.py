@@ -8,7 +8,10 @@ every link: results/cost_model.py's shared medium (all-reduce 2(N-1)·G/B per st
 gradient; an embedding's sparse rows G_rows all-gathered, N(N-1)·G_rows/B, beside its dense
 rest's 2(N-1)·G_rest/B; a PSS worker pushes G and pulls P, (G+P)/B per step, and the cluster is
 bounded by B). In series with it, p0:
-the same synchronization's probe on the real loopback (its copies, RPCs and dispatch). The rest
+the same synchronization's probe on the real loopback (its copies, RPCs and dispatch), less the
+share of the smaller of the two that an all-reduce runs beside the other (hidden_share: measured
+by the experiment's shaped collectives cell, at a bandwidth none of its predicted runs has;
+until 2026-11-28 the whole sum was paid, and wide_mlp's MWMS read -20% at 5 Gbit/s). The rest
 comes from the same experiment's unshaped runs (B = 0 rows, the real loopback): the workload
 profile (workload_profile.profile_of: compute and overhead from the N=1 runs), and this machine's
 local term at N=2, the unshaped N=2 step beyond compute, overhead and p0 (its cores shared by the
@@ -21,15 +24,15 @@ import collections
 import math
 
 from results import cost_model, metrics, plots
-from results.cells import (SETTING_KEYS, bandwidth_of, is_reducer_run, is_straggler_run,
-                           setting_of, sort_key, workers_of)
+from results.cells import (SETTING_KEYS, bandwidth_of, is_collectives_run, is_reducer_run,
+                           is_straggler_run, setting_of, sort_key, unsized, workers_of)
 from results.workload_profile import cores_of, probe_of, profile_of, step_time_of, sync_dtype_of
 from results.tables import errors_line, experiment_section, markdown_table
-from strategies import REGISTRY
+from strategies import REGISTRY, kind
 
 COLUMNS = (*SETTING_KEYS, "strategy", "n", "bandwidth_gbps", "runs", "examples_per_sec",
            "predicted_examples_per_sec", "error", "probe_s", "predicted_comm_s",
-           "delivered_gbps", "note")
+           "delivered_gbps", "hidden_share", "note")
 _STRATEGIES = cost_model.STRATEGIES
 
 
@@ -42,6 +45,8 @@ class Model:
         self.strategy, self.profile, self.dtype = strategy, profile, dtype
         self.local_s, self.loopback_s, self.cores = local_s, loopback_s, cores
         self.num_ps = num_ps
+        self.hidden = 0.0  # hidden_share: measured for all-reduce, else in series
+        self.calibration = None  # (Gbit/s, its probe s): what hidden came from
 
     @property
     def batch(self):
@@ -56,14 +61,21 @@ class Model:
         return cost_model.bytes_moved(self.profile, self.strategy, n, self.dtype,
                                       shared_medium=True)
 
-    def _predicted(self, n, gbps, loopback_s=None):
-        # No overlap: this machine's local term was fitted with the whole loopback probe in
-        # series (models()), and the shaped transfer is paid the same way.
+    def _predicted(self, n, gbps, loopback_s=None, hidden=None):
+        # No overlap with compute: this machine's local term was fitted with the whole loopback
+        # probe in series (models()); of the loopback cost and the shaped transfer, the
+        # measured share `hidden` of the smaller runs beside the other.
         loopback = self.loopback_s if loopback_s is None else loopback_s
+        hidden = self.hidden if hidden is None else hidden
         return cost_model.predict(self.profile, cost_model.this_machine(n, self.cores, gbps,
                                                                          self.num_ps),
                                   self.strategy, self.dtype, overlap=0.0,
-                                  here=cost_model.Here(sync_s=loopback, local_s=self.local_s))
+                                  here=cost_model.Here(sync_s=loopback, local_s=self.local_s,
+                                                       sync_hidden=hidden))
+
+    def wire_s(self, n, gbps):
+        """The shaper's time for one step's bytes alone (no loopback cost)."""
+        return self._predicted(n, gbps, loopback_s=0.0).communication_s
 
     def comm_s(self, n, gbps):
         """The shaper's time for the step's bytes, in series with what the same
@@ -86,9 +98,39 @@ def _rate(runs):
     return metrics.pooled_steady(runs)[1]["median"]  # the summary's estimator
 
 
+def hidden_share(model, calibrations, n=2):
+    """The share h of the smaller of the shaped transfer w and the loopback probe p0 that runs
+    beside the other, from probes under a shaper (calibrations: [(Gbit/s, probe s)]): each
+    (w + p0 - probe) / min(w, p0), their median, within [0, 1]. A ring all-reduce copies and
+    reduces one chunk while the next is on the wire, the same in its probe as in training.
+    Measured for all-reduce only: PSS's shaped training steps took the whole in-series sum on
+    2026-11-28 (v23: within 2.8% for wide_mlp) while its probe took less."""
+    shares = []
+    for gbps, probe in calibrations:
+        wire, p0 = model.wire_s(n, gbps), model.loopback_s
+        if min(wire, p0) > 0:
+            shares.append((wire + p0 - probe) / min(wire, p0))
+    return min(1.0, max(0.0, metrics.median(shares))) if shares else 0.0
+
+
+def _calibrations(records):
+    """{(setting without its size, strategy): [(Gbit/s, probe s)]} of the shaped collectives
+    cells at N=2 (the network experiment's all-reduce calibration, experiments/comparison/
+    plan.py OVERLAP_CALIBRATION)."""
+    out = collections.defaultdict(list)
+    for r in records:
+        if is_collectives_run(r) and bandwidth_of(r) and workers_of(r) == 2 and probe_of(r) \
+                and kind(r["strategy"]).all_reduce and not _delayed(r):
+            out[(unsized(setting_of(r)), r["strategy"])].append((bandwidth_of(r), probe_of(r)))
+    return out
+
+
 def models(records, shaped_only=True):
     """{(setting, strategy): Model} from each setting's unshaped N=1 and N=2 runs, for every
-    setting with at least one shaped run (shaped_only=False: every setting that has both)."""
+    setting with at least one shaped run (shaped_only=False: every setting that has both), with
+    the all-reduce's hidden share from its shaped calibration where the experiment ran one."""
+    calibrations = _calibrations(records)
+    records = [r for r in records if not is_collectives_run(r)]
     by = collections.defaultdict(list)
     for r in records:
         if r["strategy"] in _STRATEGIES and not is_straggler_run(r) and not is_reducer_run(r) \
@@ -114,8 +156,13 @@ def models(records, shaped_only=True):
             local = metrics.median([step_time_of(r) - profile.compute_s -
                              profile.overhead_s.get(strategy, 0.0) - (probe_of(r) or 0.0)
                              for r in two])
-            out[(setting, strategy)] = Model(strategy, profile, dtype, max(0.0, local or 0.0),
-                                             loopback, cores_of(two), two[0].get("num_ps") or 1)
+            model = Model(strategy, profile, dtype, max(0.0, local or 0.0), loopback,
+                          cores_of(two), two[0].get("num_ps") or 1)
+            measured = calibrations.get((unsized(setting), strategy))
+            if measured:
+                model.hidden = hidden_share(model, measured)
+                model.calibration = measured[0]
+            out[(setting, strategy)] = model
     return out
 
 
@@ -125,7 +172,7 @@ def rows(records):
     cells = collections.defaultdict(list)
     for r in records:
         key = (setting_of(r), r["strategy"])
-        if key in fitted and not is_straggler_run(r) and not is_reducer_run(r) and \
+        if key in fitted and not is_collectives_run(r) and not is_straggler_run(r) and not is_reducer_run(r) and \
                 r.get("communication") and workers_of(r) >= 2 and not _delayed(r):
             cells[(*key, workers_of(r), bandwidth_of(r))].append(r)
     out = []
@@ -143,7 +190,8 @@ def rows(records):
             note = "fit point (real loopback)" if n == 2 else "real loopback"
         out.append(dict(zip(COLUMNS, (*setting, strategy, n, gbps, len(runs), measured,
                                       predicted, (predicted - measured) / measured
-                                      if measured else None, probe, comm, delivered, note))))
+                                      if measured else None, probe, comm, delivered,
+                                      model.hidden, note))))
     # Real loopback last: it is the fastest network.
     out.sort(key=lambda r: sort_key(tuple(r[k] for k in SETTING_KEYS)) + (
         r["strategy"], r["n"], r["bandwidth_gbps"] or math.inf))
@@ -223,7 +271,10 @@ def markdown(network_rows, fitted):
              "gradient (an embedding's sparse rows, all-gathered: N(N-1)·G_rows·8/B, beside its "
              "dense rest's 2(N-1)·G_rest·8/B), PSS (G+P)·8/B per worker step (push G, pull "
              "P) and the cluster bounded by B "
-             "(results/network.py, results/cost_model.py). "
+             "(results/network.py, results/cost_model.py), in series with p0, the same "
+             "synchronization's probe on the real loopback, but for the share of the smaller "
+             "of the two that an all-reduce runs beside the other, measured by its probe "
+             "under a shaper none of the predicted runs has (the lines below). "
              "'Delivered' is the probe's bytes over its time: the shaper's real rate.", ""]
     ms = lambda s: f"{s * 1e3:.1f}" if s is not None else "–"  # noqa: E731
     cells = []
@@ -240,6 +291,16 @@ def markdown(network_rows, fitted):
     line = errors_line([r["error"] for r in network_rows if r["bandwidth_gbps"]])
     if line:
         lines += ["", line]
+    for (setting, strategy), model in sorted(fitted.items(), key=lambda kv: (
+            sort_key(kv[0][0]), kv[0][1])):
+        if model.calibration:
+            gbps, probe = model.calibration
+            wire = model.wire_s(2, gbps)
+            lines.append(
+                f"- {dict(zip(SETTING_KEYS, setting))['model']}, {strategy}: {model.hidden:.2f} "
+                f"of the smaller of the shaped transfer and p0 ({model.loopback_s * 1e3:.1f} "
+                f"ms) runs beside the other, from its probe at {gbps:g} Gbit/s: "
+                f"{probe * 1e3:.1f} ms against {(wire + model.loopback_s) * 1e3:.1f} in series.")
     for setting in sorted({k[0] for k in fitted}, key=sort_key):
         lines.append(crossing_line(fitted, setting))
     return "\n".join(lines)

@@ -112,8 +112,9 @@ def build(results_dir, target_accuracy=None, network=scaling_model.Network()):
     records, problems = load_records(results_dir)
     if not records:
         raise ValueError(f"no readable records under {os.path.join(results_dir, 'records')}")
-    # The collectives cells calibrate the scaling model's synchronization and nothing else: no
-    # row, curve, straggler, network, zoo or parallelism figure is made from them.
+    # The collectives cells calibrate synchronization and nothing else: the scaling model's, and
+    # the network experiment's shaped all-reduce; no row, curve, straggler, zoo or parallelism
+    # figure is made from them.
     sweeps = [r for r in records if is_collectives_run(r)]
     # The adaptive experiment's runs are its table's alone (several configurations and
     # networks in one record): in no other row, fit or figure.
@@ -140,7 +141,7 @@ def build(results_dir, target_accuracy=None, network=scaling_model.Network()):
     sections = [s for s in (zoo.section(rows, records, path), straggler.section(records, path),
                             timeline.section(records, path),
                             projections.section(fits, network, path),
-                            network_experiment.section(records, path),
+                            network_experiment.section(records + sweeps, path),
                             reducers.section(records, path),
                             parallelism.section(records, path),
                             adaptive.section(adaptive_runs, path))

@@ -36,7 +36,7 @@ import dataclasses
 from results import cost_model, latency_bandwidth, metrics, specs
 from results.cells import (BASELINE_RUN, ENGINE_FLOOR, SETTING_KEYS, is_collectives_run,
                            is_network_run, is_reducer_run, is_straggler_run, role_of, setting_of,
-                           sort_key, workers_of)
+                           sort_key, unsized, workers_of)
 from results.workload_profile import (busy_cores_of, cores_of, measured_cell, profile_of,
                                      reducer_key, reducers_of, slowdown_of, sync_dtype_of)
 from strategies import kind
@@ -188,11 +188,13 @@ def fit(records):
     ps_loads = collections.defaultdict(list)  # (setting but its size, strategy, N) -> steps/s
     for r in records:
         if is_collectives_run(r):
+            if is_network_run(r):  # a shaped calibration: results/network.py's
+                continue
             comm = r.get("communication") or {}
             if comm.get("sweep"):
                 sweeps[r["strategy"], workers_of(r)].append(comm["sweep"])
             if comm.get("ps_load"):  # the model's own update: its setting's (any size)
-                ps_loads[_unsized(setting_of(r)), r["strategy"], workers_of(r)].append(
+                ps_loads[unsized(setting_of(r)), r["strategy"], workers_of(r)].append(
                     comm["ps_load"]["steps_per_s"]["median"])
             continue
         if r.get("sharing") and role_of(r) == ENGINE_FLOOR:
@@ -250,12 +252,6 @@ def _swept_sync(f, sweeps, n, key="probe_s"):
     return seconds, 0.0, seconds, None, dense
 
 
-def _unsized(setting):
-    """The setting without its train_examples: a collectives cell trains a token epoch of its
-    own size on the setting's model and batch."""
-    return tuple(None if k == "train_examples" else v for k, v in zip(SETTING_KEYS, setting))
-
-
 def _predict_local(f, by_n, sharing, sweeps=None, ps_loads=None):
     """Fills f.predictions: this machine's run at each measured N, through cost_model.predict on
     a cluster of N workers sharing the runs' cores, with the synchronization measured here at N
@@ -290,7 +286,7 @@ def _predict_local(f, by_n, sharing, sweeps=None, ps_loads=None):
         # for all-reduce only: an N=1 MWMS run reduces nothing, a PSS N=1 run pushes and pulls.
         cpu = _swept_sync(f, sweeps or {}, n, "cpu_s") if kind(f.strategy).all_reduce else None
         sync_cpu = cpu[0] if cpu is not None else 0.0
-        loads = (ps_loads or {}).get((_unsized(f.setting), f.strategy, n), [])
+        loads = (ps_loads or {}).get((unsized(f.setting), f.strategy, n), [])
         here = cost_model.Here(sync_s=sync, sync_cpu_s=sync_cpu)
         cores = cores_of(by_n[n])
         p = cost_model.predict(f.profile, cost_model.this_machine(n, cores, num_ps=f.num_ps),

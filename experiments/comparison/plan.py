@@ -28,6 +28,11 @@ def reducer_flag(form):
 # A collectives cell's training per worker and epoch, before its sweep: a few steps (32 at the
 # default 64 per replica; 8 at 4 accumulated micro-batches), over the comparison's --epochs.
 COLLECTIVES_EXAMPLES = 2048
+# The network experiment's all-reduce calibration runs at this multiple of its fastest shaped
+# bandwidth: a rate none of its predicted runs has, where the transfer and the all-reduce's own
+# cost on the loopback are still of a size for the models it was chosen for (wide_mlp: 64 ms of
+# transfer at 10 Gbit/s beside 82 ms).
+OVERLAP_CALIBRATION = 2
 
 
 def pinned_workers(n, threads, available):
@@ -210,6 +215,16 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
                         cells.append((f"network-{s}-n2-b{b:g}", run,
                                       strategy_flags(s, 2, num_ps, threads, available) + shaped,
                                       2 * threads))
+                    if kind(s).all_reduce and any(shaped_at):
+                        # How much of the all-reduce's own loopback cost hides behind the
+                        # shaped transfer: its probe under a bandwidth none of the predicted
+                        # runs has (results/network.py, hidden_share), a collectives cell.
+                        b = OVERLAP_CALIBRATION * max(shaped_at)
+                        cells.append((f"collectives-{s}-n2-b{b:g}", run,
+                                      [*strategy_flags(s, 2, num_ps, threads, available),
+                                       f"--emulate_bandwidth_gbps={b:g}", "--comm_sweep",
+                                       f"--train_examples={COLLECTIVES_EXAMPLES * 2}",
+                                       "--eval_examples=256"], 2 * threads))
             if "reducers" in experiments:
                 # MWMS N=2, plain and each reducer, on the real loopback (b=0: what the
                 # reducers table predicts from) and under each shaped bandwidth

@@ -42,9 +42,10 @@ def test_shared_shaper_cost_model_by_hand():
     assert pss.comm_s(2, 0.08) == pytest.approx(cost_model.parameter_server_s(M, M, shaper))
 
 
-def _network_records(tmp_path, measured_slow_rate):
+def _network_records(tmp_path, measured_slow_rate, config=None):
     def rec(run_id, strategy, n, epoch_time, steps, probe, gbps=None):
         r = _record(run_id, strategy, n, epoch_time, steps, probe=probe)
+        r["config"] = dict(config or {})  # a real record's flags (its setting reads them)
         if gbps:
             r["network"] = {"emulated_gbps": gbps, "latency_ms": None, "method": "tc tbf"}
         return r
@@ -117,3 +118,36 @@ def test_lines_that_meet_at_the_pss_bend_and_run_together_are_a_tie():
     line = network.crossing_line(fitted, "s")
     assert f"meet at {b:.3g} Gbit/s" in line and "a predicted tie" in line
     assert "cross at" not in line
+
+
+def test_an_all_reduce_hides_the_measured_share_of_its_loopback_cost(tmp_path):
+    """The shaped collectives cell's probe gives the share h of min(transfer, p0) that runs beside
+    the other; the shaped rows are predicted with it, the calibration is no row, and the scaling
+    model's sweeps leave it out. Without the cell the sum is paid in series (the test above)."""
+    _network_records(tmp_path, measured_slow_rate=100.0, config={"comm_sweep": False})
+    # at 0.16 Gbit/s the transfer is 2 M / 2e7 = 0.1 s and p0 0.02 s: in series 0.12; the probe
+    # took 0.11, so half of p0 ran beside the transfer
+    cal = _record("c", "multi_worker_mirrored", 2, 0.5, 4, probe=0.11,
+                  run_name="collectives-multi_worker_mirrored-n2-b0.16/cnn/4096/r0")
+    cal.update(train_examples=4096, network={"emulated_gbps": 0.16, "latency_ms": None,
+                                             "method": "tc tbf"})
+    cal["config"] = {"comm_sweep": True}
+    records.write_record(str(tmp_path), cal)
+    recs, _ = records.load_records(str(tmp_path))
+    (model,) = network.models(recs).values()
+    assert model.hidden == pytest.approx(0.5) and model.calibration == (0.16, 0.11)
+    # at 0.08 Gbit/s: 0.2 + 0.02 - 0.5 x min(0.2, 0.02) = 0.21 s of synchronization
+    assert model.comm_s(2, 0.08) == pytest.approx(0.21)
+    rows = network.rows(recs)
+    assert sorted(r["bandwidth_gbps"] for r in rows) == [0.0, 0.08]  # the calibration: no row
+    shaped = next(r for r in rows if r["bandwidth_gbps"] == 0.08)
+    assert shaped["predicted_examples_per_sec"] == pytest.approx(2 * 64 / (0.1 + 0.01 + 0.21))
+    assert shaped["hidden_share"] == pytest.approx(0.5)
+    # within [0, 1]: a probe slower than the sum hides nothing
+    assert network.hidden_share(model, [(0.16, 0.2)]) == 0.0
+    assert network.hidden_share(model, [(0.16, 0.09)]) == 1.0
+    assert "0.50 of the smaller of the shaped transfer and p0 (20.0 ms) runs beside the other, " \
+           "from its probe at 0.16 Gbit/s: 110.0 ms against 120.0 in series" in \
+           network.markdown(rows, network.models(recs))
+    build(str(tmp_path))  # the report hands the network section its calibration too
+    assert "0.50 of the smaller of the shaped transfer" in (tmp_path / "report.md").read_text()

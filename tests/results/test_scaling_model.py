@@ -491,6 +491,10 @@ def test_the_sweep_at_n_replaces_the_predicted_runs_own_probe(results_dir):
     mw, ps = fits["multi_worker_mirrored"], fits["parameter_server"]
     assert mw.sync[2] == (pytest.approx(1e-3 + 4e-9 * 1e6), "sweep")
     assert mw.prediction_n2[0] == pytest.approx(2 * 64 / (0.1 + 1e-3 + 4e-3))
+    # the network experiment's calibration, swept under a shaper: not this machine's loopback
+    shaped = _collectives("multi_worker_mirrored", 2, 9e-3, 9e-8, "c3")
+    shaped["network"] = {"emulated_gbps": 0.2, "method": "tc tbf"}
+    assert _fits(recs + [shaped])["multi_worker_mirrored"].sync[2] == mw.sync[2]
     # PSS: its sweep pulls and pushes each size; a step pushes G and pulls P (= G here)
     assert ps.sync[2][0] == pytest.approx(2e-3 + 1e-8 * (1e6 + ps.profile.pull_bytes) / 2)
     assert not any("in-sample" in n for n in mw.notes)

@@ -213,12 +213,19 @@ def test_network_plan_fits_on_the_real_loopback_and_shapes_the_two_worker_runs()
     runs = plan(["cnn"], [1, 2], [4096], ["mirrored", "multi_worker_mirrored"], 1, 1,
                 experiments=("network",), bandwidths=[0.1, 0.0])
     by_name = {name.split("/")[0]: argv for name, argv in runs}
-    assert sorted(by_name) == ["network-multi_worker_mirrored-n1",
+    assert sorted(by_name) == ["collectives-multi_worker_mirrored-n2-b0.2",
+                               "network-multi_worker_mirrored-n1",
                                "network-multi_worker_mirrored-n2-b0",
                                "network-multi_worker_mirrored-n2-b0.1"]  # no mirrored: no network
     assert "--emulate_bandwidth_gbps=0.1" in by_name["network-multi_worker_mirrored-n2-b0.1"]
     assert not any(a.startswith("--emulate") for a in by_name["network-multi_worker_mirrored-n2-b0"])
     assert "--num_workers=2" in by_name["network-multi_worker_mirrored-n2-b0.1"]
+    # the all-reduce's calibration: a collectives cell under twice the fastest shaped bandwidth
+    calibration = by_name["collectives-multi_worker_mirrored-n2-b0.2"]
+    assert {"--emulate_bandwidth_gbps=0.2", "--comm_sweep", "--num_workers=2"} <= set(calibration)
+    pss = plan(["cnn"], [1, 2], [4096], ["parameter_server"], 1, 1, experiments=("network",),
+               bandwidths=[0.1, 0.0])
+    assert not any(name.startswith("collectives-") for name, _ in pss)  # measured: in series
 
 
 def test_accumulation_sweep_runs_every_cell_at_each_k_but_the_calibrations():
