@@ -11,7 +11,7 @@ bounded by B). In series with it, p0:
 the same synchronization's probe on the real loopback (its copies, RPCs and dispatch), less the
 share of the smaller of the two that an all-reduce runs beside the other (hidden_share: measured
 by the experiment's shaped collectives cell, at a bandwidth none of its predicted runs has;
-until 2026-11-28 the whole sum was paid, and wide_mlp's MWMS read -20% at 5 Gbit/s). The rest
+until 2026-11-28 the whole sum was paid: docs/benchmarks.md, v23 and v24). The rest
 comes from the same experiment's unshaped runs (B = 0 rows, the real loopback): the workload
 profile (workload_profile.profile_of: compute and overhead from the N=1 runs), and this machine's
 local term at N=2, the unshaped N=2 step beyond compute, overhead and p0 (its cores shared by the
@@ -46,7 +46,7 @@ class Model:
         self.local_s, self.loopback_s, self.cores = local_s, loopback_s, cores
         self.num_ps = num_ps
         self.hidden = 0.0  # hidden_share: measured for all-reduce, else in series
-        self.calibration = None  # (Gbit/s, its probe s): what hidden came from
+        self.calibrations = []  # [(Gbit/s, its probe s)]: what hidden came from
 
     @property
     def batch(self):
@@ -103,8 +103,8 @@ def hidden_share(model, calibrations, n=2):
     beside the other, from probes under a shaper (calibrations: [(Gbit/s, probe s)]): each
     (w + p0 - probe) / min(w, p0), their median, within [0, 1]. A ring all-reduce copies and
     reduces one chunk while the next is on the wire, the same in its probe as in training.
-    Measured for all-reduce only: PSS's shaped training steps took the whole in-series sum on
-    2026-11-28 (v23: within 2.8% for wide_mlp) while its probe took less."""
+    Measured for all-reduce only: PSS's shaped training steps took the whole in-series sum
+    while its probe took less (docs/benchmarks.md, v23)."""
     shares = []
     for gbps, probe in calibrations:
         wire, p0 = model.wire_s(n, gbps), model.loopback_s
@@ -160,8 +160,7 @@ def models(records, shaped_only=True):
                           cores_of(two), two[0].get("num_ps") or 1)
             measured = calibrations.get((unsized(setting), strategy))
             if measured:
-                model.hidden = hidden_share(model, measured)
-                model.calibration = measured[0]
+                model.hidden, model.calibrations = hidden_share(model, measured), measured
             out[(setting, strategy)] = model
     return out
 
@@ -172,8 +171,9 @@ def rows(records):
     cells = collections.defaultdict(list)
     for r in records:
         key = (setting_of(r), r["strategy"])
-        if key in fitted and not is_collectives_run(r) and not is_straggler_run(r) and not is_reducer_run(r) and \
-                r.get("communication") and workers_of(r) >= 2 and not _delayed(r):
+        if key in fitted and not is_collectives_run(r) and not is_straggler_run(r) and \
+                not is_reducer_run(r) and r.get("communication") and workers_of(r) >= 2 and \
+                not _delayed(r):
             cells[(*key, workers_of(r), bandwidth_of(r))].append(r)
     out = []
     for (setting, strategy, n, gbps), runs in cells.items():
@@ -293,14 +293,17 @@ def markdown(network_rows, fitted):
         lines += ["", line]
     for (setting, strategy), model in sorted(fitted.items(), key=lambda kv: (
             sort_key(kv[0][0]), kv[0][1])):
-        if model.calibration:
-            gbps, probe = model.calibration
+        if model.calibrations:
+            gbps = model.calibrations[0][0]  # the experiment's one calibration rate
+            probe = metrics.median([p for _, p in model.calibrations])
             wire = model.wire_s(2, gbps)
+            count = len(model.calibrations)
             lines.append(
                 f"- {dict(zip(SETTING_KEYS, setting))['model']}, {strategy}: {model.hidden:.2f} "
                 f"of the smaller of the shaped transfer and p0 ({model.loopback_s * 1e3:.1f} "
-                f"ms) runs beside the other, from its probe at {gbps:g} Gbit/s: "
-                f"{probe * 1e3:.1f} ms against {(wire + model.loopback_s) * 1e3:.1f} in series.")
+                f"ms) runs beside the other, from its probe at {gbps:g} Gbit/s"
+                + (f" (the median of {count})" if count > 1 else "") +
+                f": {probe * 1e3:.1f} ms against {(wire + model.loopback_s) * 1e3:.1f} in series.")
     for setting in sorted({k[0] for k in fitted}, key=sort_key):
         lines.append(crossing_line(fitted, setting))
     return "\n".join(lines)

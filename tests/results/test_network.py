@@ -135,7 +135,7 @@ def test_an_all_reduce_hides_the_measured_share_of_its_loopback_cost(tmp_path):
     records.write_record(str(tmp_path), cal)
     recs, _ = records.load_records(str(tmp_path))
     (model,) = network.models(recs).values()
-    assert model.hidden == pytest.approx(0.5) and model.calibration == (0.16, 0.11)
+    assert model.hidden == pytest.approx(0.5) and model.calibrations == [(0.16, 0.11)]
     # at 0.08 Gbit/s: 0.2 + 0.02 - 0.5 x min(0.2, 0.02) = 0.21 s of synchronization
     assert model.comm_s(2, 0.08) == pytest.approx(0.21)
     rows = network.rows(recs)
