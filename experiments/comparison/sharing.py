@@ -45,7 +45,7 @@ from experiments.config.cli import parse_flags  # noqa: E402
 from results import metrics  # noqa: E402
 from results.cells import ENGINE_FLOOR  # noqa: E402
 from experiments.workload.user_code import UserCodeError  # noqa: E402
-from tf_config.launch import pinned_env  # noqa: E402
+from tf_config.cores import pinned_env  # noqa: E402
 from tf_config.task_process import die_with_parent  # noqa: E402
 
 _PROCESSES = flags.DEFINE_integer("processes", 2, "Plain loops run at once (K).", lower_bound=2)
@@ -207,7 +207,7 @@ def _child(rank, cfg, processes, rounds, steps_per_round, barrier, results, pinn
 def measure(cfg, processes, rounds, steps_per_round, pin=False):
     """Runs the K processes; returns their exit codes (all 0 when process 0 wrote the record).
     The first to fail stops the others: none is left waiting for it. pin: loop k on the cores
-    worker k of a --pin_workers cluster gets (tf_config.launch.worker_cpus)."""
+    worker k of a --pin_workers cluster gets (tf_config.cores.worker_cpus)."""
     ctx = multiprocessing.get_context("spawn")  # fresh interpreters: TF is not fork-safe
     # A peer that dies without a word (SIGKILL, out of memory) cannot abort the barrier: the
     # timeout breaks it instead.

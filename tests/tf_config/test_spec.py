@@ -103,7 +103,7 @@ def test_one_task_tf_config_cannot_run_pss():
 
 
 def test_pinned_workers_get_their_own_cores_round_robin():
-    from tf_config.launch import worker_cpus
+    from tf_config.cores import worker_cpus
     assert [worker_cpus(i, 1, {0, 1}) for i in range(4)] == [[0], [1], [0], [1]]
     assert [worker_cpus(i, 2, {4, 5, 6, 7}) for i in range(2)] == [[4, 5], [6, 7]]
     assert worker_cpus(0, 3, {0, 1}) == [0, 1]  # more threads than cores: every core once
