@@ -163,7 +163,8 @@ def unsized(setting):
 
 def is_collectives_run(record):
     """A collectives cell (`--comm_sweep`): calibrates synchronization, trains a token epoch;
-    the scaling model's input, not a row of the summary."""
+    the scaling model's input (unshaped) or the network experiment's (under a shaper), not a
+    row of the summary."""
     return bool((record.get("config") or {}).get("comm_sweep"))
 
 

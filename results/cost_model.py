@@ -391,8 +391,8 @@ class Here:
     """Terms measured on this machine for predicting its own local cluster's runs from their
     records (results/scaling_model.py, results/network.py); a projection to a cluster we do not
     have never takes one. sync_s: one step's synchronization as measured here with the run's N
-    processes (the collectives sweep at K = N, or the real loopback's probe), in series with
-    whatever the cluster's links add; sync_cpu_s: the CPU seconds one worker's process spends
+    processes (the collectives sweep at K = N, or the real loopback's probe), added to what the
+    cluster's links take (less sync_hidden's share); sync_cpu_s: the CPU seconds one worker's process spends
     in it, added to each worker step's CPU under the machine's cap; local_s: the rest of a
     step measured here beyond compute, overhead and synchronization (a fit point's);
     sync_hidden: the share of the smaller of sync_s and the links' time that runs beside the

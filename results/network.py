@@ -78,8 +78,9 @@ class Model:
         return self._predicted(n, gbps, loopback_s=0.0).communication_s
 
     def comm_s(self, n, gbps):
-        """The shaper's time for the step's bytes, in series with what the same
-        synchronization costs on the real loopback (its copies, RPCs and dispatch)."""
+        """The shaper's time for the step's bytes plus what the same synchronization costs on
+        the real loopback (its copies, RPCs and dispatch), less the hidden share of the
+        smaller of the two."""
         return self._predicted(n, gbps).communication_s
 
     def rate(self, n, gbps=0.0, loopback_s=None):
@@ -293,17 +294,21 @@ def markdown(network_rows, fitted):
         lines += ["", line]
     for (setting, strategy), model in sorted(fitted.items(), key=lambda kv: (
             sort_key(kv[0][0]), kv[0][1])):
+        name = dict(zip(SETTING_KEYS, setting))["model"]
         if model.calibrations:
-            gbps = model.calibrations[0][0]  # the experiment's one calibration rate
-            probe = metrics.median([p for _, p in model.calibrations])
-            wire = model.wire_s(2, gbps)
-            count = len(model.calibrations)
+            probes = "; ".join(
+                f"at {gbps:g} Gbit/s {probe * 1e3:.1f} ms against "
+                f"{(model.wire_s(2, gbps) + model.loopback_s) * 1e3:.1f} in series"
+                for gbps, probe in sorted(model.calibrations))
             lines.append(
-                f"- {dict(zip(SETTING_KEYS, setting))['model']}, {strategy}: {model.hidden:.2f} "
-                f"of the smaller of the shaped transfer and p0 ({model.loopback_s * 1e3:.1f} "
-                f"ms) runs beside the other, from its probe at {gbps:g} Gbit/s"
-                + (f" (the median of {count})" if count > 1 else "") +
-                f": {probe * 1e3:.1f} ms against {(wire + model.loopback_s) * 1e3:.1f} in series.")
+                f"- {name}, {strategy}: {model.hidden:.2f} of the smaller of the shaped "
+                f"transfer and p0 ({model.loopback_s * 1e3:.1f} ms) runs beside the other, "
+                f"from its probe" + (f"s (the median share of {len(model.calibrations)})"
+                                     if len(model.calibrations) > 1 else "") +
+                f" under a shaper: {probes}.")
+        elif kind(strategy).all_reduce:
+            lines.append(f"- {name}, {strategy}: no shaped calibration cell (one runs at K=1 "
+                         f"only): the shaped transfer and p0 are paid in series.")
     for setting in sorted({k[0] for k in fitted}, key=sort_key):
         lines.append(crossing_line(fitted, setting))
     return "\n".join(lines)

@@ -8,6 +8,7 @@ and a rank's shard of the model's step, whose number only TensorFlow reads).
 """
 import json
 import os
+import re
 
 SHARD_DIR = "zero"  # --zero=1: <checkpoint_dir>/zero/rank<R>-of<N>/shard-<step>.*
 DIGEST = "state_digest.json"  # the chief's digest of what it saved, with its tensor split
@@ -21,8 +22,24 @@ def rank_dir(directory, rank, workers):
 
 def shardings(names):
     """The numbers of workers that shard directories named `names` (rankR-ofN) were written
-    over, sorted."""
-    return sorted({int(name.rstrip("/").split("-of")[-1]) for name in names})
+    over, sorted; other names (a stray file) are not shards."""
+    found = (re.fullmatch(r"rank\d+-of(\d+)", name.rstrip("/")) for name in names)
+    return sorted({int(m.group(1)) for m in found if m})
+
+
+def _latest(directory):
+    """Whether the checkpoint the manager's state file names is there (as
+    tf.train.latest_checkpoint would find it): its .index file."""
+    try:
+        with open(os.path.join(directory, STATE)) as f:
+            found = re.search(r'^model_checkpoint_path:\s*"(.*)"', f.read(), re.M)
+    except OSError:
+        return False
+    if not found:
+        return False
+    path = found.group(1)
+    return os.path.exists(os.path.join(directory, path) + ".index" if not os.path.isabs(path)
+                          else path + ".index")
 
 
 def zero_refusal(directory, over, workers):
@@ -57,7 +74,7 @@ def refusal(directory, zero_workers, tensor_parallel):
     `zero_workers` (None: no --zero) and --tensor_parallel=`tensor_parallel` would; None when
     it holds no checkpoint yet, is a URL (the tasks read it), or nothing here refuses it. A
     digest that cannot be read is left to the tasks, which fail on it with the file named."""
-    if not directory or "://" in directory or not os.path.isfile(os.path.join(directory, STATE)):
+    if not directory or "://" in directory or not _latest(directory):
         return None
     root = os.path.join(directory, SHARD_DIR)
     over = shardings(os.listdir(root)) if os.path.isdir(root) else []

@@ -77,6 +77,9 @@ def test_rows_fit_to_the_real_loopback_and_check_the_shaped_runs(tmp_path):
     report = (tmp_path / "report.md").read_text()
     assert "## Network experiment" in report and "+10.0%" in report
     assert "1/1 within ±15%" in report
+    # no calibration cell (a K > 1 setting has none): said, and paid in series
+    assert "no shaped calibration cell (one runs at K=1 only): the shaped transfer and p0 are " \
+           "paid in series" in report
     png = str(tmp_path / "network.png")
     assert png in paths and mpimg.imread(png).shape[0] > 100
     assert (tmp_path / "network.csv").read_text().startswith("model,")
@@ -147,7 +150,12 @@ def test_an_all_reduce_hides_the_measured_share_of_its_loopback_cost(tmp_path):
     assert network.hidden_share(model, [(0.16, 0.2)]) == 0.0
     assert network.hidden_share(model, [(0.16, 0.09)]) == 1.0
     assert "0.50 of the smaller of the shaped transfer and p0 (20.0 ms) runs beside the other, " \
-           "from its probe at 0.16 Gbit/s: 110.0 ms against 120.0 in series" in \
+           "from its probe under a shaper: at 0.16 Gbit/s 110.0 ms against 120.0 in series." in \
            network.markdown(rows, network.models(recs))
+    # two calibrations at other rates: each named with its own sum, h their median share
+    model.calibrations = [(0.16, 0.11), (0.32, 0.065)]  # at 0.32: 0.05 + 0.02 in series
+    assert "from its probes (the median share of 2) under a shaper: at 0.16 Gbit/s 110.0 ms " \
+           "against 120.0 in series; at 0.32 Gbit/s 65.0 ms against 70.0 in series." in \
+           network.markdown(rows, {key: model for key in network.models(recs)})
     build(str(tmp_path))  # the report hands the network section its calibration too
     assert "0.50 of the smaller of the shaped transfer" in (tmp_path / "report.md").read_text()

@@ -16,7 +16,9 @@ def _written(tmp_path, over=(), tensor_parallel=None):
     directory per rank of each number of workers in `over`, the digest (with a tensor split)."""
     d = tmp_path / "ckpt"
     d.mkdir()
-    (d / checkpoint_layout.STATE).write_text('model_checkpoint_path: "ckpt-1"\n')
+    (d / checkpoint_layout.STATE).write_text('model_checkpoint_path: "ckpt-1"\n'
+                                             'all_model_checkpoint_paths: "ckpt-1"\n')
+    (d / "ckpt-1.index").write_text("")
     for n in over:
         for r in range(n):
             (d / checkpoint_layout.SHARD_DIR / f"rank{r}-of{n}").mkdir(parents=True)
@@ -76,7 +78,13 @@ def test_nothing_is_refused_without_a_checkpoint_or_on_a_url(tmp_path):
     (d / checkpoint_layout.STATE).unlink()  # shards of a run that never saved its model
     assert checkpoint_layout.refusal(str(d), None, 1) is None
     assert checkpoint_layout.refusal("gs://bucket/ckpt", None, 1) is None
-    (d / checkpoint_layout.STATE).write_text("x")
+    # a state file whose checkpoint is gone: the tasks start fresh (latest_checkpoint: None)
+    (d / checkpoint_layout.STATE).write_text('model_checkpoint_path: "ckpt-7"\n')
+    assert checkpoint_layout.refusal(str(d), None, 1) is None
+    (d / checkpoint_layout.STATE).write_text('model_checkpoint_path: "ckpt-1"\n')
+    assert "--zero=1 over 2 workers" in checkpoint_layout.refusal(str(d), None, 1)
+    (d / checkpoint_layout.SHARD_DIR / "notes.txt").write_text("")  # a stray file: no shard
+    assert checkpoint_layout.shardings(["rank0-of2", "rank1-of2/", "notes.txt"]) == [2]
     (d / checkpoint_layout.DIGEST).write_text("{not json")  # left to the tasks to name
     assert checkpoint_layout.refusal(str(d), 2, 1) is None
 
