@@ -392,9 +392,10 @@ class Here:
     records (results/scaling_model.py, results/network.py); a projection to a cluster we do not
     have never takes one. sync_s: one step's synchronization as measured here with the run's N
     processes (the collectives sweep at K = N, or the real loopback's probe), added to what the
-    cluster's links take (less sync_hidden's share); sync_cpu_s: the CPU seconds one worker's process spends
-    in it, added to each worker step's CPU under the machine's cap; local_s: the rest of a
-    step measured here beyond compute, overhead and synchronization (a fit point's);
+    cluster's links take (less sync_hidden's share); sync_cpu_s: the CPU seconds one worker's
+    process spends in it, added to each worker step's CPU under the machine's cap; local_s:
+    the rest of a step measured here beyond compute, overhead and synchronization (a fit
+    point's);
     sync_hidden: the share of the smaller of sync_s and the links' time that runs beside the
     other (an all-reduce's copies and reductions beside its chunks on the wire: measured by
     results/network.py under a shaper; 0, in series, elsewhere)."""

@@ -307,8 +307,9 @@ def markdown(network_rows, fitted):
                                      if len(model.calibrations) > 1 else "") +
                 f" under a shaper: {probes}.")
         elif kind(strategy).all_reduce:
-            lines.append(f"- {name}, {strategy}: no shaped calibration cell (one runs at K=1 "
-                         f"only): the shaped transfer and p0 are paid in series.")
+            lines.append(f"- {name}, {strategy}: no shaped calibration cell among these records "
+                         f"(the network experiment runs one per all-reduce strategy, at K=1): "
+                         f"the shaped transfer and p0 are paid in series.")
     for setting in sorted({k[0] for k in fitted}, key=sort_key):
         lines.append(crossing_line(fitted, setting))
     return "\n".join(lines)

@@ -78,8 +78,9 @@ def test_rows_fit_to_the_real_loopback_and_check_the_shaped_runs(tmp_path):
     assert "## Network experiment" in report and "+10.0%" in report
     assert "1/1 within ±15%" in report
     # no calibration cell (a K > 1 setting has none): said, and paid in series
-    assert "no shaped calibration cell (one runs at K=1 only): the shaped transfer and p0 are " \
-           "paid in series" in report
+    assert "no shaped calibration cell among these records (the network experiment runs one " \
+           "per all-reduce strategy, at K=1): the shaped transfer and p0 are paid in series" in \
+           report
     png = str(tmp_path / "network.png")
     assert png in paths and mpimg.imread(png).shape[0] > 100
     assert (tmp_path / "network.csv").read_text().startswith("model,")
