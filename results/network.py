@@ -166,9 +166,10 @@ def models(records, shaped_only=True):
     return out
 
 
-def rows(records):
-    """One row per (setting, strategy, N, bandwidth) of the settings with shaped runs."""
-    fitted = models(records)
+def rows(records, fitted=None):
+    """One row per (setting, strategy, N, bandwidth) of the settings with shaped runs (fitted:
+    models(records), when the caller has it)."""
+    fitted = models(records) if fitted is None else fitted
     cells = collections.defaultdict(list)
     for r in records:
         key = (setting_of(r), r["strategy"])
@@ -210,11 +211,11 @@ def crossover(fitted, setting, n=2, low=1e-3, high=100.0):
         return None
     diff = lambda b: mwms.rate(n, b) - pss.rate(n, b)  # noqa: E731
     grid = [low * (high / low) ** (i / 400) for i in range(401)]
-    for b0, b1 in zip(grid, grid[1:]):
-        d0 = diff(b0)
+    diffs = [diff(b) for b in grid]  # each grid point once
+    for (b0, d0), (b1, d1) in zip(zip(grid, diffs), zip(grid[1:], diffs[1:])):
         if d0 == 0:
             return b0
-        if d0 * diff(b1) < 0:
+        if d0 * d1 < 0:
             for _ in range(60):  # on the log scale, as the grid: far below any figure printed
                 mid = math.sqrt(b0 * b1)
                 if diff(mid) * d0 > 0:
@@ -351,9 +352,9 @@ def plot(rows, fitted, path):
 
 def section(records, path):
     """The network experiment's part of the report, its plot and CSV; None without shaped runs."""
-    shaped = rows(records)
+    fitted = models(records)
+    shaped = rows(records, fitted)
     if not shaped:
         return None
-    fitted = models(records)
     return experiment_section(path, "network", markdown(shaped, fitted),
                               lambda png: plot(shaped, fitted, png), shaped, COLUMNS)

@@ -37,9 +37,8 @@ def _latest(directory):
         return False
     if not found:
         return False
-    path = found.group(1)
-    return os.path.exists(os.path.join(directory, path) + ".index" if not os.path.isabs(path)
-                          else path + ".index")
+    # an absolute path (older TF wrote them) replaces `directory` in the join
+    return os.path.exists(os.path.join(directory, found.group(1)) + ".index")
 
 
 def zero_refusal(directory, over, workers):

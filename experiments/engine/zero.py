@@ -43,7 +43,6 @@ import tensorflow as tf
 from tensorflow.python.ops import collective_ops
 
 from experiments.config import checkpoint_layout
-from experiments.config.checkpoint_layout import SHARD_DIR
 from experiments.engine.checkpoints import KEEP  # the model checkpoints kept: as many shards
 
 _GROUP_KEY = 4_000_000  # MWMS's group keys start at 1: far from them
@@ -163,8 +162,7 @@ class ShardedUpdate:
         if self.rank == 0:  # shards over another N (a reused directory): never resumable here
             for n in _shardings(directory):
                 if n != self.n:
-                    for stale in tf.io.gfile.glob(os.path.join(directory, SHARD_DIR,
-                                                               f"rank*-of{n}")):
+                    for stale in tf.io.gfile.glob(checkpoint_layout.rank_dir(directory, "*", n)):
                         tf.io.gfile.rmtree(stale)
         self._barrier()
 
@@ -210,7 +208,7 @@ def _steps(shard_dir):
 
 def _shardings(directory):
     """The numbers of workers the shards in `directory` were written over."""
-    root = os.path.join(directory, SHARD_DIR)
+    root = os.path.join(directory, checkpoint_layout.SHARD_DIR)
     return checkpoint_layout.shardings(tf.io.gfile.listdir(root) if tf.io.gfile.isdir(root)
                                        else [])
 
