@@ -132,17 +132,27 @@ def markdown(fits, rows, net):
     for f in fits:
         if f.measured_n1:
             alone = f.project(1, net)
+            step, probe, rate = f.measured_n1
             one.append([f.model, str(f.train_examples), f.strategy,
                         f"{alone['examples_per_sec']:.0f}" + (
                             f" (held by {alone['bound']})" if alone["bound"] else ""),
-                        f"{f.measured_n1[2]:.0f}",
-                        f"{(alone['examples_per_sec'] / f.measured_n1[2] - 1) * 100:+.1f}%"])
+                        f"{rate:.0f}", f"{(alone['examples_per_sec'] / rate - 1) * 100:+.1f}%",
+                        f"{_ms(alone['step_time_s'])} ({_ms(alone['communication_s'])})",
+                        f"{_ms(step)} ({_ms(probe) if probe is not None else '–'})"])
     if one:
+        # Where the two differ, the columns in brackets say whether the network is why: one
+        # worker's projected step pays the stated network's transfer, the runs here paid this
+        # machine's (the probe: its software latency and loopback, ps work included under PSS)
         parts += ["", "One worker projected on the stated network against the same strategy's "
                       "N=1 runs here (the runs the profile took its overhead and overlap from: "
-                      "a check of the projection's arithmetic, not a validation):", "",
+                      "a check of the projection's arithmetic, not a validation). A difference "
+                      "is the network's: the projected step pays the stated network's "
+                      "synchronization (in brackets), the runs here this machine's, as their "
+                      "probe measured it (an all-reduce at N=1 reduces nothing):", "",
                   markdown_table(["model", "examples", "strategy", "projected N=1 ex/s",
-                                  "measured N=1 ex/s", "difference"], one)]
+                                  "measured N=1 ex/s", "difference",
+                                  "projected step ms (synchronization)",
+                                  "measured step ms (probe)"], one)]
     sweeps = {**{(f.strategy, n): lb for f in fits for n, lb in f.sync_fits.items()},
               **{(f"{f.strategy} (sparse rows)", n): lb for f in fits
                  for n, lb in f.rows_fits.items()}}

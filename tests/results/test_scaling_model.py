@@ -162,8 +162,11 @@ def test_the_projection_to_one_worker_is_shown_against_the_measured_n1(results_d
     projected = mw.project(1, NET)["examples_per_sec"]
     assert projected == pytest.approx(64 / 0.109)  # the overhead its N=1 runs left: 9 ms
     text = projections.markdown([mw, ps], rows, NET)
+    # beside it, each side's step and what it paid to synchronize: the projection's network
+    # (nothing for one all-reduce worker) against the runs' own probe of 1 ms
     assert (f"| cnn | 1280 | multi_worker_mirrored | {projected:.0f} | {64 * 20 / 2.2:.0f} | "
-            f"{(projected / (64 * 20 / 2.2) - 1) * 100:+.1f}% |") in text
+            f"{(projected / (64 * 20 / 2.2) - 1) * 100:+.1f}% | 109.00 (0.00) | "
+            f"110.00 (1.00) |") in text
     assert "| cnn | 1280 | parameter_server | " not in text.split("One worker projected")[1] \
         .split("\n\n")[1]
 
