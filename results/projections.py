@@ -107,7 +107,9 @@ def markdown(fits, rows, net):
              "this machine's sharing never reaches a projection.", "",
              "Assumptions: each projected worker has its own host, synchronization overlaps "
              "compute only by the measured overlap and never by more than the compute, links are full duplex and uncontended, every worker is equally "
-             "fast, the per-replica batch stays fixed.", "",
+             "fast, the per-replica batch stays fixed, a synchronization costs the stated "
+             "network's transfer and latency only (this machine's software cost of one, its "
+             "probe, is not carried: see the N=1 check below).", "",
              ]
     cells = []
     for f in fits:
@@ -140,15 +142,16 @@ def markdown(fits, rows, net):
                         f"{_ms(alone['step_time_s'])} ({_ms(alone['communication_s'])})",
                         f"{_ms(step)} ({_ms(probe) if probe is not None else '–'})"])
     if one:
-        # Where the two differ, the columns in brackets say whether the network is why: one
-        # worker's projected step pays the stated network's transfer, the runs here paid this
-        # machine's (the probe: its software latency and loopback, ps work included under PSS)
+        # Where the two differ, the brackets say how much of it is synchronization: the
+        # projection pays the stated network's wire, the runs here this machine's probe (its
+        # software latency and loopback, the ps's part of a push and pull included under PSS)
         parts += ["", "One worker projected on the stated network against the same strategy's "
                       "N=1 runs here (the runs the profile took its overhead and overlap from: "
-                      "a check of the projection's arithmetic, not a validation). A difference "
-                      "is the network's: the projected step pays the stated network's "
-                      "synchronization (in brackets), the runs here this machine's, as their "
-                      "probe measured it (an all-reduce at N=1 reduces nothing):", "",
+                      "a check of the projection's arithmetic, not a validation). In brackets, "
+                      "what each step paid to synchronize: the projected one the stated "
+                      "network's transfer, the runs here their probe (this machine's software "
+                      "and loopback, which a projection does not pay; an all-reduce at N=1 "
+                      "reduces nothing):", "",
                   markdown_table(["model", "examples", "strategy", "projected N=1 ex/s",
                                   "measured N=1 ex/s", "difference",
                                   "projected step ms (synchronization)",
