@@ -28,7 +28,10 @@ Per-replica step time:  t = compute / device_speedup + overhead + communication
       (ps on hosts of their own; `ps_placement="with_workers"` keeps the share of the ps
       beside a worker off the network: x (H-1)/H); with `ps_local_aggregation` a host's devices
       all-reduce within the host first and the host pushes and pulls once: an intra-host ring
-      plus (G + P) / B_inter x max(1, H/K)
+      plus (G + P) / B_inter x max(1, H/K); on hosts of their own a worker pays at least the
+      profile's sync_floor_s, one push and pull as the profile's machine's software does it
+      (its loopback probe): the software and the wire overlap, and the larger is paid (one
+      PSS worker under a shaper followed max(p0, w) within +1-5%, docs/benchmarks.md)
     pipelines (GPipe over S equal stages on one host's devices, M micro-batches; hybrid: one
       pipeline per host, an MWMS worker each, all-reducing G across hosts): compute / S x
       (M + S - 1) / M, plus each boundary's activation forward and gradient back for one
@@ -281,6 +284,10 @@ def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None, stag
     micro-batches' activations); model_parallel is one pipeline, hybrid one per host (an MWMS
     worker per host all-reducing the gradients). here: this machine's measured terms (Here),
     only where its own local cluster's runs are predicted."""
+    # this machine's own software cost of a synchronization is a floor only for a cluster of
+    # hosts of their own: a local cluster (Here, machine_cores, the emulated shared medium)
+    # pays what was measured here instead
+    own_hosts = here is None and not cluster.machine_cores and not cluster.shared_medium
     here = here or Here()
     if overlap is None:
         overlap = profile.overlap.get(strategy, 0.0)
@@ -332,6 +339,8 @@ def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None, stag
                                         if replicas > 1 else 0.0)
     elif kind(strategy).parameter_servers:
         comm = parameter_server_s(gradient, profile.pull_bytes, cluster)
+        if own_hosts:  # the software's cost and the wire's overlap: the larger is paid
+            comm = max(comm, profile.sync_floor_s.get(strategy, 0.0))
     else:
         comm = sync(cluster)
     comm += here.sync_s - here.sync_hidden * min(comm, here.sync_s)

@@ -55,6 +55,11 @@ class WorkloadProfile:
     # 1-worker step took less than compute + its probe (PSS: the ps and the chief work on other
     # cores while the worker computes); 0 where unmeasured
     overlap: dict = dataclasses.field(default_factory=dict)
+    # {strategy: seconds}: one push and pull as this machine's software does it (PSS: its N=1
+    # runs' probe, over loopback, where the wire costs next to nothing); a projected worker on
+    # a link of its own pays the larger of it and the link's transfer, which overlap (one PSS
+    # worker under a shaper, docs/benchmarks.md); {} where unmeasured (a hand-written profile)
+    sync_floor_s: dict = dataclasses.field(default_factory=dict)
     # {--compression form: {payload_bytes, exchange, compress_s, state_bytes}} measured for
     # this workload (the reducers experiment's real-loopback runs): a replica's compressed
     # gradient, how it is exchanged ("gather" or "reduce"), the compression's own compute per
@@ -204,6 +209,10 @@ def load_profile(path, flag="profile"):
         if not _positive(value):
             raise SpecError(f"--{flag}={path}: cpu_s_per_example {{{what!r}: {value!r}}} is "
                             f"not a strategy with a value > 0")
+    for what, value in _items(profile.sync_floor_s, "sync_floor_s", path, flag):
+        if not (value == 0 or _positive(value)):
+            raise SpecError(f"--{flag}={path}: sync_floor_s {{{what!r}: {value!r}}} is not a "
+                            f"strategy with seconds >= 0")
     for cores, step in _items(profile.one_process, "one_process", path, flag):
         if not (str(cores).isdigit() and isinstance(step, dict) and
                 _positive(step.get("batch")) and _positive(step.get("step_s"))):

@@ -15,6 +15,8 @@ profile-<model>-<examples>-b<batch>-k<K>-<dtype>.json):
                serve on other cores while the worker computes); communication x (1 - overlap),
                hiding never more than the step's compute (cost_model.predict); an N=1 step no
                longer than the compute alone gives 1, an upper bound (the notes say so)
+  sync_floor_s PSS: its N=1 runs' probe, one push and pull as this machine's software does it;
+               a projected worker with a link of its own pays the larger of it and the wire
   tensors      gradient tensors per step
   batch        examples per replica per step: the record's step batch (micro-batch x
                --accumulation_steps) over its replicas in sync
@@ -189,7 +191,7 @@ def profile_of(setting, baseline, own_n1, runs, sharing=None):
                 break
     if not compute:
         return None, notes
-    overhead, overlap = {}, {}
+    overhead, overlap, floor = {}, {}, {}
     for strategy, own in own_n1.items():
         value = metrics.median([step_time_of(r) - compute - (probe_of(r) or 0.0) for r in own])
         probe = metrics.median([probe_of(r) or 0.0 for r in own]) or 0.0
@@ -218,6 +220,8 @@ def profile_of(setting, baseline, own_n1, runs, sharing=None):
             notes.append(f"{strategy} N=1 stepped {-value * 1e3:.2f} ms faster than the 1-thread "
                          f"compute (no probe to overlap): overhead 0")
         overhead[strategy] = max(0.0, value or 0.0)
+        if kind(strategy).parameter_servers and probe:
+            floor[strategy] = probe
     comm = next(r["communication"] for r in runs)
     kinds = comm.get("gradient_kinds") or {}
     dtype = sync_dtype_of(setting)
@@ -251,7 +255,7 @@ def profile_of(setting, baseline, own_n1, runs, sharing=None):
         pull_bytes=pulls[0] if pulls else parameters, parameter_bytes=parameters,
         optimizer_state_bytes=parameters * specs.OPTIMIZER_SLOTS.get(optimizer, 0),
         activation_bytes=_activations(runs, parameters, optimizer), overhead_s=overhead,
-        tensors=max(1, sum(kinds.values())), overlap=overlap,
+        tensors=max(1, sum(kinds.values())), overlap=overlap, sync_floor_s=floor,
         boundary_activation_bytes=int(boundary or 0),
         stage_weight_shares=next((r["stage_weight_shares"] for r in [*baseline, *runs]
                                   if r.get("stage_weight_shares")), {}),

@@ -134,6 +134,9 @@ def test_profile_and_cluster_files(tmp_path):
     ({"ps_cpu_s_per_step": -0.01}, "ps_cpu_s_per_step -0.01 and ps_threads 0 must be"),
     ({"ps_cpu_s_per_step": "16 ms"}, "ps_cpu_s_per_step '16 ms'"),
     ({"ps_threads": 1.5}, "ps_cpu_s_per_step 0.0 and ps_threads 1.5 must be"),
+    ({"sync_floor_s": {"parameter_server": -0.004}},
+     "sync_floor_s {'parameter_server': -0.004} is not a strategy with seconds >= 0"),
+    ({"sync_floor_s": {"parameter_server": "4 ms"}}, "sync_floor_s {'parameter_server': '4 ms'}"),
 ])
 def test_a_hand_written_profiles_machine_figures_are_checked(tmp_path, fields, said):
     profile = tmp_path / "profile.json"
@@ -142,7 +145,8 @@ def test_a_hand_written_profiles_machine_figures_are_checked(tmp_path, fields, s
         specs.load_profile(str(profile))
     good = {"sharing": {"2": {"slowdown": 1.2, "busy_cores": None}},
             "one_process": {"2": {"batch": 128, "step_s": 0.02}},
-            "cpu_s_per_example": {"one_device": 0.001}}
+            "cpu_s_per_example": {"one_device": 0.001},
+            "sync_floor_s": {"parameter_server": 0.004}}
     profile.write_text(json.dumps({**json.loads(_profile().to_json()), **good}))
     assert specs.load_profile(str(profile)).sharing["2"]["slowdown"] == 1.2
 

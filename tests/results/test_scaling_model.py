@@ -96,13 +96,43 @@ def test_this_machines_contention_never_reaches_a_projection(results_dir):
     assert busy.prediction_n2[2] > calm.prediction_n2[2] + 1  # the error shows it
     for n in projections.PROJECT_NS:
         assert busy.project(n, NET) == calm.project(n, NET)
-    # ... and a PSS N=1 projection is compute + its N=1 overhead + the ps round trip
+    # ... and a PSS N=1 projection is compute + its N=1 overhead + the ps round trip, no
+    # shorter than the N=1 runs' own (the test below)
     ps1 = _record("p1", "parameter_server", 1, 20 * 0.12, 20, probe=0.01)
     ps = _fits(_load(results_dir, ps1))["parameter_server"]
     assert ps.overhead == pytest.approx(0.12 - 0.1 - 0.01)
     one = ps.project(1, NET)
-    assert one["step_time_s"] == pytest.approx(0.1 + 0.01 + cost_model.parameter_server_s(
-        1e6, 1e6, ps.cluster(1, NET)))
+    wire = cost_model.parameter_server_s(1e6, 1e6, ps.cluster(1, NET))
+    assert one["step_time_s"] == pytest.approx(0.1 + 0.01 + max(0.01, wire))
+
+
+def test_a_projected_pss_worker_pays_the_larger_of_its_software_cost_and_the_wire(results_dir):
+    """The PSS N=1 runs' probe (30 ms here over loopback) is one push and pull as this
+    machine's software does it: a projected worker with a link of its own pays the larger of it
+    and the wire (they overlap: docs/benchmarks.md, one PSS worker under a shaper), so the
+    projection of one worker on a fast network meets the runs it came from, and a slow
+    network's transfer still shows; this machine's own runs pay what was measured here."""
+    ps1 = _record("p1", "parameter_server", 1, 20 * 0.14, 20, probe=0.03)
+    ps = _fits(_load(results_dir, ps1))["parameter_server"]
+    assert ps.profile.sync_floor_s == {"parameter_server": pytest.approx(0.03)}
+    assert ps.overhead == pytest.approx(0.14 - 0.1 - 0.03)
+    fast = ps.cluster(1, NET)  # 2 MB at 8 Gbit/s: 2.2 ms of wire, under the 30 ms floor
+    assert cost_model.parameter_server_s(1e6, 1e6, fast) < 0.03
+    assert ps.project(1, NET)["step_time_s"] == pytest.approx(0.14)  # the runs' own step
+    slow = scaling_model.Network(bandwidth_gbps=0.25, latency_us=100.0)  # 64 ms of wire
+    wire = cost_model.parameter_server_s(1e6, 1e6, ps.cluster(1, slow))
+    assert wire > 0.03
+    assert ps.project(1, slow)["step_time_s"] == pytest.approx(0.1 + 0.01 + wire)
+    # not where the tasks share this machine: its runs, the emulated shared medium
+    here = cost_model.Here(sync_s=0.005)
+    for cluster in (cost_model.this_machine(1, 0), cost_model.this_machine(1, 2),
+                    cost_model.this_machine(1, 0, shaped_gbps=100.0)):
+        p = cost_model.predict(ps.profile, cluster, "parameter_server", here=here)
+        assert p.communication_s < 0.03, cluster
+    # a hand-written profile without the figure pays the wire alone, as before
+    bare = dataclasses.replace(ps.profile, sync_floor_s={})
+    assert cost_model.predict(bare, fast, "parameter_server").step_s == pytest.approx(
+        0.1 + 0.01 + cost_model.parameter_server_s(1e6, 1e6, fast))
 
 
 def test_each_n_is_predicted_with_the_sharing_calibration_of_as_many_processes(results_dir):
