@@ -107,9 +107,10 @@ def markdown(fits, rows, net):
              "this machine's sharing never reaches a projection.", "",
              "Assumptions: each projected worker has its own host, synchronization overlaps "
              "compute only by the measured overlap and never by more than the compute, links are full duplex and uncontended, every worker is equally "
-             "fast, the per-replica batch stays fixed, a synchronization costs the stated "
-             "network's transfer and latency only (this machine's software cost of one, its "
-             "probe, is not carried: see the N=1 check below).", "",
+             "fast, the per-replica batch stays fixed, an all-reduce costs the stated network's "
+             "transfer and latency only, a PSS worker's push and pull at least what this "
+             "machine's software took for one (its N=1 runs' probe: the two overlap, and the "
+             "larger is paid; see the N=1 check below).", "",
              ]
     cells = []
     for f in fits:
@@ -143,15 +144,15 @@ def markdown(fits, rows, net):
                         f"{_ms(step)} ({_ms(probe) if probe is not None else '–'})"])
     if one:
         # Where the two differ, the brackets say how much of it is synchronization: the
-        # projection pays the stated network's wire, the runs here this machine's probe (its
-        # software latency and loopback, the ps's part of a push and pull included under PSS)
+        # projection's exposed share of the stated network's (under PSS no less than the
+        # profile's sync_floor_s), the runs' own probe
         parts += ["", "One worker projected on the stated network against the same strategy's "
                       "N=1 runs here (the runs the profile took its overhead and overlap from: "
                       "a check of the projection's arithmetic, not a validation). In brackets, "
-                      "what each step paid to synchronize: the projected one the stated "
-                      "network's transfer, the runs here their probe (this machine's software "
-                      "and loopback, which a projection does not pay; an all-reduce at N=1 "
-                      "reduces nothing):", "",
+                      "the synchronization of each: the projected step's not hidden behind its "
+                      "compute (the stated network's transfer; under PSS at least this "
+                      "machine's software cost of a push and pull), the runs' probe as timed "
+                      "alone (an all-reduce at N=1 reduces nothing):", "",
                   markdown_table(["model", "examples", "strategy", "projected N=1 ex/s",
                                   "measured N=1 ex/s", "difference",
                                   "projected step ms (synchronization)",
