@@ -31,7 +31,10 @@ Per-replica step time:  t = compute / device_speedup + overhead + communication
       plus (G + P) / B_inter x max(1, H/K); on hosts of their own a worker pays at least the
       profile's sync_floor_s, one push and pull as the profile's machine's software does it
       (its loopback probe): the software and the wire overlap, and the larger is paid (one
-      PSS worker under a shaper followed max(p0, w) within +1-5%, docs/benchmarks.md)
+      PSS worker under a shaper followed max(p0, w), in-sample, docs/benchmarks.md; v25's
+      out-of-sample check 4 of 6); the overlap below then hides its share of the larger, as it
+      hid the probe at N=1; host software: not scaled by device_speedup, measured in the
+      profile's sync dtype
     pipelines (GPipe over S equal stages on one host's devices, M micro-batches; hybrid: one
       pipeline per host, an MWMS worker each, all-reducing G across hosts): compute / S x
       (M + S - 1) / M, plus each boundary's activation forward and gradient back for one

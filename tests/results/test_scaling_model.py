@@ -123,11 +123,16 @@ def test_a_projected_pss_worker_pays_the_larger_of_its_software_cost_and_the_wir
     wire = cost_model.parameter_server_s(1e6, 1e6, ps.cluster(1, slow))
     assert wire > 0.03
     assert ps.project(1, slow)["step_time_s"] == pytest.approx(0.1 + 0.01 + wire)
-    # not where the tasks share this machine: its runs, the emulated shared medium
+    # not where the tasks share this machine: its runs (what was measured here, Here), a
+    # cluster of its cores (machine_cores), the emulated shared medium
     here = cost_model.Here(sync_s=0.005)
     for cluster in (cost_model.this_machine(1, 0), cost_model.this_machine(1, 2),
                     cost_model.this_machine(1, 0, shaped_gbps=100.0)):
         p = cost_model.predict(ps.profile, cluster, "parameter_server", here=here)
+        assert p.communication_s < 0.03, cluster
+    for cluster in (dataclasses.replace(fast, machine_cores=2),
+                    dataclasses.replace(fast, shared_medium=True)):
+        p = cost_model.predict(ps.profile, cluster, "parameter_server")
         assert p.communication_s < 0.03, cluster
     # a hand-written profile without the figure pays the wire alone, as before
     bare = dataclasses.replace(ps.profile, sync_floor_s={})
