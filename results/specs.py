@@ -210,7 +210,7 @@ def load_profile(path, flag="profile"):
             raise SpecError(f"--{flag}={path}: cpu_s_per_example {{{what!r}: {value!r}}} is "
                             f"not a strategy with a value > 0")
     for what, value in _items(profile.sync_floor_s, "sync_floor_s", path, flag):
-        if not (value == 0 or _positive(value)):
+        if not (_positive(value) or (value == 0 and not isinstance(value, bool))):
             raise SpecError(f"--{flag}={path}: sync_floor_s {{{what!r}: {value!r}}} is not a "
                             f"strategy with seconds >= 0")
     for cores, step in _items(profile.one_process, "one_process", path, flag):

@@ -137,6 +137,7 @@ def test_profile_and_cluster_files(tmp_path):
     ({"sync_floor_s": {"parameter_server": -0.004}},
      "sync_floor_s {'parameter_server': -0.004} is not a strategy with seconds >= 0"),
     ({"sync_floor_s": {"parameter_server": "4 ms"}}, "sync_floor_s {'parameter_server': '4 ms'}"),
+    ({"sync_floor_s": {"parameter_server": False}}, "sync_floor_s {'parameter_server': False}"),
 ])
 def test_a_hand_written_profiles_machine_figures_are_checked(tmp_path, fields, said):
     profile = tmp_path / "profile.json"
