@@ -92,7 +92,9 @@ Per-replica step time:  t = compute / device_speedup + overhead + communication
   profile from elsewhere carries that machine's sharing
 
 Assumptions (said in every report that uses it): synchronization overlaps compute only by the
-profile's measured `overlap` share (0 where unmeasured; communication x (1 - overlap)) and
+profile's measured `overlap` share (0 where unmeasured; communication x (1 - overlap)), by no
+more than the N=1 runs hid of their own probe (overlap x sync_floor_s, where measured: a
+slower link's transfer was not hidden under a shaper, v25), and
 never by more than the step's compute (hidden communication runs beside compute: a step is never
 shorter than its own communication, so a parameter server's link still bounds a cluster whose
 N=1 run hid all of its pushes and pulls), links
@@ -348,7 +350,11 @@ def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None, stag
         comm = sync(cluster)
     comm += here.sync_s - here.sync_hidden * min(comm, here.sync_s)
     # What overlaps hides runs beside the step's compute, so it hides no more than that compute
-    comm_exposed = comm - min((comm - compress) * overlap, compute)
+    hidden = min((comm - compress) * overlap, compute)
+    floor = profile.sync_floor_s.get(strategy)
+    if floor:  # the N=1 runs hid that share of their own probe, and no more than that
+        hidden = min(hidden, overlap * floor)
+    comm_exposed = comm - hidden
     step = compute + overhead + comm_exposed + here.local_s
     rate = replicas * profile.batch / step
     bound = ""

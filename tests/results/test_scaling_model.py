@@ -134,6 +134,10 @@ def test_a_projected_pss_worker_pays_the_larger_of_its_software_cost_and_the_wir
                     dataclasses.replace(fast, shared_medium=True)):
         p = cost_model.predict(ps.profile, cluster, "parameter_server")
         assert p.communication_s < 0.03, cluster
+    # the overlap hides no more of a slow link's transfer than the N=1 runs hid of their probe
+    hiding = dataclasses.replace(ps.profile, overlap={"parameter_server": 0.5})
+    p = cost_model.predict(hiding, ps.cluster(1, slow), "parameter_server")
+    assert p.communication_s == pytest.approx(wire - 0.5 * 0.03)  # not wire x 0.5
     # a hand-written profile without the figure pays the wire alone, as before
     bare = dataclasses.replace(ps.profile, sync_floor_s={})
     assert cost_model.predict(bare, fast, "parameter_server").step_s == pytest.approx(
