@@ -294,6 +294,7 @@ def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None, stag
     # pays what was measured here instead
     own_hosts = here is None and not cluster.machine_cores and not cluster.shared_medium
     here = here or Here()
+    floor = profile.sync_floor_s.get(strategy, 0.0)  # PSS's push and pull here, where measured
     if overlap is None:
         overlap = profile.overlap.get(strategy, 0.0)
     if strategy not in STRATEGIES + PIPELINES:
@@ -345,13 +346,12 @@ def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None, stag
     elif kind(strategy).parameter_servers:
         comm = parameter_server_s(gradient, profile.pull_bytes, cluster)
         if own_hosts:  # the software's cost and the wire's overlap: the larger is paid
-            comm = max(comm, profile.sync_floor_s.get(strategy, 0.0))
+            comm = max(comm, floor)
     else:
         comm = sync(cluster)
     comm += here.sync_s - here.sync_hidden * min(comm, here.sync_s)
     # What overlaps hides runs beside the step's compute, so it hides no more than that compute
     hidden = min((comm - compress) * overlap, compute)
-    floor = profile.sync_floor_s.get(strategy)
     if floor:  # the N=1 runs hid that share of their own probe, and no more than that
         hidden = min(hidden, overlap * floor)
     comm_exposed = comm - hidden

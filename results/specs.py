@@ -210,7 +210,7 @@ def load_profile(path, flag="profile"):
             raise SpecError(f"--{flag}={path}: cpu_s_per_example {{{what!r}: {value!r}}} is "
                             f"not a strategy with a value > 0")
     for what, value in _items(profile.sync_floor_s, "sync_floor_s", path, flag):
-        if not (_positive(value) or (value == 0 and not isinstance(value, bool))):
+        if not _non_negative(value):
             raise SpecError(f"--{flag}={path}: sync_floor_s {{{what!r}: {value!r}}} is not a "
                             f"strategy with seconds >= 0")
     for cores, step in _items(profile.one_process, "one_process", path, flag):
@@ -219,7 +219,7 @@ def load_profile(path, flag="profile"):
             raise SpecError(f"--{flag}={path}: one_process {{{cores!r}: {step!r}}} is not a "
                             f"core count with {{\"batch\": > 0, \"step_s\": > 0}}")
     ps_cpu, threads = profile.ps_cpu_s_per_step, profile.ps_threads
-    if not (ps_cpu == 0 or _positive(ps_cpu)) or not (isinstance(threads, int) and
+    if not _non_negative(ps_cpu) or not (isinstance(threads, int) and
                                                      not isinstance(threads, bool) and
                                                      threads >= 0):
         raise SpecError(f"--{flag}={path}: ps_cpu_s_per_step {ps_cpu!r} and ps_threads "
@@ -236,6 +236,10 @@ def load_profile(path, flag="profile"):
 
 def _positive(value):
     return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+
+
+def _non_negative(value):  # JSON's false is no figure: a bool is refused, not read as 0
+    return _positive(value) or (value == 0 and not isinstance(value, bool))
 
 
 def _items(value, name, path, flag):

@@ -133,6 +133,7 @@ def test_profile_and_cluster_files(tmp_path):
     ({"sharing": [1.2]}, "sharing must be an object, not \\[1.2\\]"),
     ({"ps_cpu_s_per_step": -0.01}, "ps_cpu_s_per_step -0.01 and ps_threads 0 must be"),
     ({"ps_cpu_s_per_step": "16 ms"}, "ps_cpu_s_per_step '16 ms'"),
+    ({"ps_cpu_s_per_step": False}, "ps_cpu_s_per_step False and ps_threads 0 must be"),
     ({"ps_threads": 1.5}, "ps_cpu_s_per_step 0.0 and ps_threads 1.5 must be"),
     ({"sync_floor_s": {"parameter_server": -0.004}},
      "sync_floor_s {'parameter_server': -0.004} is not a strategy with seconds >= 0"),
