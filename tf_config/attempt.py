@@ -11,7 +11,7 @@ import time
 import psutil
 
 from tf_config import events, recovery, watchdog
-from tf_config.cores import default_threads, pinned_env
+from tf_config.cores import default_threads, pinned_env, spare_env
 from tf_config.events import (ATTEMPT_ENV, BAD_INPUT_EXIT_CODE, EVENTS_ENV, DONE_MARK, FAULT_MARK,
                               FAULT_SIGNALS, FINISHED_MARK, LAUNCH_T0_ENV, PHASE_MARK,
                               PREEMPTED_EXIT_CODE, RESUMED_MARK, RUN_TAG_ENV, STEP_MARK)
@@ -75,8 +75,9 @@ class Cluster:
                             ATTEMPT_ENV: str(attempt), EVENTS_ENV: state.journal.path,
                             "TMPDIR": state.tmp_dir,
                             watchdog.STACKS_ENV: watchdog.stacks_path(state.log_dir, kind, index)})
-                if opts.pin_workers and kind == "worker":
-                    env.update(pinned_env(index, threads))
+                if opts.pin_workers:
+                    env.update(pinned_env(index, threads) if kind == "worker" else
+                               spare_env(len(cluster.get("worker", [])), threads))
                 name = f"{kind}:{index}"
                 if name not in state.logs:
                     state.logs[name] = TaskLog(state.log_dir, name)

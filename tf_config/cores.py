@@ -1,9 +1,27 @@
-"""Which cores a local cluster's tasks get: threads per task so they use each core once, and a
-pinned worker's own cores (the launcher's --pin_workers, the sharing calibration's pinned loops
-alike, experiments/comparison/sharing.py)."""
+"""Which cores a local cluster's tasks get: threads per task so they use each core once, whether
+its workers are pinned, a pinned worker's own cores (the launcher's --pin_workers, the sharing
+calibration's pinned loops alike, experiments/comparison/sharing.py) and the cores they leave
+its other tasks."""
 import os
 
 from tf_config.events import PIN_CPUS_ENV, RUN_CPUS_ENV
+
+
+def pinned_workers(n, threads, available, parameter_servers=False):
+    """Whether N workers of `threads` threads each get cores of their own (--pin_workers): two
+    or more, and no more than the `available` cores (0/None: unknown, not pinned). Unpinned,
+    the workers of a local cluster and their helper threads migrate between the cores they
+    share; pinned, each keeps its own, as on hosts of their own, and ran faster here (MWMS N=2:
+    mlp +23%, cnn +9%; PSS N=2 cnn +27%: docs/benchmarks.md, "Workers on cores of their own").
+    One PSS worker is pinned too where a core is left for its ps and chief (the launcher pins
+    them there): a PSS server runs two inter-op threads (one deadlocks it), and unpinned they
+    ran independent kernels on a second core, a worker faster than any other here (resnet's
+    1.33 cores against 0.98 pinned: docs/benchmarks.md, "A PSS worker on one core"). Not
+    pinned: one all-reduce worker (one process, one inter-op thread), and workers that
+    outnumber the cores (round robin would give some a core to themselves)."""
+    if not available or n * threads > available:
+        return False
+    return n >= 2 or (parameter_servers and n * threads < available)
 
 
 def worker_cpus(index, threads, cpus=None):
@@ -19,6 +37,17 @@ def pinned_env(index, threads):
     the launcher's pinned workers and the sharing calibration's pinned loops alike."""
     return {PIN_CPUS_ENV: ",".join(map(str, worker_cpus(index, threads))),
             RUN_CPUS_ENV: str(len(os.sched_getaffinity(0)))}
+
+
+def spare_env(workers, threads):
+    """The environment that pins a pinned cluster's other tasks (chief, ps) to the usable cores
+    its `workers` pinned workers leave, so they do not take turns on a worker's core; empty
+    when the workers take every core (the others then run where the scheduler puts them)."""
+    cpus = set(os.sched_getaffinity(0))
+    spare = cpus.difference(*(worker_cpus(i, threads, cpus) for i in range(workers)))
+    if not spare:
+        return {}
+    return {PIN_CPUS_ENV: ",".join(map(str, sorted(spare))), RUN_CPUS_ENV: str(len(cpus))}
 
 
 def default_threads(num_tasks, cores=None):

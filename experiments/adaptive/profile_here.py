@@ -32,6 +32,7 @@ from results import planner
 from results import records as records_io
 from results.cells import setting_of
 from results.workload_profile import profile_of, step_batch_of, step_time_of
+from tf_config.cores import pinned_workers
 from tf_config.events import BAD_INPUT_EXIT_CODE
 
 STEPS = 16  # per epoch: two steady epochs of 16 steps each, after the tracing one
@@ -76,11 +77,15 @@ def _runs(cfg, cores, sharing):
     """{name: [module, flags...]} of the profiling runs (see the module doc). Each says its
     own strategy after the user's --strategy=auto (absl keeps a flag's last value): the
     sharing calibration's plain loops are one device each."""
+    usable = len(os.sched_getaffinity(0))
     runs = {"one_device": ["experiments.run", "--strategy=one_device"],
             "multi_worker_mirrored": ["experiments.run", "--strategy=multi_worker_mirrored",
                                       "--num_workers=1"],
             "parameter_server": ["experiments.run", "--strategy=parameter_server",
-                                 "--num_workers=1", "--num_ps=1"]}
+                                 "--num_workers=1", "--num_ps=1",
+                                 # its worker on one core, as the comparison's (tf_config.cores)
+                                 f"--{'' if pinned_workers(1, 1, usable, True) else 'no'}"
+                                 f"pin_workers"]}
     if cores:  # one process with the machine's cores, at the batch it will train
         batch = one_process_batch(cfg)
         runs["one_process"] = ["experiments.run", "--strategy=one_device", f"--threads={cores}",

@@ -10,6 +10,7 @@ from experiments.comparison.presets import (ADAPTIVE_CLUSTER, ADAPTIVE_SCHEDULES
                                             ADAPTIVE_STRAGGLERS, DEFAULT_ADAPTIVE_SCHEDULES,
                                             DEFAULT_ADAPTIVE_STRAGGLER, THIS_HOST_CLUSTER)
 from strategies import ALL_REDUCE, kind
+from tf_config.cores import pinned_workers
 
 # The reducers experiment's strategy: whole replicas per worker that all-reduce (MWMS)
 REDUCERS_STRATEGY = next(n for n in ALL_REDUCE if not kind(n).pipelined)
@@ -35,24 +36,14 @@ COLLECTIVES_EXAMPLES = 2048
 OVERLAP_CALIBRATION = 2
 
 
-def pinned_workers(n, threads, available):
-    """Whether N workers of `threads` threads each get cores of their own (--pin_workers): two
-    or more, and no more than the `available` cores (0/None: unknown, not pinned). Unpinned,
-    the workers of a local cluster and their helper threads migrate between the cores they
-    share; pinned, each keeps its own, as on hosts of their own, and ran faster here (MWMS N=2:
-    mlp +23%, cnn +9%; PSS N=2 cnn +27%: docs/benchmarks.md, "Workers on cores of their own").
-    One PSS worker is not pinned (its ps and chief would take turns on its core), nor are
-    workers that outnumber the cores (round robin would give some a core to themselves)."""
-    return bool(available) and 2 <= n and n * threads <= available
-
-
 def strategy_flags(strategy, n, num_ps, threads, available=None):
     """Every strategy at N gets `threads` per worker (N workers = N x threads cores of work);
     with `available` cores known, workers that fit get cores of their own (pinned_workers)."""
     strategy_kind = kind(strategy)
     if strategy_kind.local_replicas:  # one process feeding N replicas: the cores of N workers
         return [f"--strategy={strategy}", f"--num_replicas={n}", f"--threads={n * threads}"]
-    pin = ["--pin_workers"] if pinned_workers(n, threads, available) else []
+    pin = ["--pin_workers"] if pinned_workers(n, threads, available,
+                                              strategy_kind.parameter_servers) else []
     if not strategy_kind.parameter_servers:  # all-reduce workers (one worker runs in-process)
         return [f"--strategy={strategy}", f"--num_workers={n}", f"--threads={threads}",
                 f"--threads_per_worker={threads}", *pin]

@@ -243,7 +243,8 @@ class LaunchConfig:
     pin_workers: bool = setting(False, "Local cluster: pin worker i to its own "
                                 "--threads_per_worker cores (round robin over the usable cores), "
                                 "so no worker borrows a core for its extra threads; the chief and "
-                                "ps are not pinned.")
+                                "ps on the cores the workers leave (unpinned where they take "
+                                "every core).")
     cluster_timeout: float = setting(60.0, "Seconds for every local task to come up.", bound="> 0")
     isolate_network: bool = setting(True, "Run a local cluster in a private network namespace.")
     watchdog_s: float = setting(300.0, "Local cluster: fail when no training step completes "

@@ -28,7 +28,9 @@ from tf_config import events, netshape, schedules, watchdog
 
 
 # A PSS server runs functions whose ops block (iterator reads, variable reads from a ps); with
-# one inter-op thread those wait on each other forever. Compute stays bounded by intra-op threads.
+# one inter-op thread those wait on each other forever. Two run two independent kernels at once:
+# a lone local PSS worker is pinned to its cores (comparison plan, --pin_workers) to keep its
+# compute on them.
 _MIN_SERVER_INTEROP = 2
 
 

@@ -70,6 +70,22 @@ def test_pss_two_workers_one_ps(tmp_path):
     assert not processes_mentioning(str(tmp_path))
 
 
+def test_one_pss_worker_pinned_leaves_its_ps_and_chief_the_other_cores(tmp_path):
+    """--pin_workers with one PSS worker of one thread: the worker on one core (its two inter-op
+    threads ran independent kernels on a second core unpinned), the chief and ps on the cores it
+    leaves, and the chief's record still says the CPUs the whole run had."""
+    usable = len(os.sched_getaffinity(0))
+    proc = run_module("experiments.run", "--strategy=parameter_server", "--num_workers=1",
+                      "--num_ps=1", "--threads_per_worker=1", "--pin_workers", "--model=mlp",
+                      *TINY, *NO_PROBES, f"--results_dir={tmp_path}")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (record,) = records_in(tmp_path)
+    assert record["environment"]["usable_cpus"] == usable
+    assert record["environment"]["process_cpus"] == max(1, usable - 1)  # the chief: the rest
+    assert record["cpu"]["cores_by_task"]["worker:0"] <= 1.05  # CPU time over wall time
+    assert not processes_mentioning(str(tmp_path))
+
+
 def test_mwms_accumulation_gives_the_weights_of_the_large_batch(tmp_path):
     """Plain SGD on 2 workers, in float64 (the tolerance holds on any CPU: tests/helpers.py):
     K=2 micro-batches of 16 per replica end with the weights of one batch of 32 per replica (one

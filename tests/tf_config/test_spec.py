@@ -107,3 +107,13 @@ def test_pinned_workers_get_their_own_cores_round_robin():
     assert [worker_cpus(i, 1, {0, 1}) for i in range(4)] == [[0], [1], [0], [1]]
     assert [worker_cpus(i, 2, {4, 5, 6, 7}) for i in range(2)] == [[4, 5], [6, 7]]
     assert worker_cpus(0, 3, {0, 1}) == [0, 1]  # more threads than cores: every core once
+
+
+def test_a_pinned_clusters_other_tasks_get_the_cores_its_workers_leave(monkeypatch):
+    from tf_config import cores
+    from tf_config.events import PIN_CPUS_ENV, RUN_CPUS_ENV
+    monkeypatch.setattr(cores.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    assert cores.spare_env(1, 1) == {PIN_CPUS_ENV: "1,2,3", RUN_CPUS_ENV: "4"}
+    assert cores.spare_env(1, 2) == {PIN_CPUS_ENV: "2,3", RUN_CPUS_ENV: "4"}
+    assert cores.spare_env(2, 2) == {}  # the workers take every core: the others unpinned
+    assert cores.spare_env(5, 1) == {}  # round robin over every core

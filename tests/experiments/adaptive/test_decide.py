@@ -3,6 +3,7 @@ network it implies, the switch and when a switch does not pay."""
 import dataclasses
 import io
 import json
+import os
 
 import pytest
 
@@ -248,5 +249,9 @@ def test_a_cluster_on_this_machine_profiles_its_cores_as_one_device_runs(tmp_pat
     # one device trains the global batch; the others a replica's
     assert [last(c, "batch_size_per_replica") for c in commands[2:4]] == \
         ["--batch_size_per_replica=32", "--batch_size_per_replica=64"]
+    # the PSS run's one worker on one core where one is left for its ps and chief, whatever
+    # the user's command said (the last flag wins)
+    pin = "--pin_workers" if len(os.sched_getaffinity(0)) > 1 else "--nopin_workers"
+    assert [a for a in commands[2] if a.endswith("pin_workers")][-1] == pin
     # each run writes where the profile looks for it, none in another's directory
     assert len({last(c, "results_dir") for c in commands}) == 5

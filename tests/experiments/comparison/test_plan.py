@@ -69,8 +69,9 @@ def test_every_strategy_at_n_gets_the_same_threads_per_worker(threads):
                                                          (2, 2, set()), (1, 1, set())])
 def test_workers_that_fit_the_cores_get_cores_of_their_own(threads, available, pinned_at):
     """--pin_workers (and the calibration's --pin_loops) exactly where N >= 2 workers of
-    `threads` threads fit the available cores, in every cell that launches such a cluster;
-    never for one process (one PSS worker, mirrored's replicas, the floors)."""
+    `threads` threads fit the available cores, in every cell that launches such a cluster, and
+    for one PSS worker where a core is left for its ps and chief; never for one process (one
+    MWMS worker, mirrored's replicas, the floors)."""
     strategies = ["mirrored", "multi_worker_mirrored", "parameter_server"]
     # a list: the calibration's cells at each N share one name
     runs = plan(["cnn"], [1, 2, 3, 4], [4096], strategies, 1, 1, threads=threads,
@@ -81,7 +82,8 @@ def test_workers_that_fit_the_cores_get_cores_of_their_own(threads, available, p
         cell = name.split("/")[0]
         n = int(_flags(argv).get("num_workers") or _flags(argv).get("processes") or 1)
         local_cluster = "--num_workers=%d" % n in argv or cell.startswith("engine_floor_shared")
-        expected = local_cluster and n in pinned_at
+        lone_pss = n == 1 and "--strategy=parameter_server" in argv and threads < available
+        expected = local_cluster and (n in pinned_at or lone_pss)
         flag = "--pin_loops" if cell.startswith("engine_floor_shared") else "--pin_workers"
         assert (flag in argv) == expected, (name, argv)
         assert "--pin_workers" not in argv or not cell.startswith(("mirrored", "engine_floor",
