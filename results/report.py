@@ -77,9 +77,9 @@ def markdown(rows, problems, plot_files, target_accuracy, sections=()):
                  "throughput over a plain TF loop's (engine_floor) at the same threads per task; "
                  "GFLOP/s = 3 x the model's forward FLOPs per example x examples/s, against a "
                  "matmul's FLOP/s on the processes that trained at once (its peak). "
-                 "'pinned': each of the N workers had cores of its own (--pin_workers, where "
-                 "they fit this machine's cores; the chief and ps on the cores they leave, if "
-                 "any). "
+                 "'pinned': each of the N workers had cores of its own (--pin_workers: N >= 2 "
+                 "workers where they fit this machine's cores, one PSS worker where a core is "
+                 "left; the chief and ps on the cores they leave, if any). "
                  "Times are per example trained (epochs are rounded to whole global batches)."
                  + (f" Time to {target_accuracy:.0%} eval accuracy is the median over the runs "
                     "that reached it, with how many did." if target_accuracy else ""))

@@ -16,7 +16,7 @@ def pinned_workers(n, threads, available, parameter_servers=False):
     One PSS worker is pinned too where a core is left for its ps and chief (the launcher pins
     them there): a PSS server runs two inter-op threads (one deadlocks it), and unpinned they
     ran independent kernels on a second core, a worker faster than any other here (resnet's
-    1.33 cores against 0.98 pinned: docs/benchmarks.md, "A PSS worker on one core"). Not
+    1.33 cores against 0.93-0.98 pinned: docs/benchmarks.md, "A PSS worker on one core"). Not
     pinned: one all-reduce worker (one process, one inter-op thread), and workers that
     outnumber the cores (round robin would give some a core to themselves)."""
     if not available or n * threads > available:

@@ -35,7 +35,8 @@ class LaunchOptions:
     num_ps: int = 0
     chief: bool = False
     threads_per_task: int = 0  # 0: cores // tasks, at least 1
-    pin_workers: bool = False  # worker i on its own threads_per_task cores (events.PIN_CPUS_ENV)
+    # worker i on its own threads_per_task cores, the chief and ps on the rest (tf_config.cores)
+    pin_workers: bool = False
     cluster_timeout_s: float = 60.0
     isolate_network: bool = True
     port_retries: int = 2

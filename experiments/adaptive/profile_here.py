@@ -4,7 +4,8 @@
 
 Three short runs of the same model, data and batch, one thread each: one device and one MWMS
 worker (the compute of a replica's step on one core: the median of the two, the MWMS step less
-its probe; results/workload_profile.py), and one PSS worker (with its ps and chief)
+its probe; results/workload_profile.py), and one PSS worker (with its ps and chief; the worker
+pinned to one core where one is left for them, as in a comparison: tf_config.cores)
 with their communication probes (gradient and pull bytes, each strategy's own overhead: a PSS
 step's dispatch through the coordinator costs more than a small model's compute; the CPU an
 example costs over all tasks). For a cluster on this one machine (the spec's machine_cores, K
@@ -14,8 +15,9 @@ profile's `sharing`; and one device at K threads and the batch it will train (th
 --global_batch_size, else the per-replica batch), the profile's `one_process`. The profile
 is built from their records as a comparison builds its own (results/workload_profile.py) and
 written to --results_dir as
-profile-<model>-b<batch>-<hash of the dataset, optimizer, learning rate and dtypes, and of the
-process counts and cores a cluster on this machine asks for>-here.json;
+profile-<model>-b<batch>-<hash of the dataset, optimizer, learning rate and dtypes, whether
+the PSS worker was pinned, and of the process counts and cores a cluster on this machine asks
+for>-here.json;
 a later run that trains the same reuses it (delete it to measure again).
 """
 import glob
@@ -64,8 +66,10 @@ def path_for(cfg, cluster=None):
     its cores asks for: a short hash>-here.json"""
     local = [sharing_processes(cluster), cluster.machine_cores, one_process_batch(cfg)] \
         if cluster and cluster.machine_cores else []
+    # a profile whose PSS worker had a second core (before 7f26ac7) is not this one
     what = json.dumps([cfg.dataset, cfg.optimizer, cfg.learning_rate, cfg.float_dtype,
-                       cfg.gradient_sync_dtype, cfg.model_weights, cfg.steps_per_execution] +
+                       cfg.gradient_sync_dtype, cfg.model_weights, cfg.steps_per_execution,
+                       "pss-worker-pinned" if _pss_worker_pinned(cfg) else "pss-unpinned"] +
                       ([local] if local else []))
     return os.path.join(cfg.results_dir,
                         f"profile-{cfg.model.replace(':', '_').replace('/', '_')}"
@@ -73,19 +77,25 @@ def path_for(cfg, cluster=None):
                         f"{hashlib.sha1(what.encode()).hexdigest()[:8]}-here.json")
 
 
+def _pss_worker_pinned(cfg):
+    """Whether the PSS profiling run's one worker gets a core of its own: a core is left for its
+    ps and chief among those its launcher may use (the user's --pin_cores, else this
+    process's)."""
+    usable = len(os.sched_getaffinity(0))
+    return pinned_workers(1, 1, min(cfg.pin_cores or usable, usable), True)
+
+
 def _runs(cfg, cores, sharing):
     """{name: [module, flags...]} of the profiling runs (see the module doc). Each says its
     own strategy after the user's --strategy=auto (absl keeps a flag's last value): the
     sharing calibration's plain loops are one device each."""
-    usable = len(os.sched_getaffinity(0))
     runs = {"one_device": ["experiments.run", "--strategy=one_device"],
             "multi_worker_mirrored": ["experiments.run", "--strategy=multi_worker_mirrored",
                                       "--num_workers=1"],
             "parameter_server": ["experiments.run", "--strategy=parameter_server",
                                  "--num_workers=1", "--num_ps=1",
                                  # its worker on one core, as the comparison's (tf_config.cores)
-                                 f"--{'' if pinned_workers(1, 1, usable, True) else 'no'}"
-                                 f"pin_workers"]}
+                                 f"--{'' if _pss_worker_pinned(cfg) else 'no'}pin_workers"]}
     if cores:  # one process with the machine's cores, at the batch it will train
         batch = one_process_batch(cfg)
         runs["one_process"] = ["experiments.run", "--strategy=one_device", f"--threads={cores}",

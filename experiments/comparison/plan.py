@@ -131,8 +131,16 @@ def _adaptive_cells(threads, batch, schedules, straggler):
 
 
 def _pinned(run_flags, cores, available):
-    """--pin_cores for a cell that should use `cores` cores (0: all of them)."""
-    return [*run_flags, f"--pin_cores={min(cores or available, available)}"]
+    """--pin_cores for a cell that should use `cores` cores (0: all of them). Its workers'
+    --pin_workers is decided again within those cores: one PSS worker held to its own cores
+    leaves its ps and chief none (they would share its core, a record saying pinned)."""
+    cores = min(cores or available, available)
+    flags = dict(f[2:].split("=", 1) for f in run_flags if f.startswith("--") and "=" in f)
+    if "--pin_workers" in run_flags and "strategy" in flags and not pinned_workers(
+            int(flags.get("num_workers", 1)), int(flags.get("threads_per_worker", 1)), cores,
+            kind(flags["strategy"]).parameter_servers):
+        run_flags = [f for f in run_flags if f != "--pin_workers"]
+    return [*run_flags, f"--pin_cores={cores}"]
 
 
 def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scaling",),

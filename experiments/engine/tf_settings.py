@@ -51,7 +51,7 @@ def apply():
     and quiet TensorFlow's start-up in this process (see the module docstring)."""
     for key, value in SETTINGS.items():
         os.environ.setdefault(key, value)
-    pinned = os.environ.get(PIN_CPUS_ENV)  # a local cluster's pinned worker (tf_config.launch)
+    pinned = os.environ.get(PIN_CPUS_ENV)  # a pinned local cluster's task (tf_config.cores)
     if pinned:
         os.sched_setaffinity(0, {int(c) for c in pinned.split(",")})
     if "tensorflow" not in sys.modules and not any(

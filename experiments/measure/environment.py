@@ -19,7 +19,7 @@ def describe():
         "platform": platform.platform(),
         "hostname": socket.gethostname(),
         "cpu_count": os.cpu_count(),
-        # the run's (fewer under --pin_cores or a cgroup); a pinned worker's own: process_cpus
+        # the run's (fewer under --pin_cores or a cgroup); a pinned task's own: process_cpus
         "usable_cpus": int(os.environ.get(RUN_CPUS_ENV) or len(os.sched_getaffinity(0))),
         "process_cpus": len(os.sched_getaffinity(0)),
         "physical_devices": [d.name for d in tf.config.list_physical_devices()],

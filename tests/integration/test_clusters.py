@@ -71,9 +71,10 @@ def test_pss_two_workers_one_ps(tmp_path):
 
 
 def test_one_pss_worker_pinned_leaves_its_ps_and_chief_the_other_cores(tmp_path):
-    """--pin_workers with one PSS worker of one thread: the worker on one core (its two inter-op
-    threads ran independent kernels on a second core unpinned), the chief and ps on the cores it
-    leaves, and the chief's record still says the CPUs the whole run had."""
+    """--pin_workers with one PSS worker of one thread (unpinned, its two inter-op threads ran
+    independent kernels on a second core): the chief runs on the cores the worker leaves (the
+    ps is pinned by the same environment; it writes nothing to check), and the chief's record
+    still says the CPUs the whole run had."""
     usable = len(os.sched_getaffinity(0))
     proc = run_module("experiments.run", "--strategy=parameter_server", "--num_workers=1",
                       "--num_ps=1", "--threads_per_worker=1", "--pin_workers", "--model=mlp",

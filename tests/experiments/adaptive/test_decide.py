@@ -91,6 +91,10 @@ def test_a_profile_measured_here_before_is_reused(tmp_path):
     # what else the profile trained is in its name: another optimizer is another profile
     assert profile_here.path_for(dataclasses.replace(cfg, optimizer="adam")) != path
     assert profile_here.path_for(dataclasses.replace(cfg, epochs=9)) == path
+    # a PSS worker held to one core with its ps and chief (--pin_cores=1) is another profile
+    # than one with a core of its own
+    if len(os.sched_getaffinity(0)) > 1:
+        assert profile_here.path_for(dataclasses.replace(cfg, pin_cores=1)) != path
     # a profile with this machine's sharing is another profile: one without it is not reused
     # for a cluster on this machine's cores, which calibrates each K the planner tries
     from results.specs import ClusterSpec
@@ -233,7 +237,7 @@ def test_a_cluster_on_this_machine_profiles_its_cores_as_one_device_runs(tmp_pat
     cfg = RunConfig(model="cnn", batch_size_per_replica=32, global_batch_size=64,
                     results_dir=str(tmp_path))
     with pytest.raises(profile_here.ProfilingFailed, match="--processes=2"):
-        profile_here.measure(cfg, ["run", "--strategy=auto", "--model=cnn",
+        profile_here.measure(cfg, ["run", "--strategy=auto", "--model=cnn", "--nopin_workers",
                                     "--batch_size_per_replica=32"], out=lambda _: 0,
                              cluster=ClusterSpec(hosts=2, machine_cores=2))
 

@@ -107,6 +107,12 @@ def test_pinned_plan_gives_each_cell_its_workers_cores():
                     "parameter_server-n2": "2"}
     assert not any("pin_cores" in f for argv in dict(plan(["cnn"], [2], [4096], [
         "parameter_server"], 1, 1)).values() for f in argv)
+    # one PSS worker held to one core has none to leave its ps and chief: not called pinned;
+    # two workers on their two cores still are
+    assert "--pin_workers" not in runs["parameter_server-n1/cnn/4096/r0"]
+    assert "--pin_workers" in runs["parameter_server-n2/cnn/4096/r0"]
+    unpinned = dict(plan(["cnn"], [1], [4096], ["parameter_server"], 1, 1, available_cores=8))
+    assert "--pin_workers" in unpinned["parameter_server-n1/cnn/4096/r0"]
 
 
 def test_a_cell_is_done_only_with_the_same_flags(monkeypatch):
