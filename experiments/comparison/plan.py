@@ -131,16 +131,8 @@ def _adaptive_cells(threads, batch, schedules, straggler):
 
 
 def _pinned(run_flags, cores, available):
-    """--pin_cores for a cell that should use `cores` cores (0: all of them). Its workers'
-    --pin_workers is decided again within those cores: one PSS worker held to its own cores
-    leaves its ps and chief none (they would share its core, a record saying pinned)."""
-    cores = min(cores or available, available)
-    flags = dict(f[2:].split("=", 1) for f in run_flags if f.startswith("--") and "=" in f)
-    if "--pin_workers" in run_flags and "strategy" in flags and not pinned_workers(
-            int(flags.get("num_workers", 1)), int(flags.get("threads_per_worker", 1)), cores,
-            kind(flags["strategy"]).parameter_servers):
-        run_flags = [f for f in run_flags if f != "--pin_workers"]
-    return [*run_flags, f"--pin_cores={cores}"]
+    """--pin_cores for a cell that should use `cores` cores (0: all of them)."""
+    return [*run_flags, f"--pin_cores={min(cores or available, available)}"]
 
 
 def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scaling",),
@@ -156,6 +148,14 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
     reducers: the reducers experiment's --compression forms; bandwidths: a list, or per model.
     """
     available = available_cores or len(os.sched_getaffinity(0))
+
+    def workers_flags(strategy, n):
+        # N workers' flags, their --pin_workers decided within the cores their cell gets: all
+        # available ones, or under pin_cores N x threads (one PSS worker held there leaves its
+        # ps and chief no core, and is not called pinned)
+        cores = min(n * threads or available, available) if pin_cores else available
+        return strategy_flags(strategy, n, num_ps, threads, cores)
+
     run, floor, sharing = "experiments.run", "experiments.comparison.floor", \
         "experiments.comparison.sharing"
     runs = []
@@ -186,12 +186,12 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
                         # 4 KiB to 16 MiB: the scaling model's alpha-beta at N (a token epoch
                         # of training first; the record is no row of the summary).
                         cells += [(f"collectives-{s}-n{n}", run,
-                                   [*strategy_flags(s, n, num_ps, threads, available),
+                                   [*workers_flags(s, n),
                                     "--comm_sweep",
                                     f"--train_examples={COLLECTIVES_EXAMPLES * n}",
                                     "--eval_examples=256"], n * threads)
                                   for s in strategies if not kind(s).local_replicas]
-                    cells += [(f"{s}-n{n}", run, strategy_flags(s, n, num_ps, threads, available),
+                    cells += [(f"{s}-n{n}", run, workers_flags(s, n),
                                n * threads) for s in strategies]
             if "straggler" in experiments:
                 n = straggler_workers
@@ -200,19 +200,18 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
                         slow = [f"--straggler_task=worker:{n - 1}",
                                 f"--straggler_delay_ms={d}"] if d else []
                         cells.append((f"straggler-{s}-n{n}-d{d}", run,
-                                      strategy_flags(s, n, num_ps, threads, available) + slow,
+                                      workers_flags(s, n) + slow,
                                       n * threads))
             if "network" in experiments:
                 # N=1 and the real loopback (b=0) give the model its t_comp and t_sync; the
                 # shaped N=2 runs are what it must predict (results/network.py).
                 for s in (s for s in strategies if not kind(s).local_replicas):
-                    cells.append((f"network-{s}-n1", run, strategy_flags(s, 1, num_ps, threads,
-                                                                            available),
+                    cells.append((f"network-{s}-n1", run, workers_flags(s, 1),
                                   threads))
                     for b in shaped_at:
                         shaped = [f"--emulate_bandwidth_gbps={b:g}"] if b else []
                         cells.append((f"network-{s}-n2-b{b:g}", run,
-                                      strategy_flags(s, 2, num_ps, threads, available) + shaped,
+                                      workers_flags(s, 2) + shaped,
                                       2 * threads))
                     if kind(s).all_reduce and any(shaped_at):
                         # How much of the all-reduce's own loopback cost hides behind the
@@ -220,7 +219,7 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
                         # runs has (results/network.py, hidden_share), a collectives cell.
                         b = OVERLAP_CALIBRATION * max(shaped_at)
                         cells.append((f"collectives-{s}-n2-b{b:g}", run,
-                                      [*strategy_flags(s, 2, num_ps, threads, available),
+                                      [*workers_flags(s, 2),
                                        f"--emulate_bandwidth_gbps={b:g}", "--comm_sweep",
                                        f"--train_examples={COLLECTIVES_EXAMPLES * 2}",
                                        "--eval_examples=256"], 2 * threads))
@@ -232,8 +231,7 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
                     for form in ("none", *reducers):
                         how = reducer_flag(form)
                         cells.append((f"reducers-{form.replace(':', '')}-n2-b{b:g}", run,
-                                      strategy_flags(REDUCERS_STRATEGY, 2, num_ps, threads,
-                                                     available) + shaped +
+                                      workers_flags(REDUCERS_STRATEGY, 2) + shaped +
                                       [how], 2 * threads))
             if "parallelism" in experiments:
                 cells += [(name, run, extra, 2 * threads)
