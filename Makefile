@@ -42,9 +42,10 @@ bench: $(STAMP)
 TEST_WORKERS ?= 2
 PARALLEL := $(if $(filter 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist worksteal)
 # The tests that marker expression $(1) selects ("" for all): the others, then the serial ones.
+# --durations: each pass ends with its slowest tests, where the suite's time goes (CI's log).
 define suite
-	$(BIN)/python -m pytest -q tests $(PARALLEL) -m "$(if $(1),$(1) and )not serial"
-	$(BIN)/python -m pytest -q tests -m "$(if $(1),$(1) and )serial"
+	$(BIN)/python -m pytest -q tests $(PARALLEL) --durations=25 -m "$(if $(1),$(1) and )not serial"
+	$(BIN)/python -m pytest -q tests --durations=15 -m "$(if $(1),$(1) and )serial"
 endef
 
 test: $(STAMP)
