@@ -4,10 +4,12 @@ Schema (version 1) is documented in docs/records.md. `load_records` checks every
 the part of it the report reads, so a record it cannot use is named and skipped once, here,
 instead of raising somewhere in the summary or a plot.
 
-Paths may be local or any `tf.io.gfile` URL (gs:// from Vertex jobs): writes to a URL and every
-read go through `tf.io.gfile`, so `experiments.report --results_dir=gs://...` reads what a cloud
-run wrote. Local writes use a temp file + rename instead (atomic on a POSIX filesystem).
+Paths may be local or any `tf.io.gfile` URL (gs:// from Vertex jobs): writes to and reads from
+a URL go through `tf.io.gfile`, so `experiments.report --results_dir=gs://...` reads what a cloud
+run wrote. Local writes use a temp file + rename instead (atomic on a POSIX filesystem), and
+local reads the standard library (no TensorFlow to import for commands that only read records).
 """
+import glob
 import json
 import numbers
 import os
@@ -146,29 +148,40 @@ def write_record(results_dir, record):
     return write_json_atomic(record_path(results_dir, record["run_id"]), record)
 
 
-def load_records(results_dir):
-    """Returns (records, problems): every record that parses and passes `record_problem`, sorted
-    by timestamp, and a list of (filename, one-line reason) for the ones skipped. Reads through
-    `tf.io.gfile`, local directory or gs:// alike; a missing directory has no records."""
+def _record_paths(directory):
+    """(paths, opener, the errors a read can raise) of directory's *.json: the standard library
+    for a local directory (no TensorFlow to import: a command on a directory without records
+    says so in a fraction of a second), tf.io.gfile for gs:// and the other file systems TF
+    reads."""
+    if "://" not in directory:
+        return glob.glob(os.path.join(directory, "*.json")), open, (OSError, ValueError)
     import tensorflow as tf
 
-    directory = os.path.join(results_dir, "records")
-    records, problems = [], []
     try:
         paths = tf.io.gfile.glob(os.path.join(directory, "*.json"))
     except tf.errors.NotFoundError:  # e.g. a bucket that does not exist: no records
         paths = []
     except tf.errors.OpError as e:  # permissions, credentials: the caller reports one line
         raise ValueError(f"cannot list {directory}: {str(e).splitlines()[0]}") from e
+    return paths, tf.io.gfile.GFile, (OSError, ValueError, tf.errors.OpError)
+
+
+def load_records(results_dir):
+    """Returns (records, problems): every record that parses and passes `record_problem`, sorted
+    by timestamp, and a list of (filename, one-line reason) for the ones skipped. A local
+    directory or gs:// alike (_record_paths); a missing directory has no records."""
+    directory = os.path.join(results_dir, "records")
+    records, problems = [], []
+    paths, opener, read_errors = _record_paths(directory)
     for path in sorted(paths):
         name = path.rsplit("/", 1)[-1]
         if name.startswith("."):  # a local write's temp file
             continue
         try:
-            with tf.io.gfile.GFile(path, "rb") as f:
+            with opener(path, "rb") as f:
                 record = json.loads(f.read())
-        # ValueError: JSON cut short, or not UTF-8; OpError: the file system's own errors
-        except (OSError, ValueError, tf.errors.OpError) as e:
+        # ValueError: JSON cut short, or not UTF-8; OSError / OpError: the file system's own
+        except read_errors as e:
             problems.append((name, f"unreadable: {str(e).splitlines()[0]}"))
             continue
         problem = record_problem(record)

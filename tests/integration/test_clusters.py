@@ -173,9 +173,15 @@ def test_hybrid_pipelines_inside_two_mwms_workers_reach_the_mwms_weights(tmp_pat
     assert record["communication"]["activation_bytes"] == pipe["activation_bytes_per_step"] > 0
     mwms = tmp_path / "mwms"
     proc = run_module("experiments.run", "--strategy=multi_worker_mirrored", *common,
-                      f"--results_dir={mwms}")
+                      *NO_PROBES, f"--results_dir={mwms}")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     (plain,) = records_in(mwms)
     assert record["weights_checksum"] == pytest.approx(plain["weights_checksum"],
                                                        rel=TOLERANCE_FLOAT64)
+    # the reference's timeline (experiments/engine/step_clock.py): every worker's stamps in
+    # order (input, gradients, update), and compute, waiting and synchronization each measured
+    for rows in plain["timeline"]["stamps"].values():
+        assert rows and all(t0 <= t1 <= t2 for t0, t1, t2 in rows)
+    for p in plain["epochs"][-1]["timeline"]["per_worker"].values():
+        assert p["compute_s"] > 0 and p["sync_s"] > 0 and p["wait_s"] >= 0
     assert not processes_mentioning(str(tmp_path))

@@ -2,7 +2,7 @@
 (local clusters included), the .keras and .npz inputs, and bad input through a launcher."""
 import pytest
 
-from tests.helpers import TINY, processes_mentioning, records_in, run_module
+from tests.helpers import NO_PROBES, TINY, processes_mentioning, records_in, run_module
 
 pytestmark = pytest.mark.integration
 
@@ -17,7 +17,7 @@ EXAMPLE = ["--model=examples.two_branch:build_model", "--dataset=examples.two_br
 ])
 def test_two_branch_example_trains_under_every_strategy(tmp_path, strategy):
     proc = run_module("experiments.run", *strategy, *EXAMPLE, *TINY, "--eval_examples=256",
-                      "--nocomm_probe", f"--results_dir={tmp_path}")
+                      *NO_PROBES, f"--results_dir={tmp_path}")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     (record,) = records_in(tmp_path)  # only the chief wrote
     assert record["model"] == "examples.two_branch:build_model"
@@ -40,7 +40,7 @@ def test_keras_file_and_npz_arrays(tmp_path, files, weights, strategy):
     model, data = files
     proc = run_module("experiments.run", *strategy,
                       f"--model={model}", f"--model_weights={weights}", f"--dataset={data}",
-                      *TINY, "--nocomm_probe", f"--results_dir={tmp_path}")
+                      *TINY, *NO_PROBES, f"--results_dir={tmp_path}")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     (record,) = records_in(tmp_path)
     assert record["config"]["model_weights"] == weights and record["dataset"] == data

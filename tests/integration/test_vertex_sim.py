@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tests.helpers import ROOT, TINY, records_in
+from tests.helpers import NO_PROBES, ROOT, TINY, records_in
 from tf_config.spec import free_ports
 
 pytestmark = pytest.mark.integration
@@ -29,7 +29,7 @@ def test_vertex_style_mwms_job_writes_to_aip_dirs(tmp_path):
                "AIP_CHECKPOINT_DIR": str(ckpt_dir)}
         procs.append(subprocess.Popen(
             [sys.executable, "-m", "experiments.run", "--strategy=multi_worker_mirrored",
-             "--model=mlp", "--threads=1", *TINY], cwd=ROOT, env=env,
+             "--model=mlp", "--threads=1", *TINY, *NO_PROBES], cwd=ROOT, env=env,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
     try:
         outputs = [p.communicate(timeout=300)[0] for p in procs]
