@@ -9,7 +9,6 @@ a URL go through `tf.io.gfile`, so `experiments.report --results_dir=gs://...` r
 run wrote. Local writes use a temp file + rename instead (atomic on a POSIX filesystem), and
 local reads the standard library (no TensorFlow to import for commands that only read records).
 """
-import glob
 import json
 import numbers
 import os
@@ -154,7 +153,14 @@ def _record_paths(directory):
     says so in a fraction of a second), tf.io.gfile for gs:// and the other file systems TF
     reads."""
     if "://" not in directory:
-        return glob.glob(os.path.join(directory, "*.json")), open, (OSError, ValueError)
+        try:
+            names = os.listdir(directory)
+        except FileNotFoundError:  # no run has written here yet: no records
+            names = []
+        except OSError as e:  # not a directory, permissions: the caller reports one line
+            raise ValueError(f"cannot list {directory}: {e.strerror or e}") from e
+        return ([os.path.join(directory, n) for n in names if n.endswith(".json")], open,
+                (OSError, ValueError))
     import tensorflow as tf
 
     try:

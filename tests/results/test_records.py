@@ -99,6 +99,10 @@ def test_load_records_reads_a_local_directory_without_tensorflow(tmp_path):
                           cwd=ROOT, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["['a',", "'b']", "['cut.json']", "([],", "[])", "False"]
+    (tmp_path / "flat").mkdir()
+    (tmp_path / "flat" / "records").write_text("not a directory")
+    with pytest.raises(ValueError, match="cannot list .*flat/records"):
+        records.load_records(str(tmp_path / "flat"))
 
 
 def test_records_and_report_round_trip_through_a_gfile_url():
