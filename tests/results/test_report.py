@@ -171,8 +171,8 @@ def test_report_completes_with_records_it_cannot_read(tmp_path):
     text = (tmp_path / "report.md").read_text()
     assert "## Skipped records" in text and "`no_loss.json`: missing keys: final_eval_loss" in text
     assert len(_rows(tmp_path / "summary.csv")) == 8
-    # the command line too (records read through tf.io.gfile, as from gs://): one line per
-    # skipped record, exit 0, the report rebuilt from the readable ones
+    # the command line too: one line per skipped record, exit 0, the report rebuilt from the
+    # readable ones
     from tests.helpers import run_module
 
     (tmp_path / "report.md").unlink()
