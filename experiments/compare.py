@@ -65,8 +65,9 @@ _NUM_PS = flags.DEFINE_integer("num_ps", 1, "Parameter servers for parameter_ser
                                lower_bound=1)
 _BATCH = flags.DEFINE_integer("batch_size_per_replica", 64, "Per-replica batch.", lower_bound=1)
 _DATASET = flags.DEFINE_string("dataset", "synthetic", "Dataset name (see experiments.run); "
-                               "when not given, resnet runs on synthetic_cifar and embedding on "
-                               "synthetic_tokens.")
+                               "when not given, each model runs on its own, as experiments.run "
+                               "does (models.MODEL_DATASETS: resnet on synthetic_cifar, "
+                               "embedding on synthetic_tokens, gpt on synthetic_sequences).")
 _DRY_RUN = flags.DEFINE_bool("dry_run", False, "Print the runs the comparison would make and exit.")
 _RESULTS_DIR = flags.DEFINE_string("results_dir", "runs/compare", "Records, report and plots "
                                    "(--preset=zoo / parallelism: runs/zoo / runs/parallelism "

@@ -11,6 +11,19 @@
 """
 MODELS = ("mlp", "cnn", "resnet", "wide_mlp", "embedding", "vit", "vit_small", "gpt",
           "gpt_small")
+# The dataset each model runs on unless --dataset says otherwise (experiments.run and a
+# comparison alike, so that a run reproduces its comparison's cell); every other model, and
+# your own, runs on synthetic 28x28 images.
+MODEL_DATASETS = {"resnet": "synthetic_cifar", "embedding": "synthetic_tokens",
+                  "gpt": "synthetic_sequences", "gpt_small": "synthetic_sequences"}
+DEFAULT_DATASET = "synthetic"
+
+
+def default_dataset(model):
+    """The dataset `model` runs on when none is named."""
+    return MODEL_DATASETS.get(model, DEFAULT_DATASET)
+
+
 # Models whose input is token ids rather than images, and the datasets that provide them.
 TOKEN_MODELS = ("embedding", "gpt", "gpt_small")
 # Token models whose classes are the tokens themselves (next-token prediction): their dataset's

@@ -30,6 +30,7 @@ from absl import app, flags
 from experiments.adaptive import decide, profile_here
 from experiments.config import RunConfig
 from experiments.config.cli import parse_flags
+from models import default_dataset
 from results import planner, specs
 from strategies import kind, needs_cluster
 
@@ -48,7 +49,6 @@ _CORES = flags.DEFINE_integer("machine_cores", len(os.sched_getaffinity(0)), "Th
                               "spec's machine_cores: the cores the whole local cluster shares "
                               "(0: price each device with cores of its own, as before "
                               "2026-11-26's second protocol).", lower_bound=0)
-_DATASETS = {"resnet": "synthetic_cifar"}
 
 
 def _ranks(xs):
@@ -93,7 +93,7 @@ def _measure(model, config, gbps, directory):
         flags_ = [f"--{k}={v}" for k, v in values.items()]
         shaped = needs_cluster(values["strategy"], values["num_workers"])
         command = [sys.executable, "-m", "experiments.run", f"--model={model}",
-                   f"--dataset={_DATASETS.get(model, 'synthetic')}", *flags_,
+                   f"--dataset={default_dataset(model)}", *flags_,
                    f"--global_batch_size={_GLOBAL.value}", f"--epochs={_EPOCHS.value}",
                    f"--train_examples={_EXAMPLES.value}", "--eval_examples=256",
                    "--nocomm_probe", "--nocompute_probe", "--notensorboard", f"--threads={threads}",
@@ -112,7 +112,7 @@ def main(argv):
     os.makedirs(_DIR.value, exist_ok=True)
     lines, hits, scenarios, correlations = [], 0, 0, []
     for model in _MODELS.value:
-        cfg = RunConfig(model=model, dataset=_DATASETS.get(model, "synthetic"),
+        cfg = RunConfig(model=model, dataset=default_dataset(model),
                         batch_size_per_replica=_GLOBAL.value // 2,
                         global_batch_size=_GLOBAL.value, results_dir=_DIR.value)
         local = specs.ClusterSpec(hosts=2, devices_per_host=1, shared_medium=True,

@@ -7,10 +7,10 @@ valid choices, which `experiments.compare` turns into one line and exit 2).
 import dataclasses
 
 from experiments.comparison.plan import PACKS, REDUCERS_STRATEGY, ZERO
-from experiments.comparison.presets import (EXPERIMENT_NAMES, MODEL_DATASETS, PRESETS,
+from experiments.comparison.presets import (EXPERIMENT_NAMES, PRESETS,
                                             REDUCER_BANDWIDTHS, REDUCERS, ZOO_SIZES)
 from experiments.config import check_dataset, check_model
-from models import MODELS
+from models import MODEL_DATASETS, MODELS
 from strategies import COMPARED, LOCAL_REPLICAS, compression
 
 

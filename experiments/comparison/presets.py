@@ -54,9 +54,6 @@ ADAPTIVE_CLUSTER = os.path.normpath(os.path.join(
     "cluster_this_machine_2_workers_10g.json"))
 # The zoo's examples per epoch: a few seconds per steady epoch of each model on 2 vCPUs.
 ZOO_SIZES = {"resnet": 1536, "wide_mlp": 3072, "embedding": 8192, "vit": 2048, "gpt": 2048}
-# The dataset each model runs on unless --dataset says otherwise.
-MODEL_DATASETS = {"resnet": "synthetic_cifar", "embedding": "synthetic_tokens",
-                  "gpt": "synthetic_sequences", "gpt_small": "synthetic_sequences"}
 # The experiments a comparison can run (--experiments); each adds its cells to the plan
 # (plan.py) and its section to the report (results/report.py).
 EXPERIMENT_NAMES = ("scaling", "straggler", "network", "parallelism", "reducers", "adaptive",

@@ -9,7 +9,8 @@ bounds (experiments/config/validation.py). A new setting is one field here.
 import dataclasses
 
 from experiments.workload.datasets import DATASETS
-from models import MODELS, PIPELINE_SCHEDULES, STAGE_COSTS
+from models import (DEFAULT_DATASET, MODEL_DATASETS, MODELS, PIPELINE_SCHEDULES, STAGE_COSTS,
+                    default_dataset)
 from strategies import COLLECTIVES, CROSS_DEVICE_OPS, PIPELINED, STRATEGIES, replicas_in_sync
 from tf_config import schedules
 
@@ -56,10 +57,13 @@ class RunConfig:
     model_weights: str = setting("fresh", "--model=PATH.keras: fresh (the saved architecture "
                                  "re-initialized from --seed) or saved (start from the saved "
                                  "weights).", MODEL_WEIGHTS)
-    dataset: str = setting("synthetic", f"One of: {', '.join(DATASETS)}; or your own: PATH.npz "
+    dataset: str = setting("", f"One of: {', '.join(DATASETS)}; or your own: PATH.npz "
                            "(x_train, y_train, x_test, y_test) or MODULE:FUNCTION "
                            "(FUNCTION(split, input_context) -> {'dataset': unbatched (features, "
-                           "label), 'num_classes': N}).")
+                           "label), 'num_classes': N}). Empty: the model's own, as in a "
+                           "comparison (" + ", ".join(f"{m}: {d}" for m, d in
+                                                     MODEL_DATASETS.items()) +
+                           f"; any other model: {DEFAULT_DATASET}).")
     data_dir: str = setting("", "TFDS data directory.")
     epochs: int = setting(3, "Training epochs.", bound="> 0")
     train_examples: int = setting(8192, "Training examples per epoch (your .npz without it: all "
@@ -187,6 +191,11 @@ class RunConfig:
                        "(KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS, TPU_NAME, TPU_CONFIG).")
     tpu_timeout_s: float = setting(180.0, "--strategy=tpu: seconds connecting to the TPU may "
                                    "take before the run exits 2.", bound="> 0")
+
+    def __post_init__(self):
+        # one name in the record, the tasks' configs and the report: the resolved dataset
+        if not self.dataset:
+            self.dataset = default_dataset(self.model)
 
     def replicas_in_sync(self):
         return replicas_in_sync(self.strategy, self.num_replicas, self.num_workers)

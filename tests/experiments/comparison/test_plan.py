@@ -165,7 +165,8 @@ def test_calibrated_size_fits_the_budget_on_slow_and_fast_machines():
 
 
 def test_zoo_plan_runs_each_model_on_its_data_without_floors():
-    from experiments.comparison.presets import MODEL_DATASETS, ZOO_SIZES
+    from experiments.comparison.presets import ZOO_SIZES
+    from models import MODEL_DATASETS
 
     models = ["resnet", "wide_mlp", "embedding"]
     datasets = {m: MODEL_DATASETS.get(m, "synthetic") for m in models}

@@ -48,6 +48,28 @@ def test_flag_values_parse_into_the_config():
     assert config_flags.given("num_ps", values) and not config_flags.given("epochs", values)
 
 
+@pytest.mark.parametrize("model, dataset", [
+    ("resnet", "synthetic_cifar"), ("embedding", "synthetic_tokens"),
+    ("gpt", "synthetic_sequences"), ("mlp", "synthetic"), ("my_pkg.nets:build", "synthetic")])
+def test_a_run_without_a_dataset_trains_its_comparison_cells_dataset(tmp_path, model, dataset):
+    # `experiments.run --model=resnet` reproduces the comparison's resnet cell (32x32x3), not
+    # 28x28x1 images (what v26-v28 in docs/benchmarks.md predicted by mistake)
+    values = flags.FlagValues()
+    config_flags.define(RunConfig, flag_values=values)
+    values(["prog", f"--model={model}"])
+    cfg = config_flags.read(RunConfig, flag_values=values)
+    assert cfg.dataset == dataset
+    if ":" not in model:
+        from experiments.comparison.options import resolve
+        cell = resolve("default", models=[model], strategies=["multi_worker_mirrored"],
+                       delays=["0"])  # what compare passes besides
+        assert cell.datasets[model] == dataset
+        validate(dataclasses.replace(cfg, results_dir=str(tmp_path)))  # token models included
+    # a dataset named on the command line is the one trained
+    values(["prog", f"--model={model}", "--dataset=synthetic_cifar"])
+    assert config_flags.read(RunConfig, flag_values=values).dataset == "synthetic_cifar"
+
+
 @pytest.mark.parametrize("config_class", [RunConfig, LaunchConfig])
 def test_each_choice_and_bound_is_checked_from_its_declaration(config_class):
     for f in dataclasses.fields(config_class):
