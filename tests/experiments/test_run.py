@@ -108,7 +108,7 @@ def test_16_bit_gradient_sync_halves_the_bytes_and_still_trains(tmp_path):
     (["--train_examples=10"], "--train_examples"),
     (["--dataset=mnist", "--train_examples=70000"], "--train_examples"),
     (["--model=mlp", "--sync_batchnorm"], "--sync_batchnorm"),
-    (["--model=embedding"], "--dataset=synthetic_tokens"),
+    (["--model=embedding", "--dataset=synthetic"], "--dataset=synthetic_tokens"),
     (["--dataset=synthetic_tokens", "--model=cnn"], "--model=embedding"),
     (["--collective=mpi"], "auto, ring, nccl"),
     (["--collective=ring"], "--collective=ring applies to --strategy=multi_worker_mirrored or "
