@@ -65,9 +65,10 @@ _NUM_PS = flags.DEFINE_integer("num_ps", 1, "Parameter servers for parameter_ser
                                lower_bound=1)
 _BATCH = flags.DEFINE_integer("batch_size_per_replica", 64, "Per-replica batch.", lower_bound=1)
 _DATASET = flags.DEFINE_string("dataset", "synthetic", "Dataset name (see experiments.run); "
-                               "when not given, each model runs on its own, as experiments.run "
-                               "does (models.MODEL_DATASETS: resnet on synthetic_cifar, "
-                               "embedding on synthetic_tokens, gpt on synthetic_sequences).")
+                               "when not given, each model trains its own dataset, as "
+                               "experiments.run does (models.MODEL_DATASETS: resnet "
+                               "synthetic_cifar, embedding synthetic_tokens, gpt and gpt_small "
+                               "synthetic_sequences, any other model synthetic).")
 _DRY_RUN = flags.DEFINE_bool("dry_run", False, "Print the runs the comparison would make and exit.")
 _RESULTS_DIR = flags.DEFINE_string("results_dir", "runs/compare", "Records, report and plots "
                                    "(--preset=zoo / parallelism: runs/zoo / runs/parallelism "
@@ -157,7 +158,7 @@ def main(argv):
                              bandwidths=bandwidths, accumulation=accumulation,
                              reducers=opts.reducers))
             sizes = [runner.calibrate(models[0], epochs, count, _BUDGET.value * 60, max(sizes),
-                                _THREADS.value)]
+                                      _THREADS.value, opts.datasets.get(models[0], ""))]
     runs = plan(models, workers, sizes, strategies, _NUM_PS.value, repeats, experiments,
                 delays, _STRAGGLER_WORKERS.value, _THREADS.value, _PIN.value,
                 bandwidths=bandwidths, floors=preset.get("floors", True), datasets=opts.datasets,

@@ -32,6 +32,7 @@ def main(argv):
 
     from experiments.workload import inputs
     from experiments.workload.datasets import get_info
+    from models import default_dataset
     from models.registry import build
 
     if _MIRRORED.value:
@@ -41,7 +42,7 @@ def main(argv):
         strategy = tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(_MIRRORED.value)])
     else:
         strategy = tf.distribute.get_strategy()
-    info = get_info("synthetic")
+    info = get_info(default_dataset(_MODEL.value))  # what experiments.run trains it on
     ds = (inputs.examples(info, "train", _TRAIN.value, _SEED.value).cache()
           .shuffle(_TRAIN.value).batch(_BATCH.value, drop_remainder=True)
           .prefetch(tf.data.AUTOTUNE))

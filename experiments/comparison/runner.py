@@ -100,9 +100,11 @@ def run_cells(cells, results_dir, timeout, verbose):
     return failures
 
 
-def calibrate(model, epochs_planned, runs, budget_s, largest, threads):
-    """Times the plain loop briefly on this machine; returns the sized examples per epoch."""
-    record, wall = run_record([f"--model={model}", "--epochs=2",
+def calibrate(model, epochs_planned, runs, budget_s, largest, threads, dataset=""):
+    """Times the plain loop briefly on this machine on the comparison's dataset for `model`
+    (empty: the model's own); returns the sized examples per epoch."""
+    data = [f"--dataset={dataset}"] if dataset else []
+    record, wall = run_record([f"--model={model}", *data, "--epochs=2",
                                f"--train_examples={SIZE_QUANTUM * 2}", f"--threads={threads}"],
                               "experiments.comparison.floor")
     rate = record["steady_state"]["examples_per_sec"]["median"]

@@ -359,3 +359,23 @@ def test_reducers_plan_runs_plain_mwms_and_each_reducer_at_each_bandwidth():
                       ("none", "'none' is not a reducer")):
         with pytest.raises(ValueError, match=said):
             resolve(reducers=[bad])
+
+
+def test_the_size_calibration_times_the_comparisons_dataset(monkeypatch):
+    # the embedding's plain loop refuses image data: before, `compare --models=embedding`
+    # failed in its calibration (the floor ran without --dataset)
+    from experiments.comparison import runner
+
+    asked = []
+
+    def fake_run_record(flags, module):
+        asked.append((module, flags))
+        return {"steady_state": {"examples_per_sec": {"median": 5000.0}},
+                "epochs": [{"time_s": 1.0}, {"time_s": 0.5}]}, 3.0
+
+    monkeypatch.setattr(runner, "run_record", fake_run_record)
+    runner.calibrate("embedding", 3, 7, 300, 16384, 1, "synthetic_tokens")
+    runner.calibrate("cnn", 3, 7, 300, 16384, 1)
+    assert asked[0][0] == "experiments.comparison.floor"
+    assert "--dataset=synthetic_tokens" in asked[0][1]
+    assert not any(f.startswith("--dataset") for f in asked[1][1])  # the model's own
