@@ -1,6 +1,7 @@
 """How a --checkpoint_dir was written, read without TensorFlow, and the one line that refuses a
-run which cannot resume it: --zero's optimizer shards (experiments/engine/zero.py writes them)
-and the tensor split the chief notes in its state digest (experiments/engine/checkpoints.py).
+run which cannot resume it: --zero's optimizer shards (experiments/engine/zero.py writes them),
+and the tensor split and dataset the chief notes in its state digest
+(experiments/engine/checkpoints.py).
 
 validation.py refuses such a run before anything starts, so a local cluster is not launched only
 to be turned away; every task checks again with tf.io.gfile as it restores (a gs:// directory,
@@ -68,11 +69,31 @@ def split_refusal(directory, saved, tensor_parallel):
             f"another --checkpoint_dir")
 
 
-def refusal(directory, zero_workers, tensor_parallel):
+def data_refusal(directory, saved, dataset):
+    """The line refusing to resume `directory`, whose run trained `saved` (None: a digest from
+    before datasets were noted, taken as it is), with --dataset=`dataset`: its weights and
+    epochs are another data's (since 2026-11-29 a run without --dataset trains the model's
+    own, e.g. resnet synthetic_cifar, where it trained synthetic before); None when they
+    match."""
+    if saved is None or saved == dataset:
+        return None
+    return (f"{directory} was written training --dataset={saved}; resume with "
+            f"--dataset={saved}, not {dataset}, or use another --checkpoint_dir")
+
+
+def digest_refusal(directory, digest, tensor_parallel, dataset):
+    """The first line refusing to resume `directory` whose chief's state digest is `digest`
+    (the saved tensor split, then the saved dataset); None when both match."""
+    return split_refusal(directory, digest.get("tensor_parallel"), tensor_parallel) or \
+        data_refusal(directory, digest.get("dataset"), dataset)
+
+
+def refusal(directory, zero_workers, tensor_parallel, dataset=None):
     """The first line refusing to resume a local `directory` as a run of --zero over
-    `zero_workers` (None: no --zero) and --tensor_parallel=`tensor_parallel` would; None when
-    it holds no checkpoint yet, is a URL (the tasks read it), or nothing here refuses it. A
-    digest that cannot be read is left to the tasks, which fail on it with the file named."""
+    `zero_workers` (None: no --zero), --tensor_parallel=`tensor_parallel` and --dataset=
+    `dataset` (None: not checked) would; None when it holds no checkpoint yet, is a URL (the
+    tasks read it), or nothing here refuses it. A digest that cannot be read is left to the
+    tasks, which fail on it with the file named."""
     if not directory or "://" in directory or not _latest(directory):
         return None
     root = os.path.join(directory, SHARD_DIR)
@@ -82,7 +103,9 @@ def refusal(directory, zero_workers, tensor_parallel):
         return line
     try:
         with open(os.path.join(directory, DIGEST)) as f:
-            saved = json.load(f).get("tensor_parallel")
-    except (OSError, ValueError, AttributeError):
+            digest = dict(json.load(f))
+    except (OSError, ValueError, TypeError):
         return None
-    return split_refusal(directory, saved, tensor_parallel)
+    if dataset is None:
+        digest.pop("dataset", None)
+    return digest_refusal(directory, digest, tensor_parallel, dataset)

@@ -304,9 +304,10 @@ def validate(cfg):
                           f"--checkpoint_dir")
     if cfg.checkpoint_dir:
         check_writable_dir("checkpoint_dir", cfg.checkpoint_dir)
-        # a checkpoint written otherwise (--zero, the tensor split): before any task starts
+        # a checkpoint written otherwise (--zero, the tensor split, the dataset): before any
+        # task starts
         line = checkpoint_layout.refusal(cfg.checkpoint_dir,
                                          cfg.num_workers if cfg.zero else None,
-                                         cfg.tensor_parallel)
+                                         cfg.tensor_parallel, cfg.dataset)
         if line:
             raise ConfigError(line)

@@ -64,26 +64,27 @@ class ResumeError(ValueError):
     """A checkpoint this run cannot resume (one line for the user: exit 2)."""
 
 
-def check_split(directory, tensor_parallel):
+def check_digest(directory, tensor_parallel, dataset):
     """ResumeError when the checkpoint in `directory` holds the weights split over another
-    --tensor_parallel than this run's (its variables would not match: models/tensor_parallel.py);
-    a digest from before splits were noted is taken as it is."""
+    --tensor_parallel than this run's (its variables would not match: models/tensor_parallel.py)
+    or was trained on another --dataset; a digest from before splits or datasets were noted is
+    taken as it is."""
     path = os.path.join(directory, _DIGEST)
     if not tf.io.gfile.exists(path):
         return
     with tf.io.gfile.GFile(path) as f:
-        line = checkpoint_layout.split_refusal(directory, json.load(f).get("tensor_parallel"),
-                                               tensor_parallel)
+        line = checkpoint_layout.digest_refusal(directory, json.load(f), tensor_parallel,
+                                                dataset)
     if line:
         raise ResumeError(line)
 
 
 class Checkpoints:
     """resolver: the MWMS cluster resolver (enables preemption handling), else None;
-    tensor_parallel: the run's --tensor_parallel, noted with each save."""
+    tensor_parallel, dataset: the run's --tensor_parallel and --dataset, noted with each save."""
 
     def __init__(self, directory, trainer, is_chief, task_name, every_steps=0, resolver=None,
-                 tensor_parallel=1):
+                 tensor_parallel=1, dataset=None):
         self.is_chief, self.every_steps, self.trainer = is_chief, every_steps, trainer
         self.root = directory  # the chief's; under --zero every worker writes its shard there
         self.directory = directory if is_chief else os.path.join(
@@ -100,8 +101,8 @@ class Checkpoints:
         self.manager = tf.train.CheckpointManager(self._checkpoint, self.directory,
                                                   max_to_keep=KEEP)
         self._shared_latest = tf.train.latest_checkpoint(directory)
-        # noted with each save's digest: check_split refuses to resume another split
-        self.tensor_parallel = tensor_parallel
+        # noted with each save's digest: check_digest refuses to resume another split or data
+        self.tensor_parallel, self.dataset = tensor_parallel, dataset
         self._epochs = []  # finished epochs' stats, as last handed to save()
         self._saved_at = None  # global step of the last checkpoint this process wrote
         # Each save this process made: global step, wall clock (epoch s) of its start, seconds
@@ -219,7 +220,8 @@ class Checkpoints:
         if self.is_chief:
             write_json_atomic(self.digest_path, {"step": self._saved_at, "digest": state_digest(
                 self.trainer.model, self.trainer.optimizer),
-                "tensor_parallel": self.tensor_parallel})
+                "tensor_parallel": self.tensor_parallel,
+                **({"dataset": self.dataset} if self.dataset is not None else {})})
             write_json_atomic(self.stats_path, self._epochs)
         else:
             shutil.rmtree(self.directory, ignore_errors=True)

@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from experiments.adaptive import segment
 from experiments.engine import compressed_sync, gpipe, zero
-from experiments.engine.checkpoints import (Checkpoints, ResumeError, check_split,
+from experiments.engine.checkpoints import (Checkpoints, ResumeError, check_digest,
                                             saved_step)
 from experiments.engine.record import build_record, new_run_id, peak_memory_per_device, write
 from experiments.engine.build import build, input_context
@@ -161,7 +161,7 @@ def run_task(cfg, role, extra_config=None):
                           is_chief=is_chief, cpu=cpu)
         if latest:  # before anything is written or restored (the shapes would not match)
             zero.check_resumable(cfg.checkpoint_dir, trainer.zero, start_step)
-            check_split(cfg.checkpoint_dir, cfg.tensor_parallel)
+            check_digest(cfg.checkpoint_dir, cfg.tensor_parallel, cfg.dataset)
     except (zero.ZeroError, ResumeError) as e:  # a worker, model or checkpoint that cannot
         return _bad_input(e)  # serve (--zero, another tensor split): bad input
     run_id = new_run_id(cfg)
@@ -179,7 +179,7 @@ def run_task(cfg, role, extra_config=None):
         checkpoints = Checkpoints(cfg.checkpoint_dir, trainer, is_chief,
                                   role.name if role else "single", cfg.checkpoint_every_steps,
                                   resolver=strategy.cluster_resolver if mwms_cluster else None,
-                                  tensor_parallel=cfg.tensor_parallel)
+                                  tensor_parallel=cfg.tensor_parallel, dataset=cfg.dataset)
         epochs, steps_done = checkpoints.restore()
         written = checkpoints.record_written()
         if steps_done >= cfg.epochs * trainer.steps_per_epoch and written:

@@ -11,9 +11,10 @@ from experiments.config import ConfigError, RunConfig, checkpoint_layout, valida
 from tests.helpers import ROOT
 
 
-def _written(tmp_path, over=(), tensor_parallel=None):
+def _written(tmp_path, over=(), tensor_parallel=None, dataset=None):
     """A checkpoint directory as the toolkit leaves it: the manager's state file, a shard
-    directory per rank of each number of workers in `over`, the digest (with a tensor split)."""
+    directory per rank of each number of workers in `over`, the digest (with a tensor split and
+    a dataset)."""
     d = tmp_path / "ckpt"
     d.mkdir()
     (d / checkpoint_layout.STATE).write_text('model_checkpoint_path: "ckpt-1"\n'
@@ -25,6 +26,8 @@ def _written(tmp_path, over=(), tensor_parallel=None):
     digest = {"weights": 1.0}
     if tensor_parallel is not None:
         digest["tensor_parallel"] = tensor_parallel
+    if dataset is not None:
+        digest["dataset"] = dataset
     (d / checkpoint_layout.DIGEST).write_text(json.dumps(digest))
     return d
 
@@ -71,6 +74,25 @@ def test_another_tensor_split_is_refused_and_an_old_digest_is_taken(tmp_path):
                                           r"not 1"):
         validate(_cfg(tmp_path, d, model="vit", strategy="model_parallel", num_stages=2))
     assert checkpoint_layout.split_refusal("d", None, 4) is None  # before splits were noted
+
+
+def test_a_checkpoint_of_other_data_is_refused_and_an_old_digest_is_taken(tmp_path):
+    # a resnet checkpoint written before runs defaulted to the model's own dataset
+    d = _written(tmp_path, tensor_parallel=1, dataset="synthetic")
+    with pytest.raises(ConfigError) as e:
+        validate(_cfg(tmp_path, d, model="resnet"))  # trains synthetic_cifar now
+    assert str(e.value) == (f"{d} was written training --dataset=synthetic; resume with "
+                            f"--dataset=synthetic, not synthetic_cifar, or use another "
+                            f"--checkpoint_dir")
+    validate(_cfg(tmp_path, d, model="resnet", dataset="synthetic"))  # as it was written
+    (tmp_path / "old").mkdir()
+    validate(_cfg(tmp_path, _written(tmp_path / "old", tensor_parallel=1), model="resnet"))
+    assert checkpoint_layout.data_refusal("d", None, "synthetic_cifar") is None
+    # the split is named first where both differ
+    (tmp_path / "both").mkdir()
+    assert "--tensor_parallel=2" in checkpoint_layout.refusal(
+        str(_written(tmp_path / "both", tensor_parallel=2, dataset="synthetic")), None, 1,
+        "synthetic_cifar")
 
 
 def test_nothing_is_refused_without_a_checkpoint_or_on_a_url(tmp_path):

@@ -7,7 +7,7 @@ import keras
 import pytest
 import tensorflow as tf
 
-from experiments.engine.checkpoints import Checkpoints, state_digest
+from experiments.engine.checkpoints import Checkpoints, ResumeError, check_digest, state_digest
 
 
 def _trainer(extra_layer=False, seed=0):
@@ -48,3 +48,13 @@ def test_a_model_the_checkpoint_does_not_match_is_refused(tmp_path):
     other = Checkpoints(str(tmp_path), _trainer(extra_layer=True), True, "single")
     with pytest.raises(RuntimeError, match="restored .* but the run that saved it had"):
         other.restore()
+
+
+def test_the_dataset_is_noted_with_each_save_and_another_is_refused(tmp_path):
+    checkpoints = Checkpoints(str(tmp_path), _trainer(), True, "single", dataset="synthetic")
+    checkpoints.after_steps(0, 1)
+    checkpoints.save([{"epoch": 1, "steps": 1}])
+    check_digest(str(tmp_path), 1, "synthetic")  # the same data: resumed
+    with pytest.raises(ResumeError, match=r"was written training --dataset=synthetic; resume "
+                                          r"with --dataset=synthetic, not synthetic_cifar"):
+        check_digest(str(tmp_path), 1, "synthetic_cifar")
