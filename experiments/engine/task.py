@@ -163,7 +163,7 @@ def run_task(cfg, role, extra_config=None):
             zero.check_resumable(cfg.checkpoint_dir, trainer.zero, start_step)
             check_digest(cfg.checkpoint_dir, cfg.tensor_parallel, cfg.dataset)
     except (zero.ZeroError, ResumeError) as e:  # a worker, model or checkpoint that cannot
-        return _bad_input(e)  # serve (--zero, another tensor split): bad input
+        return _bad_input(e)  # serve (--zero, another tensor split or dataset): bad input
     run_id = new_run_id(cfg)
     writer = profiler = None
     logdir = os.path.join(cfg.tensorboard_dir or os.path.join(cfg.results_dir, "tensorboard"),
