@@ -64,7 +64,7 @@ _STRATEGIES = flags.DEFINE_list("strategies", "mirrored,multi_worker_mirrored,pa
 _NUM_PS = flags.DEFINE_integer("num_ps", 1, "Parameter servers for parameter_server.",
                                lower_bound=1)
 _BATCH = flags.DEFINE_integer("batch_size_per_replica", 64, "Per-replica batch.", lower_bound=1)
-_DATASET = flags.DEFINE_string("dataset", "synthetic", "Dataset name (see experiments.run); "
+_DATASET = flags.DEFINE_string("dataset", "", "Dataset name (see experiments.run); "
                                "when not given, each model trains its own dataset, as "
                                "experiments.run does (models.MODEL_DATASETS: resnet "
                                "synthetic_cifar, embedding synthetic_tokens, gpt and gpt_small "
@@ -126,15 +126,15 @@ def main(argv):
     tf_settings.show_startup_messages(_VERBOSE.value)
     try:
         opts = options.resolve(
-            _PRESET.value, models=_MODELS.value, dataset=_DATASET.value if _DATASET.present
-            else None, strategies=_STRATEGIES.value, experiments=_EXPERIMENTS.value if
+            _PRESET.value, models=_MODELS.value, dataset=_DATASET.value or None,
+            strategies=_STRATEGIES.value, experiments=_EXPERIMENTS.value if
             _EXPERIMENTS.present else None,
             bandwidth_list=_BANDWIDTHS.value if _BANDWIDTHS.present else None,
             reducers=_REDUCERS.value, default_bandwidths=",".join(_BANDWIDTHS.default),
             delays=_DELAYS.value, workers=_WORKERS.value, accumulation=_ACCUMULATION.value,
             sizes=_SIZES.value, repeats=_REPEATS.value, epochs=_EPOCHS.value,
             results_dir=_RESULTS_DIR.value, results_dir_given=_RESULTS_DIR.present,
-            default_experiments=",".join(_EXPERIMENTS.default), default_dataset=_DATASET.value)
+            default_experiments=",".join(_EXPERIMENTS.default))
     except (ValueError, ConfigError) as e:
         bad_input(e)
     preset = PRESETS[_PRESET.value]

@@ -10,7 +10,7 @@ from experiments.comparison.plan import PACKS, REDUCERS_STRATEGY, ZERO
 from experiments.comparison.presets import (EXPERIMENT_NAMES, PRESETS,
                                             REDUCER_BANDWIDTHS, REDUCERS, ZOO_SIZES)
 from experiments.config import check_dataset, check_model
-from models import MODEL_DATASETS, MODELS
+from models import MODELS, default_dataset
 from strategies import COMPARED, LOCAL_REPLICAS, compression
 
 
@@ -60,7 +60,7 @@ def bandwidths(values):
 def resolve(preset_name, *, models=None, dataset=None, strategies, experiments=None,
             bandwidth_list=None, delays=(), workers=None, reducers=REDUCERS, accumulation=("1",), sizes=None,
             repeats=None, epochs=None, results_dir="runs/compare", results_dir_given=False,
-            default_experiments="scaling", default_dataset="synthetic", default_bandwidths=""):
+            default_experiments="scaling", default_bandwidths=""):
     """Options of preset `preset_name` with the given lists over it (None: the preset's);
     dataset / experiments / bandwidth_list None: not given on the command line. The zoo and parallelism presets
     write to runs/<preset> unless results_dir was given."""
@@ -124,8 +124,7 @@ def resolve(preset_name, *, models=None, dataset=None, strategies, experiments=N
         sizes = {m: [ZOO_SIZES.get(m, 4096)] for m in models}
     return Options(
         models=models,
-        datasets={m: dataset if dataset is not None else MODEL_DATASETS.get(m, default_dataset)
-                  for m in models},
+        datasets={m: dataset if dataset is not None else default_dataset(m) for m in models},
         strategies=list(strategies), experiments=experiments, bandwidths=bandwidth_list,
         reducers=list(reducers),
         delays=delays, workers=workers, accumulation=accumulation, sizes=sizes,

@@ -71,11 +71,11 @@ def split_refusal(directory, saved, tensor_parallel):
 
 def data_refusal(directory, saved, dataset):
     """The line refusing to resume `directory`, whose run trained `saved` (None: a digest from
-    before datasets were noted, taken as it is), with --dataset=`dataset`: its weights and
-    epochs are another data's (since 2026-11-29 a run without --dataset trains the model's
-    own, e.g. resnet synthetic_cifar, where it trained synthetic before); None when they
-    match."""
-    if saved is None or saved == dataset:
+    before datasets were noted, taken as it is), with --dataset=`dataset` (None: not checked):
+    its weights and epochs are another data's (since 2026-11-29 a run without --dataset trains
+    the model's own, e.g. resnet synthetic_cifar, where it trained synthetic before); None when
+    they match."""
+    if saved is None or dataset is None or saved == dataset:
         return None
     return (f"{directory} was written training --dataset={saved}; resume with "
             f"--dataset={saved}, not {dataset}, or use another --checkpoint_dir")
@@ -106,6 +106,4 @@ def refusal(directory, zero_workers, tensor_parallel, dataset=None):
             digest = dict(json.load(f))
     except (OSError, ValueError, TypeError):
         return None
-    if dataset is None:
-        digest.pop("dataset", None)
     return digest_refusal(directory, digest, tensor_parallel, dataset)

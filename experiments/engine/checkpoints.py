@@ -220,8 +220,7 @@ class Checkpoints:
         if self.is_chief:
             write_json_atomic(self.digest_path, {"step": self._saved_at, "digest": state_digest(
                 self.trainer.model, self.trainer.optimizer),
-                "tensor_parallel": self.tensor_parallel,
-                **({"dataset": self.dataset} if self.dataset is not None else {})})
+                "tensor_parallel": self.tensor_parallel, "dataset": self.dataset})
             write_json_atomic(self.stats_path, self._epochs)
         else:
             shutil.rmtree(self.directory, ignore_errors=True)
