@@ -19,6 +19,7 @@ from experiments.engine import tf_settings
 tf_settings.apply()  # before TensorFlow loads: quiet start-up, the toolkit's kernels
 
 import dataclasses  # noqa: E402
+import functools  # noqa: E402
 
 from absl import app, flags  # noqa: E402
 
@@ -52,7 +53,7 @@ _CLUSTER_FLAGS = ("hosts", "devices_per_host", "network_gbps", "network_latency_
 def main(argv):
     if len(argv) > 1:
         bad_input(f"unexpected arguments {argv[1:]}; all options are --flags")
-    from experiments.config import ConfigError, check_dataset, check_model
+    from experiments.config import ConfigError, auto, check_dataset, check_model
     from results import plan_report, planner, recommendation, specs
     from results.cells import SETTING_KEYS
     from results.records import load_records
@@ -83,7 +84,9 @@ def main(argv):
             model = "MODULE:FUNCTION"
         if dataset:
             check_dataset(dataset)
-        target = planner.CommandTarget(model, profile.batch, dataset)
+        # a cluster on one machine: its command pinned as a comparison's cluster there is
+        target = planner.CommandTarget(model, profile.batch, dataset, functools.partial(
+            auto.pinned, available=cluster.machine_cores) if cluster.machine_cores else None)
         planned = planner.plan(profile, cluster)
     except (ValueError, ConfigError) as e:  # SpecError too
         bad_input(e)

@@ -44,6 +44,7 @@ from results import specs  # noqa: E402
 from strategies import all_reduce_workers, kind, needs_cluster  # noqa: E402
 from tf_config import TFConfigError, check_strategy_fits, role_from_env  # noqa: E402
 from tf_config import launch, netns, netshape, rendezvous  # noqa: E402
+from tf_config.cores import available_cores  # noqa: E402
 
 # Every flag is a field of RunConfig or LaunchConfig (experiments/config/run_config.py).
 config_flags.define(RunConfig)
@@ -179,7 +180,7 @@ def main(argv):
             _schedule(launch_cfg)  # whatever the first configuration (one process ignores it)
             cfg.straggler_delays()  # the same: parsed before any profiling run
             cfg = _profiled(cfg, written)
-            first, plan, _ = auto.resolve(cfg)
+            first, plan, _ = auto.resolve(cfg, available_cores(cfg.pin_cores))
             supervisor.first_configuration(cfg, plan)  # one it can switch from fits
             # a one-process configuration runs without the straggler (supervisor.UNSHAPED)
             validate(first if needs_cluster(first.strategy, first.num_workers) else
@@ -191,7 +192,8 @@ def main(argv):
                 os.environ.pop(netshape.APPLIED_ENV, None)
         except ConfigError as e:
             _refuse(e, written)
-        sys.exit(supervisor.supervise(cfg, sys.argv, launch_cfg.emulate_bandwidth_schedule))
+        sys.exit(supervisor.supervise(cfg, sys.argv, launch_cfg.emulate_bandwidth_schedule,
+                                      launch_cfg.threads_per_worker))
     try:
         if cfg.strategy == auto.AUTO:
             cfg.straggler_delays()  # a bad schedule is refused before any profiling run
@@ -202,7 +204,13 @@ def main(argv):
                 raise ConfigError("--strategy=auto: TF_CONFIG names a single task; unset it to "
                                   "plan a cluster on this machine")
             else:
-                cfg, plan, choice = auto.resolve(_profiled(cfg, written))
+                cfg, plan, choice = auto.resolve(_profiled(cfg, written),
+                                                 available_cores(cfg.pin_cores),
+                                                 launch_cfg.threads_per_worker)
+                # the local cluster pinned as the choice says (its last flag), as its profile's
+                launch_cfg = dataclasses.replace(launch_cfg,
+                                                 pin_workers=choice[-1] == "--pin_workers")
+                extra_config.update(launch_cfg.recorded())
             chosen = plan["chosen"]
             print(f"auto: {chosen['configuration']} ({chosen['predicted_examples_per_sec']:.0f} "
                   f"examples/s predicted; best of {plan['configurations']} on "

@@ -276,10 +276,13 @@ def best(planned):
 @dataclasses.dataclass(frozen=True)
 class CommandTarget:
     """What the printed commands train: the model (a toolkit model or MODULE:FUNCTION), its
-    dataset ("": the run's default) and the profile's batch per replica per step."""
+    dataset ("": the run's default) and the profile's batch per replica per step; `pinned`,
+    for a cluster on one machine (the spec's machine_cores): settings -> whether its local
+    cluster pins its workers (experiments/config/auto.py pinned, as a comparison would)."""
     model: str
     batch: int
     dataset: str = ""
+    pinned: object = None
 
 
 # experiments.run's settings a configuration decides, and their values when it does not say
@@ -319,7 +322,8 @@ def run_flags(config, target):
     """The experiments.run flags of `config`: under the platform's TF_CONFIG on each task of a
     cluster (a local cluster when none is set)."""
     values = settings(config)
-    return _flags(values, TOPOLOGY) + _target_flags(target) + _flags(values, TRAINING)
+    pin = ["--pin_workers"] if target.pinned and target.pinned(values) else []
+    return _flags(values, TOPOLOGY) + pin + _target_flags(target) + _flags(values, TRAINING)
 
 
 def _target_flags(target):

@@ -4,6 +4,7 @@ calibration's pinned loops alike, experiments/comparison/sharing.py) and the cor
 its other tasks."""
 import os
 
+from strategies import kind, needs_cluster
 from tf_config.events import PIN_CPUS_ENV, RUN_CPUS_ENV
 
 
@@ -22,6 +23,29 @@ def pinned_workers(n, threads, available, parameter_servers=False):
     if not available or n * threads > available:
         return False
     return n >= 2 or (parameter_servers and n * threads < available)
+
+
+def available_cores(pin_cores=0):
+    """The cores a local cluster may use: the user's --pin_cores (0: all), at most this
+    process's."""
+    usable = len(os.sched_getaffinity(0))
+    return min(pin_cores or usable, usable)
+
+
+def pinned_cluster(strategy, num_workers, num_ps, available, threads=0):
+    """Whether a local cluster of `strategy` with these workers and ps gets --pin_workers: the
+    one rule for every local cluster the toolkit starts itself (the comparison's cells,
+    --strategy=auto's choice and its profile, --adapt's segments, the plan's command for this
+    machine), so a run is pinned as the runs its prediction came from were. pinned_workers on
+    `available` cores, with `threads` per task (0: the launcher's default for its tasks);
+    never for one process (one device, local replicas, one all-reduce worker) nor for a
+    pipeline's stages (their own placement)."""
+    k = kind(strategy)
+    if not needs_cluster(strategy, num_workers) or k.pipelined:
+        return False
+    tasks = num_workers + (num_ps + 1 if k.parameter_servers else 0)
+    return pinned_workers(num_workers, threads or default_threads(tasks), available,
+                          k.parameter_servers)
 
 
 def worker_cpus(index, threads, cpus=None):

@@ -10,14 +10,15 @@ with their communication probes (gradient and pull bytes, each strategy's own ov
 step's dispatch through the coordinator costs more than a small model's compute; the CPU an
 example costs over all tasks). For a cluster on this one machine (the spec's machine_cores, K
 cores) also: a brief sharing calibration at each worker count the planner may use
-(experiments/comparison/sharing.py: plain loops in lockstep, 2 rounds of 8 steps), the
+(experiments/comparison/sharing.py: plain loops in lockstep, 2 rounds of 8 steps; pinned where
+a comparison's are, as the cluster auto then runs is: tf_config.cores.pinned_cluster), the
 profile's `sharing`; and one device at K threads and the batch it will train (the fixed
 --global_batch_size, else the per-replica batch), the profile's `one_process`. The profile
 is built from their records as a comparison builds its own (results/workload_profile.py) and
 written to --results_dir as
 profile-<model>-b<batch>-<hash of the dataset, optimizer, learning rate and dtypes, whether
-the PSS worker was pinned, and of the process counts and cores a cluster on this machine asks
-for>-here.json;
+the PSS worker was pinned, and of the process counts, cores and loops' pinning a cluster on
+this machine asks for>-here.json;
 a later run that trains the same reuses it (delete it to measure again).
 """
 import glob
@@ -34,7 +35,7 @@ from results import planner
 from results import records as records_io
 from results.cells import setting_of
 from results.workload_profile import profile_of, step_batch_of, step_time_of
-from tf_config.cores import pinned_workers
+from tf_config.cores import available_cores, pinned_cluster, pinned_workers
 from tf_config.events import BAD_INPUT_EXIT_CODE
 
 STEPS = 16  # per epoch: two steady epochs of 16 steps each, after the tracing one
@@ -64,7 +65,11 @@ def one_process_batch(cfg):
 def path_for(cfg, cluster=None):
     """profile-<model>-b<batch>-<what else it trains, and this machine's figures a cluster on
     its cores asks for: a short hash>-here.json"""
-    local = [sharing_processes(cluster), cluster.machine_cores, one_process_batch(cfg)] \
+    # sharing calibrated with pinned loops (since the calibration pins as the comparison's does)
+    # is not a profile of unpinned ones
+    local = [sharing_processes(cluster), cluster.machine_cores, one_process_batch(cfg),
+             ["pinned" if _loops_pinned(cfg, k) else "unpinned"
+              for k in sharing_processes(cluster)]] \
         if cluster and cluster.machine_cores else []
     # a profile whose PSS worker had a second core (before 7f26ac7) is not this one
     what = json.dumps([cfg.dataset, cfg.optimizer, cfg.learning_rate, cfg.float_dtype,
@@ -78,11 +83,16 @@ def path_for(cfg, cluster=None):
 
 
 def _pss_worker_pinned(cfg):
-    """Whether the PSS profiling run's one worker gets a core of its own: a core is left for its
-    ps and chief among those its launcher may use (the user's --pin_cores, else this
-    process's)."""
-    usable = len(os.sched_getaffinity(0))
-    return pinned_workers(1, 1, min(cfg.pin_cores or usable, usable), True)
+    """Whether the PSS profiling run's one worker gets a core of its own (tf_config.cores
+    pinned_cluster: a core is left for its ps and chief), as a comparison's and as
+    --strategy=auto's own PSS run with one worker."""
+    return pinned_cluster("parameter_server", 1, 1, available_cores(cfg.pin_cores), 1)
+
+
+def _loops_pinned(cfg, k):
+    """Whether the sharing calibration's K loops are pinned, as a comparison's are: where K
+    one-thread workers get cores of their own (and then the cluster auto runs is pinned too)."""
+    return pinned_workers(k, 1, available_cores(cfg.pin_cores))
 
 
 def _runs(cfg, cores, sharing):
@@ -104,7 +114,8 @@ def _runs(cfg, cores, sharing):
     for k in sharing:
         runs[f"sharing-{k}"] = ["experiments.comparison.sharing", "--strategy=one_device",
                                 f"--processes={k}", f"--rounds={SHARING_ROUNDS}",
-                                f"--steps_per_round={SHARING_STEPS}"]
+                                f"--steps_per_round={SHARING_STEPS}",
+                                f"--{'' if _loops_pinned(cfg, k) else 'no'}pin_loops"]
     return runs
 
 

@@ -29,6 +29,7 @@ from results import planner, specs
 from results.records import write_json_atomic
 from strategies import needs_cluster
 from tf_config import task_process
+from tf_config.cores import available_cores
 
 # A single process has no network to shape and no second host to slow: its segment (and a
 # profiling run) goes without the emulation flags.
@@ -65,10 +66,14 @@ def checkpoint_dir(cfg):
     return os.path.join(cfg.results_dir, "checkpoints", f"adapt-{stamp}")
 
 
-def _segment_flags(config, global_batch, directory):
+def _segment_flags(config, global_batch, directory, available, threads_per_worker=0):
+    """The flags a segment in `config` runs with after the user's: the configuration, pinned
+    as a comparison pins it on `available` cores (auto.pin_flag), the run's global batch and
+    checkpoints, and no emulated network for one process."""
     values = planner.settings(config)
     flags = [f"--{key}={value}" for key, value in values.items()]
-    flags += [f"--global_batch_size={global_batch}", f"--checkpoint_dir={directory}"]
+    flags += [auto.pin_flag(values, available, threads_per_worker),
+              f"--global_batch_size={global_batch}", f"--checkpoint_dir={directory}"]
     strategy, workers = values["strategy"], values["num_workers"]
     return flags + ([] if needs_cluster(strategy, workers) else UNSHAPED)
 
@@ -123,10 +128,10 @@ def inferred(journal, key):
                  if s["verdict"].get(key) is not None), None)
 
 
-def supervise(cfg, argv, schedule=""):
+def supervise(cfg, argv, schedule="", threads_per_worker=0):
     """Runs the chain; returns the exit code of the command (the last segment's). schedule:
     --emulate_bandwidth_schedule, noted in the journal (a one-device segment's record has no
-    network to say it)."""
+    network to say it); threads_per_worker: the launcher's (0: its default)."""
     _, plan = auto.choose(cfg.plan_profile, cfg.plan_cluster)
     directory = checkpoint_dir(cfg)
     journal_path = os.path.join(directory, segment.JOURNAL)
@@ -155,7 +160,8 @@ def supervise(cfg, argv, schedule=""):
                                     "started_at": time.time()})
         os.makedirs(directory, exist_ok=True)
         write_json_atomic(journal_path, journal)
-        flags = _segment_flags(current, journal["global_batch"], directory)
+        flags = _segment_flags(current, journal["global_batch"], directory,
+                               available_cores(cfg.pin_cores), threads_per_worker)
         print(f"adapt: segment {len(journal['segments'])}: {current.name} ({' '.join(flags)})",
               flush=True)
         env = dict(os.environ)

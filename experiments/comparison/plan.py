@@ -10,7 +10,7 @@ from experiments.comparison.presets import (ADAPTIVE_CLUSTER, ADAPTIVE_SCHEDULES
                                             ADAPTIVE_STRAGGLERS, DEFAULT_ADAPTIVE_SCHEDULES,
                                             DEFAULT_ADAPTIVE_STRAGGLER, THIS_HOST_CLUSTER)
 from strategies import ALL_REDUCE, kind
-from tf_config.cores import pinned_workers
+from tf_config.cores import pinned_cluster, pinned_workers
 
 # The reducers experiment's strategy: whole replicas per worker that all-reduce (MWMS)
 REDUCERS_STRATEGY = next(n for n in ALL_REDUCE if not kind(n).pipelined)
@@ -42,8 +42,7 @@ def strategy_flags(strategy, n, num_ps, threads, available=None):
     strategy_kind = kind(strategy)
     if strategy_kind.local_replicas:  # one process feeding N replicas: the cores of N workers
         return [f"--strategy={strategy}", f"--num_replicas={n}", f"--threads={n * threads}"]
-    pin = ["--pin_workers"] if pinned_workers(n, threads, available,
-                                              strategy_kind.parameter_servers) else []
+    pin = ["--pin_workers"] if pinned_cluster(strategy, n, num_ps, available, threads) else []
     if not strategy_kind.parameter_servers:  # all-reduce workers (one worker runs in-process)
         return [f"--strategy={strategy}", f"--num_workers={n}", f"--threads={threads}",
                 f"--threads_per_worker={threads}", *pin]

@@ -18,6 +18,7 @@ import dataclasses
 
 from experiments.config.run_config import AUTO, ConfigError
 from results import planner, specs
+from tf_config.cores import pinned_cluster
 
 PLAN_ENV = "TFDIST_AUTO_PLAN"  # the launcher's tasks: the plan the chief records
 
@@ -53,12 +54,32 @@ def choose(profile_path, cluster_path, cluster=None, runnable=None):
                                            "profile_batch": profile.batch}
 
 
-def resolve(cfg):
+def resolve(cfg, available, threads_per_worker=0):
     """(cfg with the plan's choice in place of auto, the plan's summary, the flags that say the
-    choice): what `experiments.run --strategy=auto` trains without TF_CONFIG (with it:
-    experiments/adaptive/on_workers.py)."""
+    choice, its --pin_workers among them): what `experiments.run --strategy=auto` trains
+    without TF_CONFIG (with it: experiments/adaptive/on_workers.py) on a local cluster of
+    `available` cores (tf_config.cores.available_cores)."""
     values, plan = choose(cfg.plan_profile, cfg.plan_cluster)
-    return apply(cfg, values), plan, [f"--{k}={v}" for k, v in values.items()]
+    return apply(cfg, values), plan, [f"--{k}={v}" for k, v in values.items()] + \
+        [pin_flag(values, available, threads_per_worker)]
+
+
+def pin_flag(values, available, threads_per_worker=0):
+    """--pin_workers or --nopin_workers for a local cluster of the planner.settings `values`
+    on `available` cores: pinned as a comparison pins the same cluster
+    (tf_config.cores.pinned_cluster), so the run is the kind the profile measured: its PSS
+    worker and its sharing calibration pinned where a comparison's are
+    (experiments/adaptive/profile_here.py). Pinned or not, a PSS worker and MWMS workers here
+    ran 9-33% apart (docs/benchmarks.md, "Workers on cores of their own", "A PSS worker on one
+    core")."""
+    return "--pin_workers" if pinned(values, available, threads_per_worker) else \
+        "--nopin_workers"
+
+
+def pinned(values, available, threads_per_worker=0):
+    """Whether pin_flag pins (see there)."""
+    return pinned_cluster(values["strategy"], values["num_workers"], values["num_ps"],
+                          available, threads_per_worker)
 
 
 def apply(cfg, values):

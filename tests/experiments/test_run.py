@@ -269,6 +269,14 @@ def test_auto_trains_the_plans_choice_and_records_it(tmp_path, cluster, strategy
     assert plan["chosen"]["configuration"] == choice and plan["runners_up"]
     assert plan["chosen"]["settings"]["strategy"] == strategy
     assert plan["profile"] == str(profile) and plan["configurations"] > 3
+    # the cluster pinned as a comparison's on these cores (2 one-thread MWMS workers on 2),
+    # said in the choice, recorded, and done: the chief ran on its own core
+    from tf_config.cores import pinned_cluster
+    pin = pinned_cluster(strategy, 2, 0, len(os.sched_getaffinity(0)))
+    assert f"--{'' if pin else 'no'}pin_workers" in proc.stdout.split("auto: ")[1].splitlines()[0]
+    assert record["config"]["pin_workers"] is pin
+    if pin:
+        assert record["environment"]["process_cpus"] == 1
 
 
 # The wide MLP's profile measured here (experiments/adaptive/profile_here.py, 2026-11-26): its

@@ -137,6 +137,24 @@ def test_the_printed_run_flags_are_valid_runs(name, tmp_path):
         assert cfg.num_replicas == replicas
 
 
+def test_a_command_for_one_machine_pins_as_its_target_says():
+    """experiments.plan for a cluster on one machine (machine_cores) gives CommandTarget the
+    rule a comparison pins by (experiments/config/auto.py pinned): the printed command pins
+    where it says, and only then."""
+    config = _by_name(planner.plan(PIPELINED, CLUSTER))["PSS N=4 ps=2"].config
+    asked = []
+
+    def pinned(values):
+        asked.append(values)
+        return values["num_workers"] == 4
+
+    flags = planner.run_flags(config, planner.CommandTarget("cnn", 64, pinned=pinned))
+    assert "--pin_workers" in flags and asked == [planner.settings(config)]
+    assert "--pin_workers" not in planner.run_flags(
+        config, planner.CommandTarget("cnn", 64, pinned=lambda values: False))
+    assert "--pin_workers" not in planner.run_flags(config, planner.CommandTarget("cnn", 64))
+
+
 def test_pipelines_are_planned_only_when_the_profile_says_what_crosses_a_boundary():
     assert not any(c.stages > 1 for c in planner.configurations(PROFILE, CLUSTER))
     planned = _by_name(planner.plan(PIPELINED, CLUSTER))

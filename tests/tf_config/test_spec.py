@@ -117,3 +117,33 @@ def test_a_pinned_clusters_other_tasks_get_the_cores_its_workers_leave(monkeypat
     assert cores.spare_env(1, 2) == {PIN_CPUS_ENV: "2,3", RUN_CPUS_ENV: "4"}
     assert cores.spare_env(2, 2) == {}  # the workers take every core: the others unpinned
     assert cores.spare_env(5, 1) == {}  # round robin over every core
+
+
+@pytest.mark.parametrize("strategy, workers, ps, available, threads, pinned", [
+    ("multi_worker_mirrored", 2, 0, 2, 1, True),
+    ("multi_worker_mirrored", 2, 0, 2, 2, False),  # 4 threads of work on 2 cores
+    ("multi_worker_mirrored", 4, 0, 2, 1, False),  # more workers than cores
+    ("multi_worker_mirrored", 1, 0, 2, 1, False),  # one process
+    ("parameter_server", 1, 1, 2, 1, True),  # a core left for its ps and chief
+    ("parameter_server", 1, 1, 1, 1, False),  # none left
+    ("parameter_server", 2, 1, 2, 1, True),
+    ("mirrored", 2, 0, 2, 1, False),  # local replicas: one process
+    ("one_device", 1, 0, 2, 1, False),
+    ("hybrid", 2, 0, 8, 1, False),  # a pipeline's stages place themselves
+    ("multi_worker_mirrored", 2, 0, 0, 1, False),  # cores not known
+])
+def test_one_rule_pins_every_local_cluster(strategy, workers, ps, available, threads, pinned):
+    """tf_config.cores.pinned_cluster: the comparison's cells, --strategy=auto's choice and
+    profile, --adapt's segments and the plan's command for this machine ask it."""
+    from tf_config.cores import pinned_cluster
+    assert pinned_cluster(strategy, workers, ps, available, threads) is pinned
+
+
+def test_the_rule_takes_the_launchers_threads_when_none_are_given(monkeypatch):
+    from tf_config import cores
+    monkeypatch.setattr(cores.os, "cpu_count", lambda: 8)
+    # the launcher's default: 8 cores // 2 tasks = 4 threads each, 8 of work: pinned
+    assert cores.pinned_cluster("multi_worker_mirrored", 2, 0, 8)
+    # PSS: 2 workers + ps + chief = 4 tasks, 2 threads each: 4 of work on 8 cores
+    assert cores.pinned_cluster("parameter_server", 2, 1, 8)
+    assert not cores.pinned_cluster("multi_worker_mirrored", 2, 0, 6)  # 8 threads on 6 cores

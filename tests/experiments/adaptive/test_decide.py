@@ -81,7 +81,7 @@ def test_never_back_to_a_configuration_left_at_the_same_network():
     assert verdict.action == "switch" and verdict.to == ONE
 
 
-def test_a_profile_measured_here_before_is_reused(tmp_path):
+def test_a_profile_measured_here_before_is_reused(tmp_path, monkeypatch):
     from experiments.adaptive import profile_here
     from experiments.config import RunConfig
 
@@ -106,6 +106,12 @@ def test_a_profile_measured_here_before_is_reused(tmp_path):
     # ... and so is one whose one-device run trains another global batch
     assert profile_here.path_for(dataclasses.replace(cfg, global_batch_size=128), here) != \
         profile_here.path_for(cfg, here)
+    # ... and one whose sharing loops ran unpinned (before they were pinned as a comparison's)
+    pinned = profile_here.path_for(cfg, here)
+    monkeypatch.setattr(profile_here, "_loops_pinned", lambda cfg, k: False)
+    if len(os.sched_getaffinity(0)) >= 2:  # (K=2 loops are pinned only where 2 cores are)
+        assert profile_here.path_for(cfg, here) != pinned
+    assert profile_here.path_for(cfg) == path  # no sharing: the same profile as before
     open(path, "w").write("{}")
     said = []
     assert profile_here.measure(cfg, ["run"], out=said.append) == path  # no run started
@@ -185,6 +191,21 @@ def test_a_straggler_found_again_adds_to_the_one_the_cluster_has():
     assert decide.straggler_of(_pss_epoch(0.03, 0.09), _pss_epoch(0.031, 0.092)) is None
 
 
+def test_a_segment_is_pinned_as_a_comparison_pins_its_cluster():
+    """--adapt's segments run as a comparison's cells do on the same cores (auto.pin_flag):
+    MWMS N=2 of one thread each on two cores pinned, one device not; the last flag wins over
+    the user's command."""
+    from experiments.adaptive import supervisor
+
+    def flags(config, available):
+        return supervisor._segment_flags(config, G, "/ckpt", available, 1)
+
+    assert "--pin_workers" in flags(MWMS, 2) and "--nopin_workers" not in flags(MWMS, 2)
+    assert "--nopin_workers" in flags(MWMS, 1)  # --pin_cores=1: they share it
+    assert "--nopin_workers" in flags(ONE, 2)
+    assert flags(MWMS, 2)[-2:] == [f"--global_batch_size={G}", "--checkpoint_dir=/ckpt"]
+
+
 def test_the_next_segment_starts_from_what_the_switches_inferred(tmp_path):
     from experiments.adaptive import segment, supervisor
 
@@ -257,5 +278,8 @@ def test_a_cluster_on_this_machine_profiles_its_cores_as_one_device_runs(tmp_pat
     # the user's command said (the last flag wins)
     pin = "--pin_workers" if len(os.sched_getaffinity(0)) > 1 else "--nopin_workers"
     assert [a for a in commands[2] if a.endswith("pin_workers")][-1] == pin
+    # the sharing calibration's two loops pinned as a comparison's (and auto's cluster) are
+    loops = "--pin_loops" if len(os.sched_getaffinity(0)) >= 2 else "--nopin_loops"
+    assert [a for a in commands[4] if a.endswith("pin_loops")][-1] == loops
     # each run writes where the profile looks for it, none in another's directory
     assert len({last(c, "results_dir") for c in commands}) == 5
