@@ -306,8 +306,7 @@ def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None, stag
     compute = profile.compute_s / cluster.device_speedup
     overhead = profile.overhead_s.get(strategy, 0.0)
     gradient = profile.gradient(sync_dtype)
-    slowdown, cores_cap = on_one_machine(profile, cluster, strategy, here.sync_cpu_s,
-                                         here.cpu_growth)
+    slowdown, cores_cap = on_one_machine(profile, cluster, strategy, here.sync_cpu_s)
     compute *= slowdown
     reducer = None
     if compression != "none":
@@ -417,23 +416,18 @@ class Here:
     point's);
     sync_hidden: the share of the smaller of sync_s and the links' time that runs beside the
     other (an all-reduce's copies and reductions beside its chunks on the wire: measured by
-    results/network.py under a shaper; 0, in series, elsewhere); cpu_growth: how much more CPU
-    a worker step costs all tasks with the run's N workers sharing the machine than with one
-    (PSS: its parameter servers loaded with N workers against one, experiments/measure/
-    ps_load.py), multiplying the profile's CPU per example under the machine's cap."""
+    results/network.py under a shaper; 0, in series, elsewhere)."""
     sync_s: float = 0.0
     sync_cpu_s: float = 0.0
     local_s: float = 0.0
     sync_hidden: float = 0.0
-    cpu_growth: float = 1.0
 
 
-def on_one_machine(profile, cluster, strategy, sync_cpu_s=0.0, cpu_growth=1.0):
+def on_one_machine(profile, cluster, strategy, sync_cpu_s=0.0):
     """(compute factor, examples/s cap or None) of `strategy`'s data-parallel workers when the
     whole cluster shares one machine of cluster.machine_cores cores (see the module doc): the
     profile's sharing slowdown at K = N workers, and min(its busy cores, machine_cores) over a
-    worker step's CPU (the strategy's CPU seconds per example x batch x cpu_growth, plus
-    sync_cpu_s: Here's);
+    worker step's CPU (the strategy's CPU seconds per example x batch, plus sync_cpu_s);
     (1, None) on a real cluster, for one worker, for pipelines (one process per host, not
     modelled), and where the profile lacks the figure."""
     n = cluster.workers
@@ -445,8 +439,7 @@ def on_one_machine(profile, cluster, strategy, sync_cpu_s=0.0, cpu_growth=1.0):
     if not per_example:
         return slowdown, None
     cores = min(shared.get("busy_cores") or cluster.machine_cores, cluster.machine_cores)
-    return slowdown, cores * profile.batch / (profile.batch * per_example * cpu_growth +
-                                              sync_cpu_s)
+    return slowdown, cores * profile.batch / (profile.batch * per_example + sync_cpu_s)
 
 
 def this_machine(workers, cores, shaped_gbps=0.0, num_ps=1):

@@ -186,7 +186,6 @@ def fit(records):
     sharing = collections.defaultdict(list)
     sweeps = collections.defaultdict(list)  # (strategy, N) -> [sweep points]: any setting
     ps_loads = collections.defaultdict(list)  # (setting but its size, strategy, N) -> steps/s
-    ps_load_cpu = collections.defaultdict(list)  # the same -> CPU seconds per step, all tasks
     for r in records:
         if is_collectives_run(r):
             if is_network_run(r):  # a shaped calibration: results/network.py's
@@ -195,11 +194,8 @@ def fit(records):
             if comm.get("sweep"):
                 sweeps[r["strategy"], workers_of(r)].append(comm["sweep"])
             if comm.get("ps_load"):  # the model's own update: its setting's (any size)
-                key = unsized(setting_of(r)), r["strategy"], workers_of(r)
-                ps_loads[key].append(comm["ps_load"]["steps_per_s"]["median"])
-                cpu = ps_load_cpu_per_step(comm["ps_load"])
-                if cpu:
-                    ps_load_cpu[key].append(cpu)
+                ps_loads[unsized(setting_of(r)), r["strategy"], workers_of(r)].append(
+                    comm["ps_load"]["steps_per_s"]["median"])
             continue
         if r.get("sharing") and role_of(r) == ENGINE_FLOOR:
             sharing[setting_of(r)].append(r["sharing"])
@@ -235,7 +231,7 @@ def fit(records):
                     {n: measured_cell(by_n[n]) for n in sorted(by_n)},
                     measured_n1=measured_cell(n1) if n1 else None,
                     notes=list(profile_notes))
-            _predict_local(f, by_n, sharing.get(setting), sweeps, ps_loads, ps_load_cpu)
+            _predict_local(f, by_n, sharing.get(setting), sweeps, ps_loads)
             fits.append(f)
     return fits
 
@@ -256,30 +252,10 @@ def _swept_sync(f, sweeps, n, key="probe_s"):
     return seconds, 0.0, seconds, None, dense
 
 
-def ps_load_cpu_per_step(load):
-    """CPU seconds per step over every task of a ps_load calibration (its cores by task over
-    its median steps/s), or None where the record lacks them."""
-    cores = sum((load.get("cores_by_task") or {}).values())
-    rate = (load.get("steps_per_s") or {}).get("median")
-    return cores / rate if cores > 0 and rate else None
-
-
-def cpu_growth(ps_load_cpu, setting, strategy, n):
-    """(ratio, calibrations at K = n, at K = 1) of the CPU a worker step costs every task with n
-    workers sharing this machine to what it costs with one: the median ps_load CPU per step at
-    K = n over that at K = 1 (the setting's collectives cells; any size); None without both."""
-    at_n = ps_load_cpu.get((unsized(setting), strategy, n)) or []
-    at_1 = ps_load_cpu.get((unsized(setting), strategy, 1)) or []
-    if not at_n or not at_1:
-        return None
-    return metrics.median(at_n) / metrics.median(at_1), len(at_n), len(at_1)
-
-
-def _predict_local(f, by_n, sharing, sweeps=None, ps_loads=None, ps_load_cpu=None):
+def _predict_local(f, by_n, sharing, sweeps=None, ps_loads=None):
     """Fills f.predictions: this machine's run at each measured N, through cost_model.predict on
     a cluster of N workers sharing the runs' cores, with the synchronization measured here at N
     (the sweep at K = N, else the runs' own probe) and its CPU (see the module doc); under PSS
-    the CPU per example grown as the ps_load calibrations' from K = 1 to N (cpu_growth), and
     the notes give the ps's rate under load at K = N where measured."""
     for n, (step, probe, rate) in f.measured.items():
         swept = _swept_sync(f, sweeps or {}, n)
@@ -311,25 +287,17 @@ def _predict_local(f, by_n, sharing, sweeps=None, ps_loads=None, ps_load_cpu=Non
         cpu = _swept_sync(f, sweeps or {}, n, "cpu_s") if kind(f.strategy).all_reduce else None
         sync_cpu = cpu[0] if cpu is not None else 0.0
         loads = (ps_loads or {}).get((unsized(f.setting), f.strategy, n), [])
-        growth = cpu_growth(ps_load_cpu or {}, f.setting, f.strategy, n) \
-            if kind(f.strategy).parameter_servers else None
-        if growth:
-            f.notes.append(f"N={n}: a worker step's CPU (every task) x {growth[0]:.2f}, as the "
-                           f"parameter servers' loaded by {n} workers against one "
-                           f"({growth[1]} and {growth[2]} ps_load calibration(s))")
-        here = cost_model.Here(sync_s=sync, sync_cpu_s=sync_cpu,
-                               cpu_growth=growth[0] if growth else 1.0)
+        here = cost_model.Here(sync_s=sync, sync_cpu_s=sync_cpu)
         cores = cores_of(by_n[n])
         p = cost_model.predict(f.profile, cost_model.this_machine(n, cores, num_ps=f.num_ps),
                                f.strategy, f.dtype, here=here)
         f.own_cores[n] = cost_model.predict(f.profile, cost_model.this_machine(
             n, 0, num_ps=f.num_ps), f.strategy, f.dtype, here=here).examples_per_sec
-        f.notes.extend(_local_notes(f, n, cores, p, sync_cpu, sharing, loads,
-                                    growth[0] if growth else 1.0))
+        f.notes.extend(_local_notes(f, n, cores, p, sync_cpu, sharing, loads))
         f.predictions[n] = (p.examples_per_sec, rate, (p.examples_per_sec - rate) / rate)
 
 
-def _local_notes(f, n, cores, p, sync_cpu, sharing, loads=(), growth=1.0):
+def _local_notes(f, n, cores, p, sync_cpu, sharing, loads=()):
     """What the prediction of this machine's N-worker run took from the profile's sharing and
     CPU figures (cost_model.on_one_machine), in words; and beside it the ps's rate under load
     (`loads`: steps/s of each calibration at K = N)."""
@@ -361,7 +329,7 @@ def _local_notes(f, n, cores, p, sync_cpu, sharing, loads=(), growth=1.0):
     if p.bound == "this machine's cores":
         busy = busy_cores_of(sharing, n)
         per_example = f.profile.cpu_s_per_example[f.strategy]
-        step_cpu = f.batch * per_example * growth + sync_cpu
+        step_cpu = f.batch * per_example + sync_cpu
         notes.append(
             f"N={n} prediction capped by this machine's CPU: {min(busy or cores, cores):.2f} "
             f"cores busy (" + (f"what {n} processes that hand off every step keep busy, from "
@@ -369,7 +337,6 @@ def _local_notes(f, n, cores, p, sync_cpu, sharing, loads=(), growth=1.0):
                                f"all {cores}: no sharing calibration with {n} processes")
             + f") / {step_cpu * 1e3:.2f} CPU-ms per worker step (the N=1 run's "
             f"{1 / per_example:.0f} examples per CPU-second"
-            + (f", x {growth:.2f} with {n} workers" if growth != 1.0 else "")
             + (f", plus {sync_cpu * 1e3:.2f} ms of one process's CPU per "
                f"synchronization from the sweep with {n} processes" if sync_cpu else "")
             + "; every task, ps and chief included)")

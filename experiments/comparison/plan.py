@@ -171,15 +171,6 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
                            threads),
                           ("hardware_reference", run, ["--strategy=one_device", "--threads=0"], 0)]
                 for n in workers:
-                    if floors and n == 1 and threads and any(m >= 2 for m in workers):
-                        # The parameter servers loaded by one worker pushing and pulling and
-                        # nothing else (ps_load): what the scaling model scales the 1-worker
-                        # run's CPU per example by at K = N (results/scaling_model.py)
-                        cells += [(f"collectives-{s}-n1", run,
-                                   [*workers_flags(s, 1), "--comm_sweep",
-                                    f"--train_examples={COLLECTIVES_EXAMPLES}",
-                                    "--eval_examples=256"], threads)
-                                  for s in strategies if kind(s).parameter_servers]
                     if floors and n >= 2 and threads and any(
                             not kind(s).local_replicas for s in strategies):
                         # Right before the N-worker clusters: how this machine shares its cores
