@@ -86,7 +86,8 @@ def main(argv):
             check_dataset(dataset)
         # a cluster on one machine: its command pinned as a comparison's cluster there is
         target = planner.CommandTarget(model, profile.batch, dataset, functools.partial(
-            auto.pinned, available=cluster.machine_cores) if cluster.machine_cores else None)
+            auto.pinned, available=cluster.machine_cores, cores=cluster.machine_cores)
+            if cluster.machine_cores else None)
         planned = planner.plan(profile, cluster)
     except (ValueError, ConfigError) as e:  # SpecError too
         bad_input(e)

@@ -32,19 +32,20 @@ def available_cores(pin_cores=0):
     return min(pin_cores or usable, usable)
 
 
-def pinned_cluster(strategy, num_workers, num_ps, available, threads=0):
+def pinned_cluster(strategy, num_workers, num_ps, available, threads=0, cores=None):
     """Whether a local cluster of `strategy` with these workers and ps gets --pin_workers: the
     one rule for every local cluster the toolkit starts itself (the comparison's cells,
     --strategy=auto's choice and its profile, --adapt's segments, the plan's command for this
     machine), so a run is pinned as the runs its prediction came from were. pinned_workers on
-    `available` cores, with `threads` per task (0: the launcher's default for its tasks);
+    `available` cores, with `threads` per task (0: the launcher's default for its tasks on
+    `cores` cores, this machine's where None, as the launcher counts them);
     never for one process (one device, local replicas, one all-reduce worker) nor for a
     pipeline's stages (their own placement)."""
     k = kind(strategy)
     if not needs_cluster(strategy, num_workers) or k.pipelined:
         return False
     tasks = num_workers + (num_ps + 1 if k.parameter_servers else 0)
-    return pinned_workers(num_workers, threads or default_threads(tasks), available,
+    return pinned_workers(num_workers, threads or default_threads(tasks, cores), available,
                           k.parameter_servers)
 
 

@@ -11,8 +11,9 @@ step's dispatch through the coordinator costs more than a small model's compute;
 example costs over all tasks). For a cluster on this one machine (the spec's machine_cores, K
 cores) also: a brief sharing calibration at each worker count the planner may use
 (experiments/comparison/sharing.py: plain loops in lockstep, 2 rounds of 8 steps; pinned where
-a comparison's are, as the cluster auto then runs is: tf_config.cores.pinned_cluster), the
-profile's `sharing`; and one device at K threads and the batch it will train (the fixed
+a comparison's are: K one-thread loops on K cores; the cluster auto then runs follows
+tf_config.cores.pinned_cluster with the launcher's threads, which agree where one-thread
+workers fill the machine, as on this 2-core VM), the profile's `sharing`; and one device at K threads and the batch it will train (the fixed
 --global_batch_size, else the per-replica batch), the profile's `one_process`. The profile
 is built from their records as a comparison builds its own (results/workload_profile.py) and
 written to --results_dir as
@@ -91,7 +92,7 @@ def _pss_worker_pinned(cfg):
 
 def _loops_pinned(cfg, k):
     """Whether the sharing calibration's K loops are pinned, as a comparison's are: where K
-    one-thread workers get cores of their own (and then the cluster auto runs is pinned too)."""
+    one-thread workers get cores of their own."""
     return pinned_workers(k, 1, available_cores(cfg.pin_cores))
 
 

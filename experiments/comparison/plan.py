@@ -38,7 +38,8 @@ OVERLAP_CALIBRATION = 2
 
 def strategy_flags(strategy, n, num_ps, threads, available=None):
     """Every strategy at N gets `threads` per worker (N workers = N x threads cores of work);
-    with `available` cores known, workers that fit get cores of their own (pinned_workers)."""
+    with `available` cores known, workers that fit get cores of their own (pinned_cluster: the
+    rule every local cluster the toolkit starts follows)."""
     strategy_kind = kind(strategy)
     if strategy_kind.local_replicas:  # one process feeding N replicas: the cores of N workers
         return [f"--strategy={strategy}", f"--num_replicas={n}", f"--threads={n * threads}"]
@@ -50,15 +51,17 @@ def strategy_flags(strategy, n, num_ps, threads, available=None):
             f"--threads_per_worker={threads}", *pin]
 
 
-def _parallelism_cells(threads, batch):
+def _parallelism_cells(threads, batch, available=None):
     """One device, data parallel, model parallel (S=2, M=1 and 4) and hybrid at one global batch
     (2 x batch) on the same 2 x threads cores; stages balanced by measured time (the GPipe
-    bubble formula assumes equal stages). (name, flags, cores) each."""
+    bubble formula assumes equal stages); workers pinned where they fit `available` cores, as
+    every local cluster (strategy_flags). (name, flags, cores) each."""
     same = [f"--global_batch_size={2 * batch}"]
     pipe = ["--num_stages=2", "--stage_cost=time"]
     return [
         ("parallel-one_device", ["--strategy=one_device", f"--threads={2 * threads}", *same]),
-        ("parallel-mwms-n2", [*strategy_flags("multi_worker_mirrored", 2, 0, threads), *same]),
+        ("parallel-mwms-n2", [*strategy_flags("multi_worker_mirrored", 2, 0, threads, available),
+                              *same]),
         ("parallel-model_parallel-s2-m1", ["--strategy=model_parallel", *pipe,
                                            "--microbatches=1", f"--threads={2 * threads}",
                                            *same]),
@@ -71,7 +74,7 @@ def _parallelism_cells(threads, batch):
     ]
 
 
-def _transformer_cells(threads, batch):
+def _transformer_cells(threads, batch, available=None):
     """The parallelism table's cells for a transformer (results/parallelism.py), at one global
     batch (2 x batch) on the same 2 x threads cores: one device, data parallel (MWMS N=2), a
     pipeline (S=2, M=4, stages balanced by measured time) under GPipe and 1F1B, tensor parallel
@@ -81,7 +84,7 @@ def _transformer_cells(threads, batch):
     pipe = ["--strategy=model_parallel", "--num_stages=2", "--stage_cost=time",
             "--microbatches=4", f"--threads={2 * threads}"]
     # the cells both experiments have are the same runs, under the same names (plan() keeps one)
-    shared = {name: flags for name, flags in _parallelism_cells(threads, batch)}
+    shared = {name: flags for name, flags in _parallelism_cells(threads, batch, available)}
     return [
         ("parallel-one_device", shared["parallel-one_device"]),
         ("parallel-mwms-n2", shared["parallel-mwms-n2"]),
@@ -96,14 +99,15 @@ def _transformer_cells(threads, batch):
     ]
 
 
-def _adaptive_cells(threads, batch, schedules, straggler):
+def _adaptive_cells(threads, batch, schedules, straggler, available=None):
     """The seed's Table I: one device, data parallel (MWMS N=2; PSS N=2 with 1 ps, a worker's
     step the whole global batch), model parallel (S=2, M=4),
     hybrid (N=2 x S=2) and --adapt, at one global batch (2 x batch), in a steady and a changing
     scenario (schedules: their --emulate_bandwidth_schedule), and in a straggler one (the
     steady network, the last worker slowed by `straggler`, its --straggler_schedule). The
     single-process cells have no network to shape and no second host to slow: they run once
-    and stand in all."""
+    and stand in all. MWMS and PSS pinned where they fit `available` cores, as --adapt's own
+    segments are (tf_config.cores.pinned_cluster)."""
     same = [f"--global_batch_size={2 * batch}"]
     pipe = ["--num_stages=2", "--stage_cost=time", "--microbatches=4"]
     out = [("adaptive-one_device", ["--strategy=one_device", f"--threads={2 * threads}", *same]),
@@ -115,9 +119,9 @@ def _adaptive_cells(threads, batch, schedules, straggler):
         net = [f"--emulate_bandwidth_schedule={schedule}", *slow]
         out += [
             (f"adaptive-{scenario}-mwms-n2",
-             [*strategy_flags("multi_worker_mirrored", 2, 0, threads), *same, *net]),
+             [*strategy_flags("multi_worker_mirrored", 2, 0, threads, available), *same, *net]),
             (f"adaptive-{scenario}-pss-n2",
-             [*strategy_flags("parameter_server", 2, 1, threads), *same, *net]),
+             [*strategy_flags("parameter_server", 2, 1, threads, available), *same, *net]),
             (f"adaptive-{scenario}-hybrid-n2-s2-m4",
              ["--strategy=hybrid", "--num_workers=2", *pipe, f"--threads={threads}",
               f"--threads_per_worker={threads}", *same, *net]),
@@ -155,6 +159,8 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
         cores = min(n * threads or available, available) if pin_cores else available
         return strategy_flags(strategy, n, num_ps, threads, cores)
 
+    # the presets' 2-worker cells: pinned within the cores their cell gets, as workers_flags
+    two_workers = min(2 * threads or available, available) if pin_cores else available
     run, floor, sharing = "experiments.run", "experiments.comparison.floor", \
         "experiments.comparison.sharing"
     runs = []
@@ -234,16 +240,16 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
                                       [how], 2 * threads))
             if "parallelism" in experiments:
                 cells += [(name, run, extra, 2 * threads)
-                          for name, extra in _parallelism_cells(threads, batch)]
+                          for name, extra in _parallelism_cells(threads, batch, two_workers)]
             if "transformers" in experiments:
                 made = {cell[0] for cell in cells}
                 cells += [(name, run, extra, 2 * threads)
-                          for name, extra in _transformer_cells(threads, batch)
+                          for name, extra in _transformer_cells(threads, batch, two_workers)
                           if name not in made]
             if "adaptive" in experiments:
                 cells += [(name, run, extra, 2 * threads) for name, extra in _adaptive_cells(
                     threads, batch, ADAPTIVE_SCHEDULES.get(model, DEFAULT_ADAPTIVE_SCHEDULES),
-                    ADAPTIVE_STRAGGLERS.get(model, DEFAULT_ADAPTIVE_STRAGGLER))]
+                    ADAPTIVE_STRAGGLERS.get(model, DEFAULT_ADAPTIVE_STRAGGLER), two_workers)]
             for k in accumulation:
                 for repeat in range(repeats):
                     for cell, module, extra, cores in cells:

@@ -70,16 +70,17 @@ def pin_flag(values, available, threads_per_worker=0):
     (tf_config.cores.pinned_cluster), so the run is the kind the profile measured: its PSS
     worker and its sharing calibration pinned where a comparison's are
     (experiments/adaptive/profile_here.py). Pinned or not, a PSS worker and MWMS workers here
-    ran 9-33% apart (docs/benchmarks.md, "Workers on cores of their own", "A PSS worker on one
+    ran 3-33% apart (docs/benchmarks.md, "Workers on cores of their own", "A PSS worker on one
     core")."""
     return "--pin_workers" if pinned(values, available, threads_per_worker) else \
         "--nopin_workers"
 
 
-def pinned(values, available, threads_per_worker=0):
-    """Whether pin_flag pins (see there)."""
+def pinned(values, available, threads_per_worker=0, cores=None):
+    """Whether pin_flag pins (see there); cores: the machine the launcher will count its default
+    threads on (None: this one)."""
     return pinned_cluster(values["strategy"], values["num_workers"], values["num_ps"],
-                          available, threads_per_worker)
+                          available, threads_per_worker, cores)
 
 
 def apply(cfg, values):

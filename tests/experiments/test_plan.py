@@ -115,3 +115,23 @@ def test_vertex_auto_without_a_profile_lets_the_job_plan_on_its_own_tasks(form):
     for args in commands:  # every task plans: the same command, no counts of its own
         assert args[0] == "--strategy=auto" and "--model=cnn" in args
         assert not any(a.startswith(("--num_workers", "--num_ps")) for a in args)
+
+
+def test_a_plan_for_this_machine_prints_its_command_pinned_as_a_comparison_would_run_it(
+        tmp_path):
+    """A cluster spec with machine_cores (the whole cluster on one machine of 2 cores): the
+    printed command pins its workers where a comparison pins that cluster on 2 cores (MWMS N=2
+    of one thread each: tf_config.cores.pinned_cluster, counted on the spec's cores, not the
+    planning machine's); a spec without machine_cores prints no pinning."""
+    here = "--cluster=docs/examples/cluster_this_machine_2_workers_10g.json"
+    profile = "--profile=docs/default_report/profile-cnn-11264-b64-k1-float32.json"
+    proc = run_module("experiments.plan", profile, here, f"--out_dir={tmp_path / 'here'}",
+                      timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    command = next(line for line in proc.stdout.splitlines()
+                   if line.strip().startswith("python -m experiments.run "))
+    assert "--strategy=multi_worker_mirrored --num_workers=2 --pin_workers" in command
+    assert command.strip() in (tmp_path / "here" / "plan.md").read_text()
+    proc = run_module("experiments.plan", profile, "--hosts=2", "--network_gbps=100",
+                      f"--out_dir={tmp_path / 'hosts'}", timeout=120)
+    assert proc.returncode == 0 and "pin_workers" not in proc.stdout

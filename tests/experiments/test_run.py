@@ -275,8 +275,9 @@ def test_auto_trains_the_plans_choice_and_records_it(tmp_path, cluster, strategy
     pin = pinned_cluster(strategy, 2, 0, len(os.sched_getaffinity(0)))
     assert f"--{'' if pin else 'no'}pin_workers" in proc.stdout.split("auto: ")[1].splitlines()[0]
     assert record["config"]["pin_workers"] is pin
-    if pin:
-        assert record["environment"]["process_cpus"] == 1
+    if pin:  # each worker on its own cores: the launcher's threads for 2 tasks
+        from tf_config.cores import default_threads
+        assert record["environment"]["process_cpus"] == default_threads(2)
 
 
 # The wide MLP's profile measured here (experiments/adaptive/profile_here.py, 2026-11-26): its

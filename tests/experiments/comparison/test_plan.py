@@ -379,3 +379,22 @@ def test_the_size_calibration_times_the_comparisons_dataset(monkeypatch):
     assert asked[0][0] == "experiments.comparison.floor"
     assert "--dataset=synthetic_tokens" in asked[0][1]
     assert not any(f.startswith("--dataset") for f in asked[1][1])  # the model's own
+
+
+@pytest.mark.parametrize("available, pinned", [(2, True), (1, False)])
+def test_the_presets_two_worker_cells_are_pinned_as_their_auto_cells_are(available, pinned):
+    """The parallelism, transformer and adaptive presets' MWMS and PSS N=2 cells pin their
+    workers by the rule the --strategy=auto / --adapt cells beside them follow
+    (tf_config.cores.pinned_cluster): one device, pipelines and hybrids never."""
+    runs = dict(plan(["cnn"], [2], [4096], ["multi_worker_mirrored"], 1, 1, threads=1,
+                     available_cores=available,
+                     experiments=("parallelism", "transformers", "adaptive")))
+    two = {name.split("/")[0] for name in runs if name.split("/")[0].endswith(("-mwms-n2",
+                                                                               "-pss-n2"))}
+    assert len(two) == 7  # parallel-mwms-n2 and the three scenarios' MWMS and PSS
+    for name, argv in runs.items():
+        cell = name.split("/")[0]
+        if cell in two:
+            assert ("--pin_workers" in argv) is pinned, (name, argv)
+        elif not cell.endswith("-auto"):
+            assert "--pin_workers" not in argv, (name, argv)
