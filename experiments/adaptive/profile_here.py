@@ -13,8 +13,9 @@ cores) also: a brief sharing calibration at each worker count the planner may us
 (experiments/comparison/sharing.py: plain loops in lockstep, 2 rounds of 8 steps; pinned where
 a comparison's are: K one-thread loops on K cores; the cluster auto then runs follows
 tf_config.cores.pinned_cluster with the launcher's threads, which agree where one-thread
-workers fill the machine, as on this 2-core VM), the profile's `sharing`; and one device at K threads and the batch it will train (the fixed
---global_batch_size, else the per-replica batch), the profile's `one_process`. The profile
+workers fill the machine), the profile's `sharing`; and one device at K threads and the batch
+it will train (the fixed --global_batch_size, else the per-replica batch), the profile's
+`one_process`. The profile
 is built from their records as a comparison builds its own (results/workload_profile.py) and
 written to --results_dir as
 profile-<model>-b<batch>-<hash of the dataset, optimizer, learning rate and dtypes, whether
