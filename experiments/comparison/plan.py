@@ -152,15 +152,16 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
     """
     available = available_cores or len(os.sched_getaffinity(0))
 
-    def workers_flags(strategy, n):
-        # N workers' flags, their --pin_workers decided within the cores their cell gets: all
+    def cell_cores(n):
+        # the cores a cell of N workers gets, within which their --pin_workers is decided: all
         # available ones, or under pin_cores N x threads (one PSS worker held there leaves its
         # ps and chief no core, and is not called pinned)
-        cores = min(n * threads or available, available) if pin_cores else available
-        return strategy_flags(strategy, n, num_ps, threads, cores)
+        return min(n * threads or available, available) if pin_cores else available
 
-    # the presets' 2-worker cells: pinned within the cores their cell gets, as workers_flags
-    two_workers = min(2 * threads or available, available) if pin_cores else available
+    def workers_flags(strategy, n):
+        return strategy_flags(strategy, n, num_ps, threads, cell_cores(n))
+
+    two_workers = cell_cores(2)  # the presets' 2-worker cells
     run, floor, sharing = "experiments.run", "experiments.comparison.floor", \
         "experiments.comparison.sharing"
     runs = []
