@@ -41,6 +41,7 @@ from experiments.config import flags as config_flags  # noqa: E402
 from experiments.config.cli import bad_input, parse_flags  # noqa: E402
 from experiments.config.validation import check_fields  # noqa: E402
 from results import specs  # noqa: E402
+from results.records import is_url  # noqa: E402
 from strategies import all_reduce_workers, kind, needs_cluster  # noqa: E402
 from tf_config import TFConfigError, check_strategy_fits, role_from_env  # noqa: E402
 from tf_config import launch, netns, netshape, rendezvous  # noqa: E402
@@ -151,7 +152,7 @@ def _refuse(error, written):
 
 def task_log_dir(cfg):
     """Where a local cluster's task logs go: beside the records when they are local."""
-    if "://" in cfg.results_dir:
+    if is_url(cfg.results_dir):
         return ""  # the launcher's temporary directory
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S")  # as run ids
     return os.path.join(cfg.results_dir, "logs", f"{stamp}-{cfg.strategy}-{os.getpid()}")
@@ -180,7 +181,7 @@ def main(argv):
             _schedule(launch_cfg)  # whatever the first configuration (one process ignores it)
             cfg.straggler_delays()  # the same: parsed before any profiling run
             cfg = _profiled(cfg, written)
-            first, plan, _ = auto.resolve(cfg, available_cores(cfg.pin_cores))
+            first, plan, _, _ = auto.resolve(cfg, available_cores(cfg.pin_cores))
             supervisor.first_configuration(cfg, plan)  # one it can switch from fits
             # a one-process configuration runs without the straggler (supervisor.UNSHAPED)
             validate(first if needs_cluster(first.strategy, first.num_workers) else
@@ -204,12 +205,11 @@ def main(argv):
                 raise ConfigError("--strategy=auto: TF_CONFIG names a single task; unset it to "
                                   "plan a cluster on this machine")
             else:
-                cfg, plan, choice = auto.resolve(_profiled(cfg, written),
-                                                 available_cores(cfg.pin_cores),
-                                                 launch_cfg.threads_per_worker)
-                # the local cluster pinned as the choice says (its last flag), as its profile's
-                launch_cfg = dataclasses.replace(launch_cfg,
-                                                 pin_workers=choice[-1] == "--pin_workers")
+                cfg, plan, choice, pin = auto.resolve(_profiled(cfg, written),
+                                                      available_cores(cfg.pin_cores),
+                                                      launch_cfg.threads_per_worker)
+                # the local cluster pinned as the choice says, as its profile's runs were
+                launch_cfg = dataclasses.replace(launch_cfg, pin_workers=pin)
                 extra_config.update(launch_cfg.recorded())
             chosen = plan["chosen"]
             print(f"auto: {chosen['configuration']} ({chosen['predicted_examples_per_sec']:.0f} "

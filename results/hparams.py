@@ -11,6 +11,7 @@ import os
 import shutil
 
 from results.cells import SETTING_KEYS
+from results.records import is_url
 
 # Hyperparameters: what tells two rows apart. Metrics: what the comparison measures of them.
 HPARAMS = ("role", "strategy", "n", *SETTING_KEYS, "threads_per_task")
@@ -48,7 +49,7 @@ def write(rows, logdir):
     """One HParams trial per row under logdir/hparams (made afresh; the trials' folders named
     by position, their ids in the events); returns (that directory, trials written), or None
     without rows or for a gs:// report (TensorBoard's HParams need a local directory here)."""
-    if not rows or "://" in logdir:
+    if not rows or is_url(logdir):
         return None
     import tensorflow as tf
     from tensorboard.plugins.hparams import api as hp

@@ -94,6 +94,13 @@ def record_problem(record):
     return None
 
 
+def is_url(path):
+    """Whether `path` is a tf.io.gfile URL (gs:// from Vertex jobs, or any scheme) rather than a
+    local path: written and read through tf.io.gfile, with no local directory to check, lock
+    or rename in."""
+    return "://" in path
+
+
 def _umask():
     mask = os.umask(0)
     os.umask(mask)
@@ -103,7 +110,7 @@ def _umask():
 def write_atomic(path, write):
     """Calls write(file) on a temp file in the same directory, fsyncs, renames: readers see the
     old file or the whole new one, never a partial write, even if this process is killed."""
-    if "://" in path:  # gs:// (Vertex): an object appears whole when its upload completes
+    if is_url(path):  # gs:// (Vertex): an object appears whole when its upload completes
         import tensorflow as tf
 
         tf.io.gfile.makedirs(path.rsplit("/", 1)[0])

@@ -32,6 +32,7 @@ import sys
 import tempfile
 
 from experiments.adaptive import supervisor
+from experiments.config.cli import bool_flag
 from experiments.config.run_config import ConfigError
 from results import planner
 from results import records as records_io
@@ -107,7 +108,7 @@ def _runs(cfg, cores, sharing):
             "parameter_server": ["experiments.run", "--strategy=parameter_server",
                                  "--num_workers=1", "--num_ps=1",
                                  # its worker on one core, as the comparison's (tf_config.cores)
-                                 f"--{'' if _pss_worker_pinned(cfg) else 'no'}pin_workers"]}
+                                 bool_flag("pin_workers", _pss_worker_pinned(cfg))]}
     if cores:  # one process with the machine's cores, at the batch it will train
         batch = one_process_batch(cfg)
         runs["one_process"] = ["experiments.run", "--strategy=one_device", f"--threads={cores}",
@@ -117,7 +118,7 @@ def _runs(cfg, cores, sharing):
         runs[f"sharing-{k}"] = ["experiments.comparison.sharing", "--strategy=one_device",
                                 f"--processes={k}", f"--rounds={SHARING_ROUNDS}",
                                 f"--steps_per_round={SHARING_STEPS}",
-                                f"--{'' if _loops_pinned(cfg, k) else 'no'}pin_loops"]
+                                bool_flag("pin_loops", _loops_pinned(cfg, k))]
     return runs
 
 

@@ -9,8 +9,9 @@
   treats bad input; network_flags.py: the projected network of the report's scaling model.
 
 May import: experiments.workload's pure-Python parts (datasets, npz_data, user_code), models
-and strategies (names only), results.scaling_model (network_flags), tf_config.schedules
-(the emulations' EPOCH:VALUE schedules). Nothing imports TensorFlow.
+and strategies (names only), results.scaling_model (network_flags), results.records (is_url:
+which paths are URLs), tf_config.schedules (the emulations' EPOCH:VALUE schedules). Nothing
+imports TensorFlow.
 """
 from experiments.config.run_config import ConfigError, LaunchConfig, RunConfig
 from experiments.config.validation import check_dataset, check_model, validate

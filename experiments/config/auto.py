@@ -16,6 +16,7 @@ links to them, and the plan is chosen among what those tasks can run
 """
 import dataclasses
 
+from experiments.config.cli import bool_flag
 from experiments.config.run_config import AUTO, ConfigError
 from results import planner, specs
 from tf_config.cores import pinned_cluster
@@ -56,12 +57,14 @@ def choose(profile_path, cluster_path, cluster=None, runnable=None):
 
 def resolve(cfg, available, threads_per_worker=0):
     """(cfg with the plan's choice in place of auto, the plan's summary, the flags that say the
-    choice, its --pin_workers among them): what `experiments.run --strategy=auto` trains
-    without TF_CONFIG (with it: experiments/adaptive/on_workers.py) on a local cluster of
-    `available` cores (tf_config.cores.available_cores)."""
+    choice, --[no]pin_workers last, and whether the local cluster is pinned): what
+    `experiments.run --strategy=auto` trains without TF_CONFIG (with it:
+    experiments/adaptive/on_workers.py) on a local cluster of `available` cores
+    (tf_config.cores.available_cores)."""
     values, plan = choose(cfg.plan_profile, cfg.plan_cluster)
+    pin = pinned(values, available, threads_per_worker)
     return apply(cfg, values), plan, [f"--{k}={v}" for k, v in values.items()] + \
-        [pin_flag(values, available, threads_per_worker)]
+        [bool_flag("pin_workers", pin)], pin
 
 
 def pin_flag(values, available, threads_per_worker=0):
@@ -72,8 +75,7 @@ def pin_flag(values, available, threads_per_worker=0):
     (experiments/adaptive/profile_here.py). Pinned or not, a PSS worker and MWMS workers here
     ran 3-33% apart (docs/benchmarks.md, "Workers on cores of their own", "A PSS worker on one
     core")."""
-    return "--pin_workers" if pinned(values, available, threads_per_worker) else \
-        "--nopin_workers"
+    return bool_flag("pin_workers", pinned(values, available, threads_per_worker))
 
 
 def pinned(values, available, threads_per_worker=0, cores=None):

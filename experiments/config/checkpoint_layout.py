@@ -11,6 +11,8 @@ import json
 import os
 import re
 
+from results.records import is_url
+
 SHARD_DIR = "zero"  # --zero=1: <checkpoint_dir>/zero/rank<R>-of<N>/shard-<step>.*
 DIGEST = "state_digest.json"  # the chief's digest of what it saved, with its tensor split
 STATE = "checkpoint"  # tf.train.CheckpointManager's list of checkpoints: one exists
@@ -94,7 +96,7 @@ def refusal(directory, zero_workers, tensor_parallel, dataset=None):
     `dataset` (None: not checked) would; None when it holds no checkpoint yet, is a URL (the
     tasks read it), or nothing here refuses it. A digest that cannot be read is left to the
     tasks, which fail on it with the file named."""
-    if not directory or "://" in directory or not _latest(directory):
+    if not directory or is_url(directory) or not _latest(directory):
         return None
     root = os.path.join(directory, SHARD_DIR)
     over = shardings(os.listdir(root)) if os.path.isdir(root) else []

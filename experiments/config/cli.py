@@ -10,6 +10,12 @@ from absl import flags
 _HELP_FLAGS = ("help", "helpshort", "helpfull", "helpxml", "?")
 
 
+def bool_flag(name, on):
+    """absl's spelling of a boolean flag set to `on`: --name or --noname (the commands the
+    toolkit writes for its own runs say the value either way)."""
+    return f"--{'' if on else 'no'}{name}"
+
+
 def bad_input(message):
     sys.stderr.write(f"error: {message}\n")
     sys.exit(2)

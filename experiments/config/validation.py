@@ -12,6 +12,7 @@ from experiments.config.run_config import AUTO, ConfigError
 from experiments.workload import npz_data, text_corpus, user_code
 from experiments.workload.datasets import DATASETS, TEXT, is_user_dataset
 from models import MODELS, NEXT_TOKEN_MODELS, TENSOR_PARALLEL_MODELS, TOKEN_MODELS
+from results.records import is_url
 from strategies import (ALL_REDUCE, COMPRESSIBLE, LOCAL_REPLICAS, MIRRORED, MULTI_WORKER,
                         PARAMETER_SERVERS, PIPELINED, compression, kind)
 
@@ -33,7 +34,7 @@ def check_writable_dir(flag, path):
     """The nearest existing ancestor must be a writable directory; nothing is created here."""
     if not path:
         raise ConfigError(f"--{flag} is empty; give a directory to write results into")
-    if "://" in path:
+    if is_url(path):
         return  # gs:// and other tf.io.gfile URLs: checked by the platform's permissions
     probe = os.path.abspath(path)
     while not os.path.exists(probe):

@@ -5,6 +5,7 @@ import os
 
 import pytest
 
+from experiments.config.cli import bool_flag
 from tests.helpers import TINY, records_in, run_module
 
 EPOCH_KEYS = {"epoch", "time_s", "examples_per_sec", "train_loss", "train_accuracy", "eval_loss",
@@ -273,7 +274,7 @@ def test_auto_trains_the_plans_choice_and_records_it(tmp_path, cluster, strategy
     # said in the choice, recorded, and done: the chief ran on its own core
     from tf_config.cores import pinned_cluster
     pin = pinned_cluster(strategy, 2, 0, len(os.sched_getaffinity(0)))
-    assert f"--{'' if pin else 'no'}pin_workers" in proc.stdout.split("auto: ")[1].splitlines()[0]
+    assert bool_flag("pin_workers", pin) in proc.stdout.split("auto: ")[1].splitlines()[0]
     assert record["config"]["pin_workers"] is pin
     if pin:  # each worker on its own cores: the launcher's threads for 2 tasks
         from tf_config.cores import default_threads
