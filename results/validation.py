@@ -15,7 +15,11 @@ The measured figure of one cell moves between repeats too; the last column gives
 prediction equal to the cell's median of them would make per repeat (median / measured - 1:
 +12% is a run 11% below the median), and the last line how many per-repeat figures fall within
 the target that way: a reference for the cells' own spread, not a ceiling (a per-repeat fit
-moves with its repeat and can do better).
+moves with its repeat and can do better). The line after it is the reference for a per-repeat
+fit: where a cell's N-worker runs move otherwise than the repeat's own 1-worker run of the
+strategy (their ratio moving by more than (1 + t) / (1 - t) between repeats), no prediction
+that is that run's rate times one number per cell meets the target in every repeat, whatever
+the number (scaled_by_one_worker, the number chosen after seeing the runs).
 """
 import collections
 
@@ -25,14 +29,25 @@ from results.tables import PREDICTION_TARGET
 
 
 def errors(records):
-    """{(model, examples, strategy, n, setting): (predicted, measured, error, source)} of the
-    records' fits (the setting keeps two sizes or batches of one model apart)."""
+    """{(model, examples, strategy, n, setting): (predicted, measured, error, source, the
+    strategy's own N=1 rate)} of the records' fits (the setting keeps two sizes or batches of
+    one model apart)."""
     out = {}
     for f in scaling_model.fit(records):
         for n, (predicted, measured, error) in f.predictions.items():
             out[f.model, f.train_examples, f.strategy, n, f.setting] = (
-                predicted, measured, error, f.sync.get(n, (0.0, "probe"))[1])
+                predicted, measured, error, f.sync.get(n, (0.0, "probe"))[1],
+                f.measured_n1[2] if f.measured_n1 else None)
     return out
+
+
+def scaled_by_one_worker(ratios, target=PREDICTION_TARGET):
+    """How many of a cell's repeats a prediction of c x the repeat's own 1-worker rate puts
+    within the target, c one number for the cell chosen after the fact (the best c). ratios:
+    each repeat's N-worker rate over its 1-worker rate. Repeat r is within for c in
+    [ratio_r (1 - t), ratio_r (1 + t)]; the best c lies at one of those intervals' ends."""
+    spans = [(q * (1 - target), q * (1 + target)) for q in ratios]
+    return max((sum(lo <= c <= hi for lo, hi in spans) for c, _ in spans), default=0)
 
 
 def _mark(error, source, target):
@@ -70,12 +85,16 @@ def table(records, target=PREDICTION_TARGET):
              f"measured ex/s, error | the report's prediction against each repeat | a "
              f"prediction equal to the cell's median: its error per repeat |",
              "|---" * (7 + len(repeats)) + "|"]
-    oracle = timed = 0
+    oracle = timed = scaled = scaled_timed = 0
     for key in sorted(pooled, key=lambda k: k[:4]):
         measured = [per[k][key][1] for k in repeats if key in per[k]]
         median = metrics.median(measured)
         off = [median / m - 1 for m in measured]
         oracle, timed = oracle + sum(abs(e) <= target for e in off), timed + len(off)
+        ratios = [per[k][key][1] / per[k][key][4] for k in repeats
+                  if key in per[k] and per[k][key][4]]
+        scaled += scaled_by_one_worker(ratios, target)
+        scaled_timed += len(ratios)
         p = pooled[key]
         lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | "
                      + " | ".join(_mark(*e, target) if e else "-" for e in own[key])
@@ -90,4 +109,7 @@ def table(records, target=PREDICTION_TARGET):
                  "repeat's measurement within {}".format(*count(report, target), bound))
     lines.append(f"a prediction equal to each cell's median measurement: {oracle} of {timed} "
                  f"within {bound} (the measurements' own spread)")
+    lines.append(f"a prediction equal to each repeat's own 1-worker rate times one number per "
+                 f"cell, the best number chosen after the fact: {scaled} of {scaled_timed} "
+                 f"within {bound} (the most a prediction proportional to that run can reach)")
     return "\n".join(lines)

@@ -3,7 +3,7 @@ prediction of a cell (every repeat's fit inputs) is held against each repeat's o
 of it, and only sweep-based (out of sample) predictions count."""
 import pytest
 
-from results.validation import against_repeats, count
+from results.validation import against_repeats, count, scaled_by_one_worker
 
 CELL = ("mlp", 6144, "multi_worker_mirrored", 2, "s")
 PS_CELL = ("mlp", 6144, "parameter_server", 3, "s")
@@ -27,3 +27,15 @@ def test_a_repeat_without_the_cell_and_in_sample_predictions_are_not_counted():
     got = against_repeats(pooled, per)
     assert got[CELL][1] is None and got[PS_CELL][1] is None
     assert count(got, target=0.15) == (1, 1)  # the probe-based +80% is in-sample: not counted
+
+
+def test_a_cell_whose_runs_move_apart_from_their_one_worker_runs_caps_a_proportional_fit():
+    # N-worker rate over the repeat's own 1-worker rate: v34's mlp PSS N=4 (1.26, 1.30, 0.93)
+    # moves by 1.40x, more than 1.15 / 0.85 = 1.35x: no one number puts all three within 15%
+    assert scaled_by_one_worker([1.257, 1.300, 0.932], 0.15) == 2
+    assert scaled_by_one_worker([1.257, 1.300, 0.932], 0.20) == 3
+    # within 1.35x of each other: one number serves every repeat (the spans [0.85, 1.15],
+    # [1.02, 1.38] and [1.1475, 1.5525] meet at 1.1475-1.15)
+    assert scaled_by_one_worker([1.0, 1.2, 1.35], 0.15) == 3
+    assert scaled_by_one_worker([1.0, 1.4], 0.15) == 1
+    assert scaled_by_one_worker([], 0.15) == 0
