@@ -159,7 +159,7 @@ def _record_paths(directory):
     for a local directory (no TensorFlow to import: a command on a directory without records
     says so in a fraction of a second), tf.io.gfile for gs:// and the other file systems TF
     reads."""
-    if "://" not in directory:
+    if not is_url(directory):
         try:
             names = os.listdir(directory)
         except FileNotFoundError:  # no run has written here yet: no records

@@ -28,6 +28,7 @@ from experiments.adaptive import profile_here
 from experiments.config import auto
 from experiments.config.run_config import ConfigError
 from results import planner, specs
+from results.records import is_url
 from strategies import kind
 from tf_config import rendezvous
 
@@ -110,7 +111,7 @@ def tf_config_for(role, settings):
 def _local(cfg):
     """cfg whose profile is measured into a directory of this machine: the results directory,
     or under a platform's remote one (gs://, Vertex's AIP_MODEL_DIR) the temporary directory."""
-    if "://" not in cfg.results_dir:
+    if not is_url(cfg.results_dir):
         return cfg
     return dataclasses.replace(cfg, results_dir=os.path.join(tempfile.gettempdir(),
                                                              "tfdist-auto"))
