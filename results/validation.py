@@ -14,12 +14,12 @@ predicted runs' own probe (no sweep at that N) is marked in-sample and counts as
 The measured figure of one cell moves between repeats too; the last column gives the error a
 prediction equal to the cell's median of them would make per repeat (median / measured - 1:
 +12% is a run 11% below the median), and the line after the counts how many per-repeat figures
-fall within the target that way: a reference for the cells' own spread, not a ceiling (a per-repeat fit
-moves with its repeat and can do better). The line after it is the reference for a per-repeat
-fit: where a cell's N-worker runs move otherwise than the repeat's own 1-worker run of the
-strategy (their ratio moving by more than (1 + t) / (1 - t) between repeats), no prediction
-that is that run's rate times one number per cell meets the target in every repeat, whatever
-the number (scaled_by_one_worker, the number chosen after seeing the runs).
+fall within the target that way: a reference for the cells' own spread, not a ceiling (a
+per-repeat fit moves with its repeat and can do better). The line after it is the reference for
+a per-repeat fit: where a cell's N-worker runs move otherwise than the repeat's own 1-worker run
+of the strategy (their ratio moving by more than (1 + t) / (1 - t) between repeats), no
+prediction that is that run's rate times one number per cell meets the target in every repeat,
+whatever the number (scaled_by_one_worker, the number chosen after seeing the runs).
 """
 import collections
 
