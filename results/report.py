@@ -6,8 +6,8 @@ with two or more models, zoo.csv and zoo.png: which strategy wins per model, res
 import os
 
 from results import network as network_experiment
-from results import (adaptive, hparams, parallelism, plots, projections, reducers,
-                     scaling_model, straggler, timeline, zoo)
+from results import (adaptive, hparams, host_check, parallelism, plots, projections,
+                     reducers, scaling_model, straggler, timeline, zoo)
 from results.cells import is_adaptive_run, is_collectives_run, label, setting_details, setting_title
 from results.findings import findings, overhead_sentence
 from results.records import load_records, write_text_atomic
@@ -145,7 +145,8 @@ def build(results_dir, target_accuracy=None, network=scaling_model.Network()):
                             network_experiment.section(records + sweeps, path),
                             reducers.section(records, path),
                             parallelism.section(records, path),
-                            adaptive.section(adaptive_runs, path))
+                            adaptive.section(adaptive_runs, path),
+                            host_check.section(results_dir))
                 if s is not None]
     for section in sections:
         files += section.plots

@@ -100,6 +100,20 @@ def run_cells(cells, results_dir, timeout, verbose):
     return failures
 
 
+def check_host(results_dir, seconds, phase):
+    """The host check (experiments/measure/host_cores.py) for `seconds` (0: none), said and
+    added to the results directory's host_check.json with `phase`."""
+    if not seconds:
+        return
+    from experiments.measure import host_cores
+    from results import host_check
+
+    check = host_cores.measure(seconds)
+    host_check.append(results_dir, {**check, "phase": phase,
+                                    "when": time.strftime("%Y-%m-%d %H:%M:%S %Z")})
+    print(f"compare: host check {phase}: {host_check.line(check)}", flush=True)
+
+
 def calibrate(model, epochs_planned, runs, budget_s, largest, threads, dataset=""):
     """Times the plain loop briefly on this machine on the comparison's dataset for `model`
     (empty: the model's own); returns the sized examples per epoch."""

@@ -12,7 +12,7 @@ pytestmark = pytest.mark.integration
 
 def test_tiny_comparison_and_rebuild(tmp_path):
     args = ["--models=mlp", "--workers=2", "--strategies=mirrored,multi_worker_mirrored",
-            "--train_examples=1024", "--epochs=2", f"--results_dir={tmp_path}"]
+            "--train_examples=1024", "--epochs=2", "--host_check_s=1", f"--results_dir={tmp_path}"]
     proc = run_module("experiments.compare", *args, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "run 8/8" in proc.stdout and "left" in proc.stdout  # progress with an estimate
@@ -45,10 +45,15 @@ def test_tiny_comparison_and_rebuild(tmp_path):
     assert "engine_floor (2 plain TF loops at once, 1 thread each)" in report
     assert "The machine's limit for 2 workers" in report
     assert "the slowdown of 2 plain TF loops run lockstep here" in report
+    # the host checks before and after the runs, said and in the report
+    assert "compare: host check before the runs: 2 busy processes at once got" in proc.stdout
+    assert "## The host's cores" in report and "- after the runs (" in report
 
     # resume: nothing left to run
     again = run_module("experiments.compare", *args, timeout=300)
     assert again.returncode == 0 and "8 already recorded, 0 to go" in again.stdout
+    assert "host check" not in again.stdout  # no runs, no check: still the first two
+    assert "- before the runs (" in (tmp_path / "report.md").read_text()
     # (other settings are other runs even with the same cell names: test_plan.py's
     # test_a_cell_is_done_only_with_the_same_flags)
     # the report alone rebuilds everything from the records
@@ -96,7 +101,7 @@ def test_a_terminated_comparison_stops_its_running_cell_and_cluster(tmp_path):
     proc = subprocess.Popen(
         [sys.executable, "-m", "experiments.compare", "--models=mlp", "--workers=2",
          "--strategies=multi_worker_mirrored", "--experiments=straggler",
-         "--straggler_delays=0", "--train_examples=65536", "--epochs=5",
+         "--straggler_delays=0", "--train_examples=65536", "--epochs=5", "--host_check_s=0",
          f"--results_dir={tmp_path}"], cwd=ROOT, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:

@@ -1,0 +1,31 @@
+"""host_check.json and the report's section on it."""
+from results import host_check
+
+
+def _check(low_share, lowest):
+    return {"processes": 2, "window_s": 0.25, "seconds": 1.0, "alone_per_second": 3000.0,
+            "capacity": {"median": 0.99, "min": lowest, "p10": lowest},
+            "low_share": low_share, "longest_low_s": 0.5 if low_share else 0,
+            "windows": [0.99, lowest, 0.99, 1.0]}
+
+
+def test_checks_accumulate_in_order(tmp_path):
+    assert host_check.load(tmp_path) == [] and host_check.section(tmp_path) is None
+    host_check.append(str(tmp_path), {**_check(0, 0.97), "phase": "before the runs", "when": "a"})
+    host_check.append(str(tmp_path), {**_check(0, 0.96), "phase": "after the runs", "when": "b"})
+    assert [c["phase"] for c in host_check.load(tmp_path)] == ["before the runs",
+                                                               "after the runs"]
+    section = host_check.section(tmp_path)
+    assert not section.first and "No window below 0.75" in section.markdown
+    assert "- after the runs (b): 2 busy processes at once got 0.99 of 2 cores' work" in \
+        section.markdown
+
+
+def test_cores_taken_away_are_said_before_the_tables(tmp_path):
+    host_check.append(str(tmp_path), {**_check(0, 0.98), "phase": "before the runs", "when": "a"})
+    host_check.append(str(tmp_path), {**_check(0.25, 0.52), "phase": "after the runs", "when": "b"})
+    section = host_check.section(tmp_path)
+    assert section.first
+    assert "The host took cores away" in section.markdown and "as little as 0.52" in \
+        section.markdown
+    assert "below 0.75 in 25% of windows (longest 0.5 s)" in section.markdown
