@@ -48,6 +48,7 @@ from experiments.config import ConfigError  # noqa: E402
 from experiments.comparison import options, runner  # noqa: E402
 from experiments.comparison.plan import plan, same_run, size_started  # noqa: E402
 from experiments.comparison.presets import PRESETS, REDUCERS  # noqa: E402
+from experiments.measure import host_cores  # noqa: E402  (the host check's default length)
 
 from models import MODELS  # noqa: E402
 from results.records import load_records  # noqa: E402
@@ -112,7 +113,7 @@ _ACCUMULATION = flags.DEFINE_list("accumulation_steps", "1", "Sweep of experimen
                                   "--accumulation_steps (K micro-batches per update and per "
                                   "synchronization) over every cell but the engine floors; each K "
                                   "is a setting of its own in the report.")
-_HOST_CHECK = flags.DEFINE_float("host_check_s", 5.0, "Seconds of the host check before and "
+_HOST_CHECK = flags.DEFINE_float("host_check_s", host_cores.SECONDS, "Seconds of the host check before and "
                                  "after the runs (one busy process per core against one alone: "
                                  "did the host give every core? The report says; 0: none).",
                                  lower_bound=0.0)

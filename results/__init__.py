@@ -5,7 +5,7 @@ the profile fitted from records (workload_profile), the latency-bandwidth fit of
 (latency_bandwidth), and what predicts through it: projections, scaling_model, network,
 recommendation, planner and plan_report, reducers, parallelism, adaptive; validation (the
 scaling model's errors on a comparison's own runs); timeline and straggler (the in-step
-stamps); zoo.
+stamps); zoo; host_check (the host checks around a comparison, and their section).
 
 May import: strategies (the registry's Kind), models (schedules), the standard library,
 matplotlib, and TensorFlow / TensorBoard inside the functions that write summaries. Not

@@ -7,27 +7,26 @@ whether K processes at once got K cores' work while the comparison ran.
 import json
 import os
 
-from results.records import is_url, write_json_atomic
+from results.records import read_text, write_json_atomic
+from results.tables import Section
 
 FILE = "host_check.json"
 LOW = 0.75  # a window's capacity below this lost more than a quarter of the cores
 
 
 def load(results_dir):
-    """The directory's checks, oldest first ([] when it has none)."""
+    """The directory's checks, oldest first ([] when it has none); ValueError when the file
+    is not a list of checks."""
     path = os.path.join(results_dir, FILE)
-    if is_url(path):  # gs:// (a comparison run as a Vertex job)
-        import tensorflow as tf
-
-        if not tf.io.gfile.exists(path):
-            return []
-        with tf.io.gfile.GFile(path, "rb") as f:
-            return json.loads(f.read())["checks"]
     try:
-        with open(path, "rb") as f:
-            return json.loads(f.read())["checks"]
+        checks = json.loads(read_text(path))["checks"]
     except FileNotFoundError:
         return []
+    except (ValueError, KeyError, TypeError) as e:
+        raise ValueError(f"{path} is not a host check file ({e!r})") from e
+    if not isinstance(checks, list):
+        raise ValueError(f"{path}: 'checks' is not a list")
+    return checks
 
 
 def append(results_dir, check):
@@ -44,7 +43,7 @@ def line(check):
             f"{len(check['windows'])} windows of {check['window_s']:g} s; lowest "
             f"{cap['min']:.2f})")
     if check["low_share"]:
-        text += (f"; below {LOW:g} in {check['low_share']:.0%} of windows (longest "
+        text += (f"; below {LOW:g} in {check['low_share']:.1%} of windows (longest "
                  f"{check['longest_low_s']:g} s)")
     return text
 
@@ -52,9 +51,10 @@ def line(check):
 def section(results_dir):
     """The report's "## The host's cores" section, placed before the tables when a check saw
     cores taken away (the tables' N-worker rows are read in its light); None without checks."""
-    from results.tables import Section
-
-    checks = load(results_dir)
+    try:
+        checks = load(results_dir)
+    except ValueError as e:
+        return Section(f"## The host's cores\n\nNot read: {e}.")
     if not checks:
         return None
     lowest = min(c["capacity"]["min"] for c in checks)
@@ -63,18 +63,19 @@ def section(results_dir):
             "matrix products, one thread each: `experiments/measure/host_cores.py`) and counted "
             "their work in short windows against one such process alone. A local cluster's "
             "workers are such processes: where the host gives K of them less than K cores' "
-            "work, N-worker figures fall and single-process ones (baseline, reference, N=1) do "
-            "not.", ""]
+            "work, N-worker runs can fall while single-process ones (baseline, reference, N=1) "
+            "do not.", ""]
     text += [f"- {c['phase']} ({c['when']}): {line(c)}." for c in checks]
     text.append("")
     warned = any(c["low_share"] for c in checks)
     if warned:
-        text.append(f"**The host took cores away while this comparison ran**: K processes at "
-                    f"once got as little as {lowest:.2f} of K cores' work. Rows of N >= 2 "
-                    f"processes measured in such an episode are slow by up to that much, and "
-                    f"no calibration measured at another moment (the sharing rows, the scaling "
-                    f"model's predictions) accounts for it; rerun them, or use a machine whose "
-                    f"cores are its own (docs/benchmarks.md, \"The host's cores under load\").")
+        text.append(f"**The host took cores away around this comparison**: K processes at once "
+                    f"got as little as {lowest:.2f} of K cores' work in a window. Rows of N >= 2 "
+                    f"processes measured in such an episode may be slow by up to that much "
+                    f"(which rows were, the checks cannot tell), and no calibration measured at "
+                    f"another moment (the sharing rows, the scaling model's predictions) "
+                    f"accounts for it; rerun them, or use a machine whose cores are its own "
+                    f"(docs/benchmarks.md, \"The host's cores under load\").")
     else:
         text.append(f"No window below {LOW:g} of the cores: the checks saw the host give every "
                     f"core. They sample their own seconds only; an episode between them is not "

@@ -135,6 +135,19 @@ def write_atomic(path, write):
     return path
 
 
+def read_text(path):
+    """A file's text, local or a tf.io.gfile URL alike; FileNotFoundError when it is missing."""
+    if not is_url(path):
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    import tensorflow as tf
+
+    if not tf.io.gfile.exists(path):
+        raise FileNotFoundError(path)
+    with tf.io.gfile.GFile(path, "rb") as f:
+        return f.read().decode("utf-8")
+
+
 def write_text_atomic(path, text):
     return write_atomic(path, lambda f: f.write(text.encode("utf-8")))
 

@@ -64,8 +64,9 @@ def _cores_by_task(group):
 
 
 def markdown(rows, problems, plot_files, target_accuracy, sections=()):
-    """report.md: the intro, the zoo's answer per model (a section marked first), a table per
-    setting, every other experiment's section in order, the findings, the plots."""
+    """report.md: the intro, the sections marked first (the zoo's answer per model; the host
+    checks when they saw cores taken away), a table per setting, every other section in order,
+    the findings, the plots."""
     if rows:
         intro = ("Rebuilt from the records by `python -m experiments.report`. Epoch time is the "
                  "median over steady-state epochs (first epoch of every run excluded: tracing) "

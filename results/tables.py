@@ -16,7 +16,7 @@ class Section:
     markdown: str  # starts with its "## " heading
     plots: list = dataclasses.field(default_factory=list)  # PNG paths, shown under "## Plots"
     files: list = dataclasses.field(default_factory=list)  # other paths written (CSV)
-    first: bool = False  # placed before the per-setting tables (the zoo's answer per model)
+    first: bool = False  # placed before the per-setting tables (the zoo's answer, a host warning)
 
 
 def experiment_section(path, name, text, draw, csv_rows, columns, first=False):

@@ -102,15 +102,21 @@ def run_cells(cells, results_dir, timeout, verbose):
 
 def check_host(results_dir, seconds, phase):
     """The host check (experiments/measure/host_cores.py) for `seconds` (0: none), said and
-    added to the results directory's host_check.json with `phase`."""
+    added to the results directory's host_check.json with `phase`. A check that cannot run (one
+    usable core, a child that failed) is said in one line and the comparison goes on: it is
+    context for the runs, not one of them."""
     if not seconds:
         return
     from experiments.measure import host_cores
     from results import host_check
 
-    check = host_cores.measure(seconds)
-    host_check.append(results_dir, {**check, "phase": phase,
-                                    "when": time.strftime("%Y-%m-%d %H:%M:%S %Z")})
+    try:
+        check = host_cores.measure(seconds)
+        host_check.append(results_dir, {**check, "phase": phase,
+                                        "when": time.strftime("%Y-%m-%d %H:%M:%S %Z")})
+    except (ValueError, RuntimeError, OSError, subprocess.TimeoutExpired) as e:
+        print(f"compare: no host check {phase}: {e}", flush=True)
+        return
     print(f"compare: host check {phase}: {host_check.line(check)}", flush=True)
 
 

@@ -5,5 +5,6 @@ the machine's cores to busy processes at once (host_cores).
 
 May import: models, results.metrics, results.specs (optimizer slots),
 results.latency_bandwidth (the sweep's sizes), results.host_check (its threshold),
-tf_config.events, experiments.engine.tf_settings. Not the rest of experiments.
+tf_config.events, tf_config.task_process (die_with_parent), experiments.engine.tf_settings.
+Not the rest of experiments.
 """

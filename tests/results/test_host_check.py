@@ -26,6 +26,14 @@ def test_cores_taken_away_are_said_before_the_tables(tmp_path):
     host_check.append(str(tmp_path), {**_check(0.25, 0.52), "phase": "after the runs", "when": "b"})
     section = host_check.section(tmp_path)
     assert section.first
-    assert "The host took cores away" in section.markdown and "as little as 0.52" in \
+    assert "The host took cores away around this comparison" in section.markdown and "as little as 0.52" in \
         section.markdown
-    assert "below 0.75 in 25% of windows (longest 0.5 s)" in section.markdown
+    assert "below 0.75 in 25.0% of windows (longest 0.5 s)" in section.markdown
+
+
+def test_a_malformed_file_is_said_not_read(tmp_path):
+    (tmp_path / host_check.FILE).write_text('{"checks": 3}')
+    section = host_check.section(tmp_path)
+    assert "Not read" in section.markdown and "'checks' is not a list" in section.markdown
+    (tmp_path / host_check.FILE).write_text("{not json")
+    assert "is not a host check file" in host_check.section(tmp_path).markdown
