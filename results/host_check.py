@@ -63,15 +63,16 @@ def section(results_dir):
             "matrix products, one thread each: `experiments/measure/host_cores.py`) and counted "
             "their work in short windows against one such process alone. A local cluster's "
             "workers are such processes: where the host gives K of them less than K cores' "
-            "work, N-worker runs can fall while single-process ones (baseline, reference, N=1) "
-            "do not.", ""]
+            "work, runs that keep several cores busy at once (local clusters, PSS's ps and chief "
+            "beside even one worker, one process on every core) can fall while one-core runs "
+            "(the 1-thread baseline and floor, MWMS and mirrored at N=1) do not.", ""]
     text += [f"- {c['phase']} ({c['when']}): {line(c)}." for c in checks]
     text.append("")
     warned = any(c["low_share"] for c in checks)
     if warned:
         text.append(f"**The host took cores away around this comparison**: K processes at once "
-                    f"got as little as {lowest:.2f} of K cores' work in a window. Rows of N >= 2 "
-                    f"processes measured in such an episode may be slow by up to that much "
+                    f"got as little as {lowest:.2f} of K cores' work in a window. Rows that kept "
+                    f"several cores busy, measured in such an episode, may be slow by that much "
                     f"(which rows were, the checks cannot tell), and no calibration measured at "
                     f"another moment (the sharing rows, the scaling model's predictions) "
                     f"accounts for it; rerun them, or use a machine whose cores are its own "

@@ -1,6 +1,7 @@
 """Benchmark (not a test): the scaling model's out-of-sample errors on this machine's runs, per
 repeat, pooled and the report's prediction against each repeat, from a comparison's records
-(docs/benchmarks.md, issue 28's validation; the arithmetic: results/validation.py).
+(docs/benchmarks.md, issue 28's validation; the arithmetic: results/validation.py), then the
+host checks the comparison made before and after its runs.
 
     python -m experiments.compare --workers=1,2,3,4 --models=cnn,mlp,embedding \
         --strategies=multi_worker_mirrored,parameter_server --repeats=3 --results_dir=/tmp/v1
@@ -11,6 +12,7 @@ import sys
 from absl import app, flags
 
 from experiments.config.cli import parse_flags
+from results import host_check
 from results.records import load_records
 from results.tables import PREDICTION_TARGET
 from results.validation import table
@@ -25,6 +27,10 @@ def main(argv):
     for p in problems:
         print(f"skipped: {p}", file=sys.stderr)
     print(table(records, _TARGET.value))
+    # the host checks around the runs: an N-worker run in an episode of cores taken away is
+    # slow, and nothing the model is fitted on sees it (docs/benchmarks.md, the host's cores)
+    for check in host_check.load(_DIR.value):
+        print(f"host check {check['phase']} ({check['when']}): {host_check.line(check)}")
 
 
 if __name__ == "__main__":

@@ -37,3 +37,15 @@ def test_a_malformed_file_is_said_not_read(tmp_path):
     assert "Not read" in section.markdown and "'checks' is not a list" in section.markdown
     (tmp_path / host_check.FILE).write_text("{not json")
     assert "is not a host check file" in host_check.section(tmp_path).markdown
+
+
+def test_validate_local_lists_the_host_checks_after_its_table(tmp_path):
+    from tests.helpers import run_module
+
+    host_check.append(str(tmp_path), {**_check(0.25, 0.52), "phase": "after the runs",
+                                      "when": "2026-11-29 12:00:00 UTC"})
+    proc = run_module("experiments.bench.validate_local", f"--results_dir={tmp_path}",
+                      timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert ("host check after the runs (2026-11-29 12:00:00 UTC): 2 busy processes at once got "
+            "0.99 of 2 cores' work") in proc.stdout
