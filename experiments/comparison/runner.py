@@ -112,12 +112,15 @@ def check_host(results_dir, seconds, phase):
 
     try:
         check = host_cores.measure(seconds)
-        host_check.append(results_dir, {**check, "phase": phase,
-                                        "when": time.strftime("%Y-%m-%d %H:%M:%S %Z")})
     except (ValueError, RuntimeError, OSError, subprocess.TimeoutExpired) as e:
         print(f"compare: no host check {phase}: {e}", flush=True)
         return
     print(f"compare: host check {phase}: {host_check.line(check)}", flush=True)
+    try:
+        host_check.append(results_dir, {**check, "phase": phase,
+                                        "when": time.strftime("%Y-%m-%d %H:%M:%S %Z")})
+    except (ValueError, OSError) as e:  # a malformed host_check.json: the report says so too
+        print(f"compare: the host check {phase} is not kept: {e}", flush=True)
 
 
 def calibrate(model, epochs_planned, runs, budget_s, largest, threads, dataset=""):

@@ -49,3 +49,14 @@ def test_validate_local_lists_the_host_checks_after_its_table(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert ("host check after the runs (2026-11-29 12:00:00 UTC): 2 busy processes at once got "
             "0.99 of 2 cores' work") in proc.stdout
+
+
+def test_a_comparisons_check_is_said_even_when_its_file_cannot_keep_it(tmp_path, capsys):
+    from experiments.comparison import runner
+
+    (tmp_path / host_check.FILE).write_text("{not json")
+    runner.check_host(str(tmp_path), 0.5, "before the runs")
+    out = capsys.readouterr().out
+    assert "compare: host check before the runs: " in out
+    assert "compare: the host check before the runs is not kept" in out
+    assert (tmp_path / host_check.FILE).read_text() == "{not json"  # left as it was
