@@ -113,10 +113,10 @@ _ACCUMULATION = flags.DEFINE_list("accumulation_steps", "1", "Sweep of experimen
                                   "--accumulation_steps (K micro-batches per update and per "
                                   "synchronization) over every cell but the engine floors; each K "
                                   "is a setting of its own in the report.")
-_HOST_CHECK = flags.DEFINE_float("host_check_s", host_cores.SECONDS, "Seconds of the host check before and "
-                                 "after the runs (one busy process per core against one alone: "
-                                 "did the host give every core? The report says; 0: none).",
-                                 lower_bound=0.0)
+_HOST_CHECK = flags.DEFINE_float("host_check_s", host_cores.SECONDS, "Seconds of the host "
+                                 "check before and after the runs (one busy process per core "
+                                 "against one alone: did the host give every core? The report "
+                                 "says; 0: none).", lower_bound=0.0)
 _PIN = flags.DEFINE_bool("pin_cores", False, "Pin each configuration to the cores its workers "
                          "get (N workers x threads; ps and chief inside that set): N workers on "
                          "N cores, even on a bigger machine.")

@@ -7,6 +7,6 @@ whether the host gives the machine's cores to busy processes at once (host_check
 Dated results go to docs/benchmarks.md. The product never imports these.
 
 May import: experiments.comparison.runner, experiments.config, experiments.engine.tf_settings,
-experiments.measure (host_check: the check itself) and experiments.workload (peer_keras: the same input as the toolkit), models, results,
-tf_config.
+experiments.measure (host_check: the check itself) and experiments.workload (peer_keras: the
+same input as the toolkit), models, results, tf_config.
 """

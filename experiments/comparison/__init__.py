@@ -1,7 +1,8 @@
 """The comparison behind `experiments.compare`: presets, the options a command line lays over
-one (options: each list checked), the plan of cells and what counts as already recorded (plan), running cells, the size calibration and the host checks around them (runner), and the plain-loop
-cells it runs beside the strategies: the engine floor (floor) and the sharing calibration
-(sharing), both commands of their own (`python -m experiments.comparison.floor`).
+one (options: each list checked), the plan of cells and what counts as already recorded (plan),
+running cells, the size calibration and the host checks around them (runner), and the
+plain-loop cells it runs beside the strategies: the engine floor (floor) and the sharing
+calibration (sharing), both commands of their own (`python -m experiments.comparison.floor`).
 
 May import: experiments.config, experiments.engine, experiments.measure, experiments.workload,
 results, strategies, tf_config. Not the commands.

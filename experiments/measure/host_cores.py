@@ -8,10 +8,11 @@ windows, against the same loop alone on one core.
 Why: a VM's vCPUs are threads of its host. On the 2-vCPU VM this toolkit is measured on, two such
 processes at once ran at about half speed each in 6 of 68 half-second samples while one alone
 held its speed in all but one (docs/benchmarks.md, "The host's cores under load": a hypothesis
-is that the host ran both vCPUs on one core's hardware at times; the guest's steal counter did
-not show it). A local cluster's N workers are such processes (so are a PSS N=1 run's worker, ps and
-chief, and one process on every core); one-core runs (the 1-thread baseline, MWMS N=1) are not,
-and no calibration measured at another moment sees an episode between its own seconds. The
+is that the host ran both vCPUs on one core's hardware at times; the guest's steal counter
+moved far less than the time lost). A local cluster's N workers are such processes (so are a
+PSS N=1 run's worker, ps and chief, and one process on every core); one-core runs (the 1-thread
+baseline, MWMS N=1) are not, and no calibration measured at another moment sees an episode
+between its own seconds. The
 check says whether, and how often, it happened around a comparison.
 
 A window's capacity = the K processes' summed work / (K x the alone rate): 1 when the host gave

@@ -26,8 +26,8 @@ def test_cores_taken_away_are_said_before_the_tables(tmp_path):
     host_check.append(str(tmp_path), {**_check(0.25, 0.52), "phase": "after the runs", "when": "b"})
     section = host_check.section(tmp_path)
     assert section.first
-    assert "The host took cores away around this comparison" in section.markdown and "as little as 0.52" in \
-        section.markdown
+    assert "The host took cores away around this comparison" in section.markdown
+    assert "as little as 0.52" in section.markdown
     assert "below 0.75 in 25.0% of windows (longest 0.5 s)" in section.markdown
 
 
