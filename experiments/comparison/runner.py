@@ -1,6 +1,7 @@
 """Running the toolkit's commands in subprocesses: a comparison's cells (their output passed on
-without TensorFlow's start-up chatter), the size calibration of the default comparison, and the
-benchmarks' throw-away runs (`run_record`; a failed run stops the benchmark)."""
+without TensorFlow's start-up chatter), the host checks around them, the size calibration of the
+default comparison, and the benchmarks' throw-away runs (`run_record`; a failed run stops the
+benchmark)."""
 import os
 import subprocess
 import sys
@@ -9,6 +10,8 @@ import threading
 import time
 
 from experiments.comparison.plan import SIZE_QUANTUM, calibrated_size
+from experiments.measure import host_cores
+from results import host_check
 from results.metrics import steady_epochs
 from results.records import load_records
 from tf_config.task_output import is_startup_noise
@@ -107,9 +110,6 @@ def check_host(results_dir, seconds, phase):
     context for the runs, not one of them."""
     if not seconds:
         return
-    from experiments.measure import host_cores
-    from results import host_check
-
     try:
         check = host_cores.measure(seconds)
     except (ValueError, RuntimeError, OSError, subprocess.TimeoutExpired) as e:

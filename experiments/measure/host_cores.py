@@ -12,8 +12,7 @@ is that the host ran both vCPUs on one core's hardware at times; the guest's ste
 moved far less than the time lost). A local cluster's N workers are such processes (so are a
 PSS N=1 run's worker, ps and chief, and one process on every core); one-core runs (the 1-thread
 baseline, MWMS N=1) are not, and no calibration measured at another moment sees an episode
-between its own seconds. The
-check says whether, and how often, it happened around a comparison.
+between its own seconds. The check says whether, and how often, it happened around a comparison.
 
 A window's capacity = the K processes' summed work / (K x the alone rate): 1 when the host gave
 every core, 0.5 when K vCPUs did the work of K/2 cores. No TensorFlow: the children import numpy
