@@ -92,6 +92,9 @@ class Checkpoints:
         self.stats_path = os.path.join(directory, _STATS)
         self.digest_path = os.path.join(directory, _DIGEST)
         self.restored_digest = None  # state_digest of what restore() read (the record's)
+        # The global step restore() read, wherever it lies (inside an epoch or on its boundary,
+        # as a preemption, a restart, an --adapt switch or a rerun leave it); None: a fresh run.
+        self.resumed_from_step = None
         # Written by the chief once the run's record is: a rerun of a finished run adds nothing
         # then, but one that died between its last checkpoint and its record still writes it.
         self.record_path = os.path.join(directory, _RECORD)
@@ -125,6 +128,7 @@ class Checkpoints:
         self._checkpoint.restore(self._shared_latest).expect_partial()
         steps = int(self.steps_done.numpy())
         self._check_digest(steps)
+        self.resumed_from_step = steps
         if self.trainer.zero is not None:  # this worker's optimizer shard, not the chief's
             self.trainer.zero.restore(self.root, steps)
         per_epoch = self.trainer.steps_per_epoch

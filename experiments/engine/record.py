@@ -244,8 +244,9 @@ def build_record(cfg, role, trainer, strategy, run_id, epochs, checksum, extra_c
         "resumed_epochs": [e["epoch"] for e in epochs if e.get("resumed")],
         # The epochs this process timed itself (a resumed run's others came from its checkpoint).
         "epochs_timed_here": [e["epoch"] for e in epochs if not e.get("resumed")],
-        "resumed_from_step": next(((e["epoch"] - 1) * trainer.steps_per_epoch + e[
-            "resumed_at_step"] for e in epochs if "resumed_at_step" in e), None),
+        # the global step a checkpoint gave this run: set by the task (checkpoints.py), which
+        # knows it even when it fell on an epoch's boundary (no epoch is then partly restored)
+        "resumed_from_step": None,
         "cluster": {"roles": role.tf_cluster() if role else {}, "this_task": role.name if role
                     else "single", "collective": cfg.collective if all_reduce_workers(
                     cfg.strategy) else None,

@@ -282,6 +282,7 @@ def run_task(cfg, role, extra_config=None):
     if checkpoints is not None:
         record["checkpoint_saves"] = checkpoints.saves
         record["restored_state"] = checkpoints.restored_digest
+        record["resumed_from_step"] = checkpoints.resumed_from_step
     if adapter is not None:
         record["adapt"] = adapter.record(epochs)
     if probe is not None:

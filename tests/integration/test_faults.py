@@ -232,6 +232,9 @@ def test_resume_single_device_keeps_every_epoch(tmp_path):
     assert [(e["epoch"], bool(e.get("resumed"))) for e in record["epochs"]] == [
         (1, True), (2, False), (3, False)]
     assert record["resumed_epochs"] == [1] and record["epochs_timed_here"] == [2, 3]
+    # Resumed on an epoch's boundary (no epoch partly restored): the record still says from
+    # which step, as it does for a preemption whose checkpoint lands on a boundary.
+    assert record["resumed_from_step"] == record["steps_per_epoch"]
     # A run that finished training but died before its record (e.g. a peer lost during the
     # probe) still writes it when rerun: no epoch trained again, none claimed as timed here.
     (tmp_path / "c" / "record_written.json").unlink()
@@ -241,6 +244,7 @@ def test_resume_single_device_keeps_every_epoch(tmp_path):
     assert "Epoch" not in third.stdout
     (late,) = records_in(tmp_path / "b")
     assert late["resumed_epochs"] == [1, 2, 3] and late["epochs_timed_here"] == []
+    assert late["resumed_from_step"] == 3 * late["steps_per_epoch"]
 
 
 def _log_dir(stdout):
