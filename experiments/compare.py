@@ -48,7 +48,6 @@ from experiments.config import ConfigError  # noqa: E402
 from experiments.comparison import options, runner  # noqa: E402
 from experiments.comparison.plan import plan, same_run, size_started  # noqa: E402
 from experiments.comparison.presets import PRESETS, REDUCERS  # noqa: E402
-from experiments.measure import host_cores  # noqa: E402  (the host check's default length)
 
 from models import MODELS  # noqa: E402
 from results.records import load_records  # noqa: E402
@@ -113,10 +112,6 @@ _ACCUMULATION = flags.DEFINE_list("accumulation_steps", "1", "Sweep of experimen
                                   "--accumulation_steps (K micro-batches per update and per "
                                   "synchronization) over every cell but the engine floors; each K "
                                   "is a setting of its own in the report.")
-_HOST_CHECK = flags.DEFINE_float("host_check_s", host_cores.SECONDS, "Seconds of the host "
-                                 "check before and after the runs (one busy process per core "
-                                 "against one alone: did the host give every core? The report "
-                                 "says; 0: none).", lower_bound=0.0)
 _PIN = flags.DEFINE_bool("pin_cores", False, "Pin each configuration to the cores its workers "
                          "get (N workers x threads; ps and chief inside that set): N workers on "
                          "N cores, even on a bigger machine.")
@@ -180,11 +175,7 @@ def main(argv):
             if not any(same_run(r, name, argv[1:]) for r in recorded)]
     print(f"compare: {len(runs)} runs planned, {len(runs) - len(todo)} already recorded, "
           f"{len(todo)} to go -> {results_dir}", flush=True)
-    if todo:
-        runner.check_host(results_dir, _HOST_CHECK.value, "before the runs")
     failures = runner.run_cells(todo, results_dir, _RUN_TIMEOUT.value, _VERBOSE.value)
-    if todo:
-        runner.check_host(results_dir, _HOST_CHECK.value, "after the runs")
     from results.report import build_and_say
 
     build_and_say(results_dir, _TARGET.value or None, network_flags.network())

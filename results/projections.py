@@ -1,7 +1,6 @@
 """The report's scaling section: projected rows to other clusters (cost_model.predict for N
-workers on a stated network, one host per worker; this machine's sharing never reaches them)
-beside this machine's measured ones, projection.csv and .png, the profile-*.json of each
-fitted setting, and the validation lines `experiments.report` prints.
+workers on a stated network, one host per worker) beside this machine's measured ones,
+projection.csv and .png, and the profile-*.json of each fitted setting.
 """
 from results.cells import SETTING_KEYS
 from results.records import write_text_atomic
@@ -39,8 +38,8 @@ def measured_cells(f):
 
 def projection_rows(fits, net, ns=PROJECT_NS):
     """Projected rows (the cost model on the stated network) and this machine's measured ones
-    (compute as it ran here: x the sharing slowdown at N; overhead: the rest of the step, 0
-    where the step hid part of its probe behind compute)."""
+    (compute: the profile's; overhead: the rest of the step, 0 where the step hid part of its
+    probe behind compute)."""
     rows = []
     for f in fits:
         one_worker = f.batch / (f.t_comp + f.overhead)  # one worker alone, at compute + overhead
@@ -49,24 +48,13 @@ def projection_rows(fits, net, ns=PROJECT_NS):
                                    **f.project(n, net))))
         for n, (step, probe, rate) in measured_cells(f).items():
             probe = probe or 0.0
-            compute = f.t_comp * f.slowdowns.get(n, (1.0,))[0]
+            compute = f.t_comp
             rows.append(_flag(dict(zip(COLUMNS[:_KEY], (*f.setting, f.strategy, n, "measured")),
                                    step_time_s=step, compute_s=compute, communication_s=probe,
                                    overhead_s=max(0.0, step - compute - probe), examples_per_sec=rate,
                                    speedup=rate / one_worker,
                                    efficiency=rate / one_worker / n)))
     return rows
-
-
-def validation_lines(fits):
-    out = []
-    for f in fits:
-        for n, (predicted, measured, error) in sorted(f.predictions.items()):
-            out.append(f"{f.model} {f.strategy} N={n}: predicted {predicted:.0f} examples/s "
-                       f"from the profile + the {f.sync.get(n, (0, 'probe'))[1]} at N, "
-                       f"measured {measured:.0f} "
-                       f"(error {error * 100:+.1f}%); {'; '.join(f.notes)}")
-    return out
 
 
 def profiles(fits):
@@ -98,15 +86,10 @@ def markdown(fits, rows, net):
              "all-reduce of its dense rest) or push G and pull P with a ps link serving "
              "N/K workers, (G+P)/B·max(1, N/K) + 2a but no less than the profile's "
              "sync_floor_s, what this machine's software took for one push and pull (PSS), "
-             "less the share a strategy's N=1 run "
-             "hid behind compute (its overlap, never more than the compute). Nothing is fitted to the runs it "
-             "predicts: this machine's N-worker runs are predicted from the profile, the "
-             "latency-bandwidth fit of the collectives sweep with N processes (without one: the "
-             "runs' own probe, marked in-sample) and the sharing calibration with N processes, "
-             "and what that does not explain is the error. "
+             "less the share a strategy's N=1 run hid behind compute (its overlap, never "
+             "more than the compute). "
              f"Projected network: B = {net.bandwidth_gbps:g} Gbit/s per link, "
-             f"a = {net.latency_us:g} µs per message (`--network_gbps`, `--network_latency_us`); "
-             "this machine's sharing never reaches a projection.", "",
+             f"a = {net.latency_us:g} µs per message (`--network_gbps`, `--network_latency_us`).", "",
              "Assumptions: each projected worker has its own host, synchronization overlaps "
              "compute only by the measured overlap and never by more than the compute, links are full duplex and uncontended, every worker is equally "
              "fast, the per-replica batch stays fixed, an all-reduce costs the stated network's "
@@ -114,25 +97,6 @@ def markdown(fits, rows, net):
              "machine's software took for one (its N=1 runs' probe: the two overlap, and the "
              "larger is paid; see the N=1 check below).", "",
              ]
-    cells = []
-    for f in fits:
-        for n, (predicted, measured, error) in sorted(f.predictions.items()):
-            probe = f.measured[n][1]
-            loop = f.loopback_gbps(n)
-            cells.append([
-                f.model, str(f.train_examples), f.strategy, str(n),
-                f"{f.gradient_bytes / 1e6:.2f}", _ms(f.t_comp), _ms(f.overhead),
-                f"{f.slowdowns[n][0]:.2f}" if n in f.slowdowns else "–",
-                _ms(probe) if probe is not None else "–",
-                f"{_ms(f.sync[n][0])} ({f.sync[n][1]})" if n in f.sync else "–",
-                f"{loop:.2f}" if loop else "–",
-                f"{predicted:.0f}", f"{measured:.0f}",
-                f"{error * 100:+.1f}%" + (" (in-sample)" if f.sync.get(n, (0, "probe"))[1]
-                                          == "probe" else "")])
-    parts.append(markdown_table(["model", "examples", "strategy", "N", "G (MB)", "compute ms",
-                                 "overhead ms", "sharing slowdown", "probe at N ms",
-                                 "sync used ms (from)", "loopback Gbit/s", "predicted ex/s",
-                                 "measured ex/s", "error"], cells))
     one = []
     for f in fits:
         if f.measured_n1:
@@ -159,19 +123,6 @@ def markdown(fits, rows, net):
                                   "measured N=1 ex/s", "difference",
                                   "projected step ms (synchronization)",
                                   "measured step ms (probe)"], one)]
-    sweeps = {**{(f.strategy, n): lb for f in fits for n, lb in f.sync_fits.items()},
-              **{(f"{f.strategy} (sparse rows)", n): lb for f in fits
-                 for n, lb in f.rows_fits.items()}}
-    if sweeps:
-        parts += ["", "Latency and bandwidth of this machine's synchronization, fitted to the "
-                      "collectives sweeps (t = alpha + per tensor x (tensors - 1) + bytes / "
-                      "bandwidth; residuals: fit vs measured per message size, 4 KiB to 16 MiB):",
-                  "", markdown_table(
-                      ["strategy", "N", "alpha ms", "per tensor µs", "bandwidth Gbit/s",
-                       "residuals"],
-                      [[s, str(n), _ms(lb.alpha_s), f"{lb.per_tensor_s * 1e6:.0f}",
-                        f"{lb.gbps:.2f}", " ".join(f"{round(r * 100):+d}%" for r in lb.residuals)]
-                       for (s, n), lb in sorted(sweeps.items())])]
     parts += ["", "Notes:", ""] + [f"- {f.model}, {f.train_examples} examples, {f.strategy}: "
                                    f"{'; '.join(f.notes)}." for f in fits if f.notes]
     parts += [f"- {r['model']}, {r['train_examples']} examples, {r['strategy']} N={r['n']} "

@@ -6,7 +6,7 @@ with two or more models, zoo.csv and zoo.png: which strategy wins per model, res
 import os
 
 from results import network as network_experiment
-from results import (adaptive, hparams, host_check, parallelism, plots, projections,
+from results import (adaptive, hparams, parallelism, plots, projections,
                      reducers, scaling_model, straggler, timeline, zoo)
 from results.cells import is_adaptive_run, is_collectives_run, label, setting_details, setting_title
 from results.findings import findings, overhead_sentence
@@ -146,19 +146,17 @@ def build(results_dir, target_accuracy=None, network=scaling_model.Network()):
                             network_experiment.section(records + sweeps, path),
                             reducers.section(records, path),
                             parallelism.section(records, path),
-                            adaptive.section(adaptive_runs, path),
-                            host_check.section(results_dir))
+                            adaptive.section(adaptive_runs, path))
                 if s is not None]
     for section in sections:
         files += section.plots
         paths += section.files
     paths.append(write_text_atomic(path("report.md"), markdown(
         rows, problems, files, target_accuracy, sections)))
-    notes = [f"scaling model: {line}" for line in projections.validation_lines(fits)]
-    notes.append(f"wrote {trials[1]} HParams trials in {trials[0]} (tensorboard --logdir "
-                 f"{path('tensorboard')})" if trials else
-                 "no HParams trials: no summary rows, or a gs:// results directory (they are "
-                 "written for a local one only)")
+    notes = [f"wrote {trials[1]} HParams trials in {trials[0]} (tensorboard --logdir "
+             f"{path('tensorboard')})" if trials else
+             "no HParams trials: no summary rows, or a gs:// results directory (they are "
+             "written for a local one only)"]
     return paths + files, problems, notes
 
 

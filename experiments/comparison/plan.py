@@ -26,8 +26,8 @@ def reducer_flag(form):
     return f"--compression={form}"
 
 
-# A collectives cell's training per worker and epoch, before its sweep: a few steps (32 at the
-# default 64 per replica; 8 at 4 accumulated micro-batches), over the comparison's --epochs.
+# A collectives cell's (the network experiment's calibration) training per worker and epoch,
+# before its sweep: a few steps (32 at the default 64 per replica), over --epochs.
 COLLECTIVES_EXAMPLES = 2048
 # The network experiment's all-reduce calibration runs at this multiple of its fastest shaped
 # bandwidth: a rate none of its predicted runs has, where the transfer and the all-reduce's own
@@ -180,23 +180,13 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
                 for n in workers:
                     if floors and n >= 2 and threads and any(
                             not kind(s).local_replicas for s in strategies):
-                        # Right before the N-worker clusters: how this machine shares its cores
-                        # among N such workers, for the scaling model's prediction at N (at
-                        # N > cores the calibration is oversubscribed just as the cluster is).
-                        # (pinned as the N workers are: loop k on worker k's cores)
+                        # Before the N-worker clusters: N plain loops at once, the machine's
+                        # limit for N workers (the report's row; pinned as the N workers are:
+                        # loop k on worker k's cores)
                         pin = ["--pin_loops"] if pinned_workers(n, threads, available) else []
                         cells.append(("engine_floor_shared", sharing,
                                       [f"--threads={threads}", f"--processes={n}", *pin],
                                       n * threads))
-                        # And how fast N such processes synchronize, at message sizes from
-                        # 4 KiB to 16 MiB: the scaling model's alpha-beta at N (a token epoch
-                        # of training first; the record is no row of the summary).
-                        cells += [(f"collectives-{s}-n{n}", run,
-                                   [*workers_flags(s, n),
-                                    "--comm_sweep",
-                                    f"--train_examples={COLLECTIVES_EXAMPLES * n}",
-                                    "--eval_examples=256"], n * threads)
-                                  for s in strategies if not kind(s).local_replicas]
                     cells += [(f"{s}-n{n}", run, workers_flags(s, n),
                                n * threads) for s in strategies]
             if "straggler" in experiments:

@@ -1,6 +1,5 @@
 """Running the toolkit's commands in subprocesses: a comparison's cells (their output passed on
-without TensorFlow's start-up chatter), the host checks around them, the size calibration of the
-default comparison, and the benchmarks' throw-away runs (`run_record`; a failed run stops the
+without TensorFlow's start-up chatter), the size calibration of the default comparison, and the benchmarks' throw-away runs (`run_record`; a failed run stops the
 benchmark)."""
 import os
 import subprocess
@@ -10,8 +9,6 @@ import threading
 import time
 
 from experiments.comparison.plan import SIZE_QUANTUM, calibrated_size
-from experiments.measure import host_cores
-from results import host_check
 from results.metrics import steady_epochs
 from results.records import load_records
 from tf_config.task_output import is_startup_noise
@@ -101,26 +98,6 @@ def run_cells(cells, results_dir, timeout, verbose):
             failures.append(f"{name} (exit {code})")
             print(f"compare: run {name} FAILED (exit {code}); continuing", flush=True)
     return failures
-
-
-def check_host(results_dir, seconds, phase):
-    """The host check (experiments/measure/host_cores.py) for `seconds` (0: none), said and
-    added to the results directory's host_check.json with `phase`. A check that cannot run (one
-    usable core, a child that failed) is said in one line and the comparison goes on: it is
-    context for the runs, not one of them."""
-    if not seconds:
-        return
-    try:
-        check = host_cores.measure(seconds)
-    except (ValueError, RuntimeError, OSError, subprocess.TimeoutExpired) as e:
-        print(f"compare: no host check {phase}: {e}", flush=True)
-        return
-    print(f"compare: host check {phase}: {host_check.line(check)}", flush=True)
-    try:
-        host_check.append(results_dir, {**check, "phase": phase,
-                                        "when": time.strftime("%Y-%m-%d %H:%M:%S %Z")})
-    except (ValueError, OSError) as e:  # a malformed host_check.json: the report says so too
-        print(f"compare: the host check {phase} is not kept: {e}", flush=True)
 
 
 def calibrate(model, epochs_planned, runs, budget_s, largest, threads, dataset=""):

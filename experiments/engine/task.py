@@ -17,7 +17,7 @@ from experiments.engine.checkpoints import (Checkpoints, ResumeError, check_dige
 from experiments.engine.record import build_record, new_run_id, peak_memory_per_device, write
 from experiments.engine.build import build, input_context
 from experiments.engine.training import Trainer
-from experiments.measure import comm_probe, cpu_usage, flops, ps_load, tensor_probe
+from experiments.measure import comm_probe, cpu_usage, flops, tensor_probe
 from experiments.measure.profiling import StepProfiler
 from experiments.workload.inputs import dataset_info
 from experiments.workload.user_code import UserCodeError
@@ -240,24 +240,15 @@ def run_task(cfg, role, extra_config=None):
     # collective meanwhile, rather than exit beside it.
     compute = _compute(cfg, trainer) if is_chief and cfg.compute_probe else None
     # Every synchronous replica must end with the same weights; printed by each task so a
-    # cluster's output can be checked (tests do), and recorded by the chief. Read before the
-    # probes: the ps load (a collectives cell's) applies updates.
+    # cluster's output can be checked (tests do), and recorded by the chief.
     checksum = trainer.weights_checksum()
     # After training, on every task that trains (the all-reduce probe is collective under MWMS).
     sync_dtype = trainer.sync_dtype  # what training synchronizes in
     steps_per_call = min(cfg.steps_per_execution, trainer.steps_per_epoch)  # as training's
     # calls, which never run past their epoch (training.py)
-    # A PSS collectives cell's ps under load, before the probe: the probe's gathers and
-    # scatters leave a table in copy-on-read mode, which training's lookup never does (ps_load).
-    load = ps_load.measure(strategy, coordinator, trainer.optimizer,
-                           trainer.model.trainable_variables, trainer.gradients, sync_dtype,
-                           steps_per_call, cfg.num_workers, trainer.cpu) \
-        if coordinator is not None and cfg.comm_probe and cfg.comm_sweep else None
     probe = comm_probe.measure(strategy, [v.value for v in trainer.model.trainable_variables],
                                coordinator, dtype=sync_dtype, gradients=trainer.gradients,
                                steps_per_call=steps_per_call) if cfg.comm_probe else None
-    if load is not None:
-        probe["ps_load"] = load
     if probe is not None and cfg.comm_sweep and probe.get("method") != "none (one replica)":
         probe["sweep"] = comm_probe.sweep(strategy, coordinator, steps_per_call=probe.get(
             "steps_per_call", 1), sparse=bool((probe.get("gradient_kinds") or {}).get(
