@@ -36,10 +36,10 @@ setup(
         # Checking TFJob manifests (experiments.vertex --format=tfjob) with the Kubeflow SDK.
         "tfjob": TFJOB,
         # TensorBoard's Profile tab for --profile_steps traces (pip resolved it against
-        # tensorboard 2.21 without changing any pinned package, 2026-11-23).
+        # tensorboard 2.21 without changing any pinned package).
         "profile": ["tensorboard-plugin-profile==2.24.2"],
         # Driving headless Chromium (Debian's chromium package) for TensorBoard screenshots:
-        # experiments/bench/tensorboard_shot.py (2026-11-26).
+        # experiments/bench/tensorboard_shot.py.
         "browser": ["playwright==1.63.0"],
     },
 )

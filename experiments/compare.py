@@ -7,11 +7,11 @@ model, data, per-replica batch and epochs; then the report (summary.csv, report.
         --repeats=3 --resume --results_dir=runs/compare
     python -m experiments.compare --experiments=straggler --models=mlp --straggler_delays=0,20,50
     python -m experiments.compare --experiments=network --models=cnn --bandwidths=0.02,0.1,0.5,0
-    python -m experiments.compare --preset=zoo --results_dir=runs/zoo   # ~10 min on 2 vCPUs
+    python -m experiments.compare --preset=zoo --results_dir=runs/zoo
     python -m experiments.compare --preset=zoo --dry_run                 # the runs it would make
     python -m experiments.compare --strategies=multi_worker_mirrored --workers=2 \
         --accumulation_steps=1,2,4 --models=cnn --train_examples=4096   # communication share vs K
-    python -m experiments.compare --preset=parallelism --results_dir=runs/parallelism  # ~6-7 min
+    python -m experiments.compare --preset=parallelism --results_dir=runs/parallelism
     python -m experiments.compare --models=examples.two_branch:build_model \
         --dataset=examples.two_branch:make_dataset --train_examples=4096   # your model and data
 

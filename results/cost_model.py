@@ -30,9 +30,8 @@ Per-replica step time:  t = compute / device_speedup + overhead + communication
       all-reduce within the host first and the host pushes and pulls once: an intra-host ring
       plus (G + P) / B_inter x max(1, H/K); on hosts of their own a worker pays at least the
       profile's sync_floor_s, one push and pull as the profile's machine's software does it
-      (its loopback probe): the software and the wire overlap, and the larger is paid (one
-      PSS worker under a shaper followed max(p0, w), in-sample, docs/benchmarks.md; v25's
-      out-of-sample check 4 of 6); the overlap below then hides its share of the larger, as it
+      (its loopback probe): the software and the wire overlap, and the larger is paid
+      (docs/scaling_model.md); the overlap below then hides its share of the larger, as it
       hid the probe at N=1; host software: not scaled by device_speedup, measured in the
       profile's sync dtype
     pipelines (GPipe over S equal stages on one host's devices, M micro-batches; hybrid: one
@@ -63,8 +62,8 @@ Per-replica step time:  t = compute / device_speedup + overhead + communication
       CPU seconds per worker step c (PSS N=1, with the ps's threads t) bound the cluster at
       K x (ps_cores / t) x batch / c examples per second (x d with ps_local_aggregation: one
       update per host), bound "the parameter servers' CPU"; assumed: ps cores as fast as the
-      profile's machine's, t threads serve t cores' worth (a ps of one thread used 1.2 cores
-      with workers queued, 2026-11-27), an accumulated step's one update costs the ps what one
+      profile's machine's, t threads serve t cores' worth (a ps of one thread uses somewhat
+      more than a core with workers queued), an accumulated step's one update costs the ps what one
       step's does; a bounded prediction's step is the workers' step at the bound's rate
     shared medium (the emulated network, tc tbf on one loopback): every byte of every link
       goes through one bucket of B: all-reduce 2 (N-1) G / B per step; a PSS worker (G + P)/B
@@ -94,7 +93,7 @@ Per-replica step time:  t = compute / device_speedup + overhead + communication
 Assumptions (said in every report that uses it): synchronization overlaps compute only by the
 profile's measured `overlap` share (0 where unmeasured; communication x (1 - overlap)), by no
 more than the N=1 runs hid of their own probe (overlap x sync_floor_s, where measured: a
-slower link's transfer was not hidden under a shaper, v25), and
+slower link's transfer was not hidden under a shaper: docs/scaling_model.md), and
 never by more than the step's compute (hidden communication runs beside compute: a step is never
 shorter than its own communication, so a parameter server's link still bounds a cluster whose
 N=1 run hid all of its pushes and pulls), links

@@ -15,7 +15,7 @@ from results.records import is_url
 
 # Hyperparameters: what tells two rows apart. Metrics: what the comparison measures of them.
 HPARAMS = ("role", "strategy", "n", *SETTING_KEYS, "threads_per_task")
-# TensorBoard ticks the first five of each list (checked in Chromium, 2026-11-25): the metrics
+# TensorBoard ticks the first five of each list (checked in Chromium): the metrics
 # in this order, the hyperparameters by name.
 METRICS = ("examples_per_sec", "speedup", "scaling_percent", "accuracy_delta", "cores_used",
            "efficiency", "epoch_time_s", "final_eval_accuracy", "examples_per_cpu_second",

@@ -11,7 +11,7 @@ bounded by B). In series with it, p0:
 the same synchronization's probe on the real loopback (its copies, RPCs and dispatch), less the
 share of the smaller of the two that an all-reduce runs beside the other (hidden_share: measured
 by the experiment's shaped collectives cell, at a bandwidth none of its predicted runs has;
-until 2026-11-28 the whole sum was paid: docs/benchmarks.md, v23 and v24). The rest
+paying the whole sum overstated the step: docs/scaling_model.md). The rest
 comes from the same experiment's unshaped runs (B = 0 rows, the real loopback): the workload
 profile (workload_profile.profile_of: compute and overhead from the N=1 runs), and this machine's
 local term at N=2, the unshaped N=2 step beyond compute, overhead and p0 (its cores shared by the
@@ -105,7 +105,7 @@ def hidden_share(model, calibrations, n=2):
     (w + p0 - probe) / min(w, p0), their median, within [0, 1]. A ring all-reduce copies and
     reduces one chunk while the next is on the wire, the same in its probe as in training.
     Measured for all-reduce only: PSS's shaped training steps took the whole in-series sum
-    while its probe took less (docs/benchmarks.md, v23)."""
+    while its probe took less (docs/scaling_model.md)."""
     shares = []
     for gbps, probe in calibrations:
         wire, p0 = model.wire_s(n, gbps), model.loopback_s
@@ -205,7 +205,7 @@ def crossover(fitted, setting, n=2, low=1e-3, high=100.0):
     throughputs cross, or None. The grid finds the bracket; bisection finds the point, so the
     report's figure and the plot's line (whose grid spans other bounds) agree: the PSS line
     bends sharply where its shared-link bound gives way, and interpolating across that bend
-    gave one crossing two figures (docs/benchmarks.md, v23)."""
+    would give one crossing two figures."""
     mwms, pss = fitted.get((setting, _STRATEGIES[0])), fitted.get((setting, _STRATEGIES[1]))
     if mwms is None or pss is None:
         return None

@@ -20,8 +20,8 @@ all-reduces, tensor_reduced_bytes; S = 1 is tensor parallelism alone), S x T wit
 hybrid, one such split per host on 2, 4, ... hosts (equal stages: the profile has no per-layer
 times; the split layers carry all of the compute). With more micro-batches than stages, each
 pipeline under both schedules: GPipe and 1F1B take the same time, 1F1B holds fewer
-micro-batches' activations (GPipe wins the tie: it ran faster here; 1F1B is chosen where only it
-fits).
+micro-batches' activations (GPipe wins the tie: it ran faster on the ViT, docs/parallelism.md;
+1F1B is chosen where only it fits).
 """
 import dataclasses
 
@@ -247,8 +247,8 @@ def plan(profile, cluster):
                   key=lambda p: (-p.prediction.examples_per_sec, p.config.workers,
                                  p.config.accumulation, p.config.sync_dtype != "float32",
                                  p.config.num_ps, p.config.zero,
-                                 # a tie: GPipe, which ran faster than 1F1B here (the ViT,
-                                 # docs/parallelism.md); 1F1B where only it fits
+                                 # a tie: GPipe (see the module doc); 1F1B where only
+                                 # it fits
                                  p.config.schedule != "gpipe"))
     return fits + [p for p in planned if p.dropped]
 

@@ -6,7 +6,7 @@ and the bandwidth below which each reducer pays off, predicted and checked.
     python -m experiments.compare --preset=reducers          # cnn, wide_mlp, embedding
     python -m experiments.compare --experiments=reducers --models=cnn --bandwidths=0.1,1,0
 
-The prediction, fixed before the shaped runs it predicts (written down 2026-11-25):
+The prediction, fixed before the shaped runs it predicts:
 - Fitted on: each form's run on the real loopback (B = 0): its step s0 (global batch over its
   examples/s), which holds its compute, its compression and its exchange on loopback.
 - Predicted: the same form under a shaper of B Gbit/s shared by every link (tf_config/netshape):

@@ -109,7 +109,7 @@ def busy_cores_of(sharing, n):
     median when repeated); None without one. A cluster's processes wait on each other (MWMS
     workers on the all-reduce, a PSS worker on its ps), and while one waits its core may find
     nothing to run, so the cluster keeps fewer cores busy than the machine has, even with more
-    processes than cores (2026-11-25 here: 1.65-1.84 of 2)."""
+    processes than cores."""
     values = [n * ((s.get("cores_per_process") or {}).get("lockstep") or 0)
               for s in sharing or [] if s.get("processes") == n]
     values = [v for v in values if v > 0]

@@ -12,7 +12,7 @@ from `--require_gpus`, which experiments/cloud/jobspec.py puts on every GPU pool
 `tpu` connects to a TPU through TPUClusterResolver: `tpu` names it (a Cloud TPU name, a
 grpc://HOST:8470 address, or `local` on a TPU VM); empty lets the resolver look it up as TF
 documents (KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS, TPU_NAME, then TPU_CONFIG). Connecting to an address
-nobody answers blocks (measured: grpc://127.0.0.1:1 had not returned after 90 s), so the whole
+nobody answers blocks (grpc://127.0.0.1:1 does not return), so the whole
 connection runs under a deadline and every failure becomes one TPUUnavailable line.
 """
 import threading

@@ -12,12 +12,11 @@ def pinned_workers(n, threads, available, parameter_servers=False):
     """Whether N workers of `threads` threads each get cores of their own (--pin_workers): two
     or more, and no more than the `available` cores (0/None: unknown, not pinned). Unpinned,
     the workers of a local cluster and their helper threads migrate between the cores they
-    share; pinned, each keeps its own, as on hosts of their own, and ran faster here (MWMS N=2:
-    mlp +23%, cnn +9%; PSS N=2 cnn +27%: docs/benchmarks.md, "Workers on cores of their own").
-    One PSS worker is pinned too where a core is left for its ps and chief (the launcher pins
-    them there): a PSS server runs two inter-op threads (one deadlocks it), and unpinned they
-    ran independent kernels on a second core, a worker faster than any other here (resnet's
-    1.33 cores against 0.93-0.98 pinned: docs/benchmarks.md, "A PSS worker on one core"). Not
+    share; pinned, each keeps its own, as on hosts of their own (docs/benchmarks.md, "Workers
+    on cores of their own"). One PSS worker is pinned too where a core is left for its ps and
+    chief (the launcher pins them there): a PSS server runs two inter-op threads (one deadlocks
+    it), and unpinned they run independent kernels on a second core, a worker faster than it
+    would be on a host of its own (docs/benchmarks.md, "A PSS worker on one core"). Not
     pinned: one all-reduce worker (one process, one inter-op thread), and workers that
     outnumber the cores (round robin would give some a core to themselves)."""
     if not available or n * threads > available:

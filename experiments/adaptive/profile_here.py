@@ -74,7 +74,7 @@ def path_for(cfg, cluster=None):
              ["pinned" if _loops_pinned(cfg, k) else "unpinned"
               for k in sharing_processes(cluster)]] \
         if cluster and cluster.machine_cores else []
-    # a profile whose PSS worker had a second core (before 7f26ac7) is not this one
+    # a profile whose PSS worker had a second core is not this one
     what = json.dumps([cfg.dataset, cfg.optimizer, cfg.learning_rate, cfg.float_dtype,
                        cfg.gradient_sync_dtype, cfg.model_weights, cfg.steps_per_execution,
                        "pss-worker-pinned" if _pss_worker_pinned(cfg) else "pss-unpinned"] +

@@ -31,8 +31,7 @@ def reducer_flag(form):
 COLLECTIVES_EXAMPLES = 2048
 # The network experiment's all-reduce calibration runs at this multiple of its fastest shaped
 # bandwidth: a rate none of its predicted runs has, where the transfer and the all-reduce's own
-# cost on the loopback are still of a size for the models it was chosen for (wide_mlp: 64 ms of
-# transfer at 10 Gbit/s beside 82 ms).
+# cost on the loopback are still of comparable size for the models it was chosen for.
 OVERLAP_CALIBRATION = 2
 
 

@@ -3,15 +3,15 @@ repeats and epochs, and which experiments (docs/comparison.md, "Presets")."""
 import os
 
 PRESETS = {
-    # ~3-5 min on 2 vCPUs: 10 runs of the CNN, 4 epochs (3 steady); examples per epoch (at most
-    # 16384) sized to --time_budget_min.
+    # The CNN at N = 1 and 2, 4 epochs (3 steady); examples per epoch (at most 16384) sized to
+    # --time_budget_min.
     "default": dict(models="cnn", workers="1,2", train_examples="16384", repeats=1, epochs=4),
     "full": dict(models="mlp,cnn", workers="1,2,4,8", train_examples="5000,10000,20000,40000",
                  repeats=3, epochs=5),
-    # ~10 min on 2 vCPUs: 15 runs (5 per model), 3 epochs (2 steady) sized per model below.
+    # 5 runs per model, 3 epochs (2 steady) sized per model below.
     "zoo": dict(models="resnet,wide_mlp,embedding", workers="2", train_examples="", repeats=1,
                 epochs=3, floors=False),
-    # ~6-7 min on 2 vCPUs (docs/benchmarks.md): 10 runs (5 per model), 3 epochs (2 steady).
+    # 5 runs per model, 3 epochs (2 steady).
     "parallelism": dict(models="cnn,wide_mlp", workers="2", train_examples="", repeats=1,
                         epochs=3, floors=False, experiments="parallelism"),
     # MWMS N=2 plain and under each --reducers at each of the model's bandwidths (the real
@@ -22,7 +22,7 @@ PRESETS = {
     # The seed's Table I here: one device, data parallel, model parallel, hybrid and --adapt,
     # steady, with the network slowed after 2 epochs (ADAPTIVE_SCHEDULES), and with a
     # straggler after 2 epochs (ADAPTIVE_STRAGGLERS): 14 runs per model, 6 epochs (the slowed
-    # network dominates: ~16 min on 2 vCPUs).
+    # network dominates its time).
     "adaptive": dict(models="cnn,resnet", workers="2", train_examples="", repeats=1, epochs=6,
                      floors=False, experiments="adaptive"),
     # The seed's Table I for a transformer: the ViT and the GPT on one device, data parallel,
@@ -44,7 +44,7 @@ DEFAULT_ADAPTIVE_SCHEDULES = ("0:10", "0:10,2:0.05")
 # Its third scenario per model: the steady network, and after 2 epochs the last worker's input
 # delayed (--straggler_schedule, epoch:ms) beyond every configuration's step: under MWMS the
 # delay is a floor under the straggler's step (its input buffer hides a shorter one), and a PSS
-# worker's step holds the whole global batch (measured: cnn ~50-100 ms, resnet ~500 ms here).
+# worker's step holds the whole global batch (a resnet step is several times a cnn step).
 ADAPTIVE_STRAGGLERS = {"cnn": "0:0,2:200", "resnet": "0:0,2:1200"}
 DEFAULT_ADAPTIVE_STRAGGLER = "0:0,2:200"
 # What --adapt plans for: this machine as 2 one-core workers on one shaped loopback, at the
@@ -52,7 +52,7 @@ DEFAULT_ADAPTIVE_STRAGGLER = "0:0,2:200"
 ADAPTIVE_CLUSTER = os.path.normpath(os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "examples",
     "cluster_this_machine_2_workers_10g.json"))
-# The zoo's examples per epoch: a few seconds per steady epoch of each model on 2 vCPUs.
+# The zoo's examples per epoch: a few seconds per steady epoch of each model on 2 cores.
 ZOO_SIZES = {"resnet": 1536, "wide_mlp": 3072, "embedding": 8192, "vit": 2048, "gpt": 2048}
 # The experiments a comparison can run (--experiments); each adds its cells to the plan
 # (plan.py) and its section to the report (results/report.py).

@@ -72,9 +72,8 @@ def pin_flag(values, available, threads_per_worker=0):
     on `available` cores: pinned as a comparison pins the same cluster
     (tf_config.cores.pinned_cluster), so the run is the kind the profile measured: its PSS
     worker and its sharing calibration pinned where a comparison's are
-    (experiments/adaptive/profile_here.py). Pinned or not, a PSS worker and MWMS workers here
-    ran 3-33% apart (docs/benchmarks.md, "Workers on cores of their own", "A PSS worker on one
-    core")."""
+    (experiments/adaptive/profile_here.py); pinned and unpinned clusters run at different
+    speeds (docs/benchmarks.md, "Workers on cores of their own")."""
     return bool_flag("pin_workers", pinned(values, available, threads_per_worker))
 
 

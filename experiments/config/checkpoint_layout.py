@@ -74,9 +74,9 @@ def split_refusal(directory, saved, tensor_parallel):
 def data_refusal(directory, saved, dataset):
     """The line refusing to resume `directory`, whose run trained `saved` (None: a digest from
     before datasets were noted, taken as it is), with --dataset=`dataset` (None: not checked):
-    its weights and epochs are another data's (since 2026-11-29 a run without --dataset trains
-    the model's own, e.g. resnet synthetic_cifar, where it trained synthetic before); None when
-    they match."""
+    its weights and epochs are another data's (a run without --dataset trains the model's own,
+    e.g. resnet synthetic_cifar, where older versions trained synthetic); None when they
+    match."""
     if saved is None or dataset is None or saved == dataset:
         return None
     return (f"{directory} was written training --dataset={saved}; resume with "

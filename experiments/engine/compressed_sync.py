@@ -105,8 +105,8 @@ class Reducer:
         sizes = [int(np.prod(a.shape)) for a in acc]
         offsets = np.cumsum([0] + sizes)
         # float32 scales on the wire, and this replica's own dequantization uses the same ones;
-        # each tensor scaled by its own (broadcast, not repeated per value: 10 M values took
-        # 142 ms a step that way)
+        # each tensor scaled by its own (broadcast, not repeated per value: repeating it costs
+        # a copy of every value)
         scales = [tf.cast(tf.maximum(tf.reduce_max(tf.abs(a)), 1e-30) / 127.0, tf.float32)
                   for a in acc]
         qs = [tf.cast(tf.clip_by_value(tf.round(a / tf.cast(s, a.dtype)), -127, 127), tf.int8)

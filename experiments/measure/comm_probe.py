@@ -91,15 +91,14 @@ def distinct_fill(shape, scale, i, dtype):
     """The i-th of a probe's tensors: `shape` filled with scale x (i + 1), made from a call
     argument as a gradient is (a constant could be folded away). Each is a tensor of its own:
     grappler merges identical fills of one shape, and then what consumes them alike, so a probe
-    of several same-shaped tensors timed one transfer for all (wide_mlp's PSS probe moved ~1.58
-    of the 2 x 40 MB it counts until 2026-11-27)."""
+    of several same-shaped tensors would time one transfer for all."""
     return tf.fill(shape, tf.cast(scale * float(i + 1), dtype))
 
 
 def slices(variable, rows, dtype, value, i=0):
     """IndexedSlices shaped like an embedding step's gradient: `rows` rows spread over the table,
     with int32 indices as training's lookups have (models/embedding.py), the 4 bytes per row
-    `_sparse_bytes` counts (int64 indices moved ~1.5% more than counted until 2026-11-27)."""
+    `_sparse_bytes` counts (int64 indices would move more than counted)."""
     table = tf.TensorShape(variable.shape)
     indices = tf.cast(tf.range(rows, dtype=tf.int64) * 7919 % table[0], tf.int32)
     return tf.IndexedSlices(distinct_fill([rows, *table[1:]], value, i, dtype), indices,

@@ -27,7 +27,7 @@ def _cpu_seconds(proc):
     """User + system seconds of every thread of `proc`. Another process's come from
     /proc/PID/stat in clock ticks (10 ms); this process's own from the kernel's per-process
     CPU clock, to the nanosecond: a single-process run's steady epoch can be shorter than a
-    tick, and the ticks read 0 CPU seconds for it (CI's failed run of 2026-11-25)."""
+    tick, and the ticks would read 0 CPU seconds for it."""
     if proc.pid == os.getpid():
         return time.process_time()
     times = proc.cpu_times()
