@@ -11,17 +11,17 @@ import sys
 import tensorflow as tf
 
 from experiments.adaptive import segment
-from experiments.engine import compressed_sync, gpipe, zero
+from experiments.engine import zero
+from experiments.engine.after_training import AfterTraining
 from experiments.engine.checkpoints import (Checkpoints, ResumeError, check_digest,
                                             saved_step)
 from experiments.engine.record import build_record, new_run_id, peak_memory_per_device, write
 from experiments.engine.build import build, input_context
 from experiments.engine.training import Trainer
-from experiments.measure import comm_probe, cpu_usage, flops, tensor_probe
+from experiments.measure import cpu_usage
 from experiments.measure.profiling import StepProfiler
 from experiments.workload.inputs import dataset_info
 from experiments.workload.user_code import UserCodeError
-from results import metrics
 from strategies import all_reduce_workers, kind
 from strategies.factory import MissingGPUs, TPUUnavailable, check_gpus, get_strategy
 from tf_config import events, netshape, schedules, watchdog
@@ -77,33 +77,6 @@ def _serve(role, threads):
     print(f"{role.name} serving at {role.cluster[role.task_type][role.task_index]}", flush=True)
     server.join()
     return 0
-
-
-def _compute(cfg, trainer):
-    """(forward FLOPs per example, one process's matmul FLOP/s or None, processes training at
-    once), or None without a FLOP count. The peak is left out where one matmul here is not what
-    the run's devices do at once: pipelines (each stage's device has a pool of its own) and
-    TPUs. GPUs: a matmul per local replica's GPU. A local cluster's workers share this machine's
-    cores (at most the launcher's usable cores / threads of them run at once, pinned or not); a
-    platform's each have their own host."""
-    forward = flops.forward_flops_per_example(trainer.model)
-    if forward is None:
-        return None
-    strategy_kind = kind(cfg.strategy)
-    if strategy_kind.accelerator or strategy_kind.pipelined:
-        return forward, None, 0
-    processes = 1
-    if strategy_kind.local_replicas and tf.config.list_physical_devices("GPU"):
-        processes = cfg.num_replicas
-    if strategy_kind.multi_worker:
-        processes = cfg.num_workers
-        if events.under_launcher():
-            import psutil
-
-            cores = len(psutil.Process(os.getppid()).cpu_affinity())  # the launcher's: unpinned
-            threads = cfg.threads or cores
-            processes = min(processes, max(1, cores // threads))
-    return forward, flops.matmul_peak(), processes
 
 
 def _bad_input(error):
@@ -236,39 +209,12 @@ def run_task(cfg, role, extra_config=None):
             return 0
     if profiler is not None:
         profiler.close()
-    # The chief's matmul first: the other workers wait idle in the communication probe's first
-    # collective meanwhile, rather than exit beside it.
-    compute = _compute(cfg, trainer) if is_chief and cfg.compute_probe else None
-    # Every synchronous replica must end with the same weights; printed by each task so a
-    # cluster's output can be checked (tests do), and recorded by the chief.
-    checksum = trainer.weights_checksum()
-    # After training, on every task that trains (the all-reduce probe is collective under MWMS).
-    sync_dtype = trainer.sync_dtype  # what training synchronizes in
-    steps_per_call = min(cfg.steps_per_execution, trainer.steps_per_epoch)  # as training's
-    # calls, which never run past their epoch (training.py)
-    probe = comm_probe.measure(strategy, [v.value for v in trainer.model.trainable_variables],
-                               coordinator, dtype=sync_dtype, gradients=trainer.gradients,
-                               steps_per_call=steps_per_call) if cfg.comm_probe else None
-    if probe is not None and cfg.comm_sweep and probe.get("method") != "none (one replica)":
-        probe["sweep"] = comm_probe.sweep(strategy, coordinator, steps_per_call=probe.get(
-            "steps_per_call", 1), sparse=bool((probe.get("gradient_kinds") or {}).get(
-                "indexed_slices")))
-    if probe is not None and trainer.pipeline is not None:
-        # Model parallelism's own traffic: each boundary's activations and their gradients.
-        probe["activation_bytes"] = gpipe.total_activation_bytes(
-            trainer.stages, trainer.per_replica_batch // cfg.microbatches, cfg.microbatches)
-        probe["activation_probe_s"] = gpipe.transfer_probe(
-            trainer.stages, trainer.stage_devices, trainer.per_replica_batch // cfg.microbatches,
-            cfg.microbatches)
-        # Tensor parallelism's: each split layer's sums over its shards, forward and backward.
-        probe["tensor_probe_s"] = tensor_probe.measure(
-            trainer.stages, trainer.per_replica_batch // cfg.microbatches, cfg.microbatches,
-            cfg.float_dtype)
-    print(f"{role.name if role else 'single'} weights checksum {checksum:.9e}", flush=True)
+    after = AfterTraining(cfg, role, trainer, strategy, coordinator, is_chief)
+    after.run()
     if not is_chief:
         events.report_finished(role.name if role else "single")
         return 0
-    record = build_record(cfg, role, trainer, strategy, run_id, epochs, checksum,
+    record = build_record(cfg, role, trainer, strategy, run_id, epochs, after.checksum,
                           extra_config or {})
     if checkpoints is not None:
         record["checkpoint_saves"] = checkpoints.saves
@@ -276,19 +222,7 @@ def run_task(cfg, role, extra_config=None):
         record["resumed_from_step"] = checkpoints.resumed_from_step
     if adapter is not None:
         record["adapt"] = adapter.record(epochs)
-    if probe is not None:
-        step = metrics.per_worker_step_time(record["steady_state"]["epoch_time_s"]["median"],
-                                            trainer.steps_per_epoch, cfg.strategy,
-                                            cfg.num_workers)
-        share = comm_probe.fraction(probe, step)
-        record["communication"] = {**probe, "step_time_s": step, "fraction": share}
-        record["communication_fraction"] = share
-    record["compression"] = compressed_sync.summary(trainer, strategy.num_replicas_in_sync)
-    record["zero"] = trainer.zero.summary() if trainer.zero is not None else None
-    if cfg.compute_probe:
-        record["compute"] = flops.summary(
-            compute[0], (record["steady_state"].get("examples_per_sec") or {}).get("median"),
-            compute[1], compute[2]) if compute is not None else None
+    record.update(after.fields(record))
     write(cfg, record)
     if checkpoints is not None:
         checkpoints.mark_record_written(run_id)
