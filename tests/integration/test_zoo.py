@@ -16,7 +16,7 @@ DENSE = 100_000 * 64 * 4 + HEAD
 @pytest.mark.parametrize("strategy", [
     ["--strategy=mirrored", "--num_replicas=2"],
     ["--strategy=multi_worker_mirrored", "--num_workers=2"],
-    # with a collectives cell's sweep and ps load: the sparse paths of both on a real cluster
+    # with a collectives cell's sweep: its sparse path on a real cluster
     ["--strategy=parameter_server", "--num_workers=2", "--num_ps=1", "--comm_sweep"],
 ])
 def test_embedding_gradients_are_sent_sparse(tmp_path, strategy):
@@ -31,11 +31,5 @@ def test_embedding_gradients_are_sent_sparse(tmp_path, strategy):
     if "parameter_server" in strategy[0]:  # pulls the rows it reads, not the table
         assert comm["pull_bytes"] == ROWS * 64 * 4 + HEAD
         assert {p.get("kind", "dense") for p in comm["sweep"]} == {"dense", "indexed_slices"}
-        # the ps under load: 2 workers pushing the step's update through the run's optimizer,
-        # 96 steps each per round (one per call here); the ps's CPU and every task's cores
-        load = comm["ps_load"]
-        assert load["workers"] == 2 and load["steps_per_round"] == 192
-        assert load["steps_per_s"]["n"] == 3 and load["steps_per_s"]["min"] > 0
-        assert load["ps_cpu_s_per_step"]["median"] > 0 and load["ps_cores"]["median"] > 0.1
-        assert {"ps:0", "worker:0", "worker:1", "chief:0"} <= set(load["cores_by_task"])
+        assert "ps_load" not in comm  # the ps load measure is gone: nothing left to record
     assert record["final_eval_accuracy"] > 0.3  # 4 classes: chance is 0.25

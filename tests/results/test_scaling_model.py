@@ -1,5 +1,5 @@
-"""The scaling model: the workload profile fitted from fixture records, this machine's runs
-predicted from it, the projections through the cost model, and the report's section."""
+"""The scaling model: the workload profile fitted from fixture records, this machine's measured
+runs beside it, the projections through the cost model, and the report's section."""
 import csv
 import dataclasses
 import json
@@ -9,6 +9,7 @@ import pytest
 
 from results import (cost_model, latency_bandwidth, projections, records, scaling_model, specs,
                      workload_profile)
+from results.cells import setting_of
 from results.report import build
 from results.scaling_model import Network
 from results.summary import summarize
@@ -62,17 +63,26 @@ def _fits(recs):
     return {f.strategy: f for f in scaling_model.fit(recs)}
 
 
-def test_profile_and_the_two_worker_prediction(results_dir):
+def test_profile_the_measured_two_worker_runs_and_the_projections(results_dir):
     fits = _fits(_load(results_dir))
     mw, ps = fits["multi_worker_mirrored"], fits["parameter_server"]
     assert mw.profile is ps.profile  # one profile per setting, every strategy alike
     assert mw.profile.compute_s == pytest.approx(0.1) and mw.profile.batch == 64
     assert mw.profile.gradient_bytes == {"float32": 1_000_000}
-    predicted, measured, error = mw.prediction_n2
-    assert predicted == pytest.approx(2 * 64 / 0.12)  # compute + probe at N=2, nothing fitted
-    assert measured == pytest.approx(2 * 64 * 10 / 1.5)
-    assert error == pytest.approx(predicted / measured - 1)
-    assert ps.prediction_n2[0] == pytest.approx(2 * 64 / 0.11)
+    # this machine's N=2 runs, (per-worker step, probe, examples/s): shown beside the
+    # projections, nothing fitted to them; no N=1 runs of either strategy
+    assert mw.measured == {2: (pytest.approx(0.15), pytest.approx(0.02),
+                               pytest.approx(2 * 64 * 10 / 1.5))}
+    assert ps.measured == {2: (pytest.approx(0.15), pytest.approx(0.01),
+                               pytest.approx(64 * 20 / 1.5))}
+    assert mw.measured_n1 is None and ps.measured_n1 is None
+    assert mw.overhead == 0.0 and ps.overhead == 0.0  # no N=1 runs: none measured
+    # PSS projected to two workers: compute + one push and pull of G and P over the stated
+    # network (no N=1 runs: no floor of this machine's software)
+    pss = ps.project(2, NET)
+    wire = cost_model.parameter_server_s(1e6, 1e6, ps.cluster(2, NET))
+    assert pss["step_time_s"] == pytest.approx(0.1 + wire)
+    assert pss["examples_per_sec"] == pytest.approx(2 * 64 / (0.1 + wire))
     # projections: N=1 is one worker alone; N=64 the cost model on the stated network
     assert mw.project(1, NET)["speedup"] == pytest.approx(1.0)
     assert mw.project(1, NET)["communication_s"] == 0.0
@@ -84,7 +94,7 @@ def test_profile_and_the_two_worker_prediction(results_dir):
 
 def test_this_machines_contention_never_reaches_a_projection(results_dir):
     """Defects 2 and 3: what the N=2 run spent beyond compute and probe (cores shared by more
-    processes than there are) is its prediction's error, not a term the projections carry."""
+    processes than there are) shows in its measured row, not in a term the projections carry."""
     calm = _fits(_load(results_dir))["multi_worker_mirrored"]
     crowded = _load(results_dir)
     for r in crowded:
@@ -93,7 +103,11 @@ def test_this_machines_contention_never_reaches_a_projection(results_dir):
                                 examples_per_sec=e["examples_per_sec"] * 0.15 / 0.5)
                            for e in r["epochs"]]
     busy = _fits(crowded)["multi_worker_mirrored"]
-    assert busy.prediction_n2[2] > calm.prediction_n2[2] + 1  # the error shows it
+    assert calm.measured[2][0] == pytest.approx(0.15)
+    assert busy.measured[2][0] == pytest.approx(0.5)  # the measured row shows it ...
+    (row,) = [r for r in projections.projection_rows([busy], NET) if r["kind"] == "measured"]
+    assert row["overhead_s"] == pytest.approx(0.5 - 0.1 - 0.02)  # ... as the step's rest
+    assert busy.profile == calm.profile  # ... and the profile never sees it
     for n in projections.PROJECT_NS:
         assert busy.project(n, NET) == calm.project(n, NET)
     # ... and a PSS N=1 projection is compute + its N=1 overhead + the ps round trip, no
@@ -144,30 +158,21 @@ def test_a_projected_pss_worker_pays_the_larger_of_its_software_cost_and_the_wir
         0.1 + 0.01 + cost_model.parameter_server_s(1e6, 1e6, fast))
 
 
-def test_each_n_is_predicted_with_the_sharing_calibration_of_as_many_processes(results_dir):
-    """Defect 3: an N=4 run on 2 cores is predicted with the K=4 calibration, never K=2's."""
-    four = _record("m4", "multi_worker_mirrored", 4, 1.0, 5, probe=0.03)
-    recs = _load(results_dir, four, _sharing(1.0, 1.3), _sharing(1.9, 2.4, "s4", processes=4))
-    mw = _fits(recs)["multi_worker_mirrored"]
-    assert mw.slowdowns[2][0] == pytest.approx(1.3) and mw.slowdowns[4][0] == pytest.approx(2.4)
-    assert mw.predictions[4][0] == pytest.approx(4 * 64 / (0.1 * 2.4 + 0.03))
-    without = _fits(_load(results_dir, four, _sharing(1.0, 1.3)))["multi_worker_mirrored"]
-    assert 4 not in without.slowdowns
-    assert without.predictions[4][0] == pytest.approx(4 * 64 / (0.1 + 0.03))
-    assert any("N=4: no sharing calibration with 4 processes" in n for n in without.notes)
-
-
 def test_accumulation_steps_count_in_the_step_batch(results_dir, tmp_path):
     """Defect 1: with --accumulation_steps=4 a step is 4 micro-batches: the profile's batch is
-    256, and the prediction is not 4x low."""
+    256, and neither the measured rate nor the projection is 4x low."""
     for rec in [_record("b", "one_device", 1, 8.0, 20, run_name="baseline/cnn/1280/r0",
                         accumulation=4),
                 _record("m", "multi_worker_mirrored", 2, 4.4, 10, probe=0.02, accumulation=4)]:
         records.write_record(str(tmp_path / "k4"), rec)
     (mw,) = scaling_model.fit(records.load_records(str(tmp_path / "k4"))[0])
     assert mw.profile.batch == 256 and mw.profile.compute_s == pytest.approx(0.4)
-    predicted, measured, error = mw.prediction_n2
-    assert predicted == pytest.approx(2 * 256 / 0.42) and abs(error) < 0.05
+    step, probe, measured = mw.measured[2]
+    assert step == pytest.approx(0.44) and measured == pytest.approx(2 * 256 * 10 / 4.4)
+    ring = cost_model.allreduce_s(1e6, mw.cluster(2, NET))
+    projected = mw.project(2, NET)["examples_per_sec"]
+    assert projected == pytest.approx(2 * 256 / (0.4 + ring))
+    assert abs(projected / measured - 1) < 0.15  # the measured 0.44 s step holds a 20 ms probe
 
 
 def test_one_estimator_of_measured(results_dir):
@@ -213,20 +218,20 @@ def test_the_projection_to_one_worker_is_shown_against_the_measured_n1(results_d
 def test_the_ps_cpu_of_the_pss_n1_runs_bounds_pss(results_dir):
     """The profile takes the PSS N=1 runs' ps CPU per step from the record's cores per task
     (the ps busy 0.8 cores at 640 examples/s: 80 ms a step of 64); one ps then serves at most
-    800 examples/s here and on any cluster, below the 1164 the N=2 step alone predicts."""
+    800 examples/s on any cluster, below what the steps of two workers alone would give."""
     n1 = _record("p1", "parameter_server", 1, 2.0, 20, probe=0.01)  # 640 examples/s
     n1["cpu"] = {"scope": "all tasks", "seconds": 6.0, "wall_s": 4.0,
                  "examples_per_cpu_second": 2560 / 6.0,
                  "cores_by_task": {"chief:0": 0.1, "ps:0": 0.8, "worker:0": 0.6}}
     without = _fits(_load(results_dir))["parameter_server"]
     assert without.profile.ps_cpu_s_per_step == 0.0  # no PSS N=1 run: no bound
-    assert without.prediction_n2[0] == pytest.approx(2 * 64 / 0.11)
+    unbounded = without.project(2, NET)
+    assert unbounded["bound"] != cost_model.PS_BOUND and unbounded["examples_per_sec"] > 1000
     ps = _fits(_load(results_dir, n1))["parameter_server"]
     assert ps.profile.ps_cpu_s_per_step == pytest.approx(0.8 / 640 * 64)
     assert ps.profile.ps_threads == 1
-    assert ps.prediction_n2[0] == pytest.approx(800)
-    assert any(n.startswith("N=2 prediction held by the parameter servers' CPU: 1 ps of 1 "
-                            "thread(s) serve at most 800 examples/s (80.00 ms") for n in ps.notes)
+    two = ps.project(2, NET)
+    assert two["examples_per_sec"] == pytest.approx(800) and two["bound"] == cost_model.PS_BOUND
     assert any("ps used 80.00 ms of CPU per worker step with 1 thread(s)" in n for n in ps.notes)
     # a run at other threads is another figure: the threads most runs had decide which
     other = dict(n1, run_id="p9", threads_per_task=2, cpu=dict(n1["cpu"], cores_by_task={
@@ -239,52 +244,6 @@ def test_the_ps_cpu_of_the_pss_n1_runs_bounds_pss(results_dir):
     assert row["note"] == "held by the parameter servers' CPU" and "bound" not in row
     mw = _fits(_load(results_dir, n1))["multi_worker_mirrored"]
     assert mw.project(64, NET)["examples_per_sec"] > 800
-
-
-def test_the_ps_rate_under_load_at_n_is_shown_beside_this_machines_pss_run_not_in_it(
-        results_dir):
-    """A collectives cell at N measured the ps serving 9 steps/s (576 examples/s) with N workers
-    pushing updates and nothing else: the notes of this machine's PSS N=2 run give the median of
-    its calibrations at K = 2 (another model's and another N's are not its calibration); the
-    prediction keeps the N=1 runs' bound of 800 (bounding by the load read worse on fresh runs:
-    docs/benchmarks.md, v19)."""
-    n1 = _record("p1", "parameter_server", 1, 2.0, 20, probe=0.01)
-    n1["cpu"] = {"scope": "all tasks", "seconds": 6.0, "wall_s": 4.0,
-                 "examples_per_cpu_second": 2560 / 6.0,
-                 "cores_by_task": {"chief:0": 0.1, "ps:0": 0.8, "worker:0": 0.6}}
-
-    def loaded(run_id, n, steps_per_s, model="cnn"):
-        rec = _collectives("parameter_server", n, 2e-3, 1e-8, run_id)
-        rec["model"] = model
-        rec["communication"]["ps_load"] = {
-            "steps_per_s": {"median": steps_per_s, "min": 0, "max": 0, "n": 3}}
-        return rec
-
-    recs = _load(results_dir, n1, loaded("c1", 2, 8.0), loaded("c2", 2, 10.0),
-                 loaded("c3", 3, 1.0), loaded("c4", 2, 1.0, "mlp"))
-    for r in recs:  # every record with a config (a collectives cell's has one)
-        r["config"] = {**r.get("config", {}), "steps_per_execution": 1}
-    ps = _fits(recs)["parameter_server"]
-    assert ps.prediction_n2[0] == pytest.approx(800)
-    assert any(n.startswith("N=2: with 2 workers pushing a step's update and nothing else, the "
-                            "parameter servers served 9.0 steps/s here (576 examples/s; 2 "
-                            "calibration(s) at K=2") for n in ps.notes)
-    assert not any("1.0 steps/s" in n for n in ps.notes)
-
-
-def test_sparse_rows_are_swept_as_the_all_reduce_that_moves_what_their_all_gather_does():
-    """An all-gather sends each worker the other n-1 workers' rows, (n-1) G; the swept ring
-    all-reduce of S moves 2(n-1)/n S: at n = 3 the sweep's 1.5 G, at 2 the gradient itself."""
-    sparse = specs.WorkloadProfile(model="e", batch=64, compute_s=0.01,
-                                   gradient_bytes={"float32": 1e6}, gradient_kind="sparse",
-                                   pull_bytes=2e6)
-    dense = dataclasses.replace(sparse, gradient_kind="dense")
-    mw = "multi_worker_mirrored"
-    assert scaling_model.sync_bytes(sparse, mw, "float32", 2) == 1e6
-    assert scaling_model.sync_bytes(sparse, mw, "float32", 3) == 1.5e6
-    assert scaling_model.sync_bytes(sparse, mw, "float32", 4) == 2e6
-    assert scaling_model.sync_bytes(dense, mw, "float32", 4) == 1e6
-    assert scaling_model.sync_bytes(sparse, "parameter_server", "float32", 4) == 1.5e6
 
 
 def test_compute_is_the_baseline_for_every_strategy(results_dir):
@@ -331,10 +290,8 @@ def test_pss_pulls_variables_in_their_own_dtype(tmp_path):
         1.5e6 / 1e9 * 4 + 2e-4) == pytest.approx(cost_model.parameter_server_s(5e5, 1e6, cluster))
 
 
-def test_report_has_projection_table_plot_profile_and_prints_validation(results_dir):
-    paths, _, notes = build(str(results_dir), network=NET)
-    assert any("multi_worker_mirrored N=2: predicted 1067 examples/s" in n and "error" in n
-               for n in notes)
+def test_report_has_projection_table_plot_and_profile(results_dir):
+    paths, _, _ = build(str(results_dir), network=NET)
     text = (results_dir / "report.md").read_text()
     assert "## Scaling model and projections" in text and "B = 8 Gbit/s" in text
     assert "| cnn | 1280 | parameter_server | 64 |" in text
@@ -345,6 +302,13 @@ def test_report_has_projection_table_plot_profile_and_prints_validation(results_
                                                                 "projected") in kinds
     assert {int(r["n"]) for r in rows if r["kind"] == "projected"} == set(
         projections.PROJECT_NS)
+    # this machine's MWMS N=2 run as measured: the profile's compute, its probe, the rest
+    (mw,) = [r for r in rows if (r["strategy"], r["kind"]) == ("multi_worker_mirrored",
+                                                                "measured")]
+    assert int(mw["n"]) == 2
+    assert float(mw["examples_per_sec"]) == pytest.approx(2 * 64 * 10 / 1.5, rel=1e-3)
+    assert (float(mw["compute_s"]), float(mw["communication_s"]), float(mw["overhead_s"])) == (
+        pytest.approx(0.1, rel=1e-3), pytest.approx(0.02, rel=1e-3), pytest.approx(0.03, rel=1e-3))
     for name in ("projection.png", "step_breakdown.png"):
         (png,) = [p for p in paths if p.endswith(name)]
         assert mpimg.imread(png).shape[1] > 400
@@ -382,37 +346,6 @@ def test_straggler_and_fixed_global_batch_runs_are_not_fitted(results_dir):
     assert scaling_model.fit(recs) == []
 
 
-def test_two_worker_prediction_capped_by_the_machines_cores(results_dir):
-    """A PSS N=1 cluster that burned 1.5 cores (worker + ps + chief) for its throughput cannot
-    double it with 2 workers on a 2-core machine: the prediction is capped at cores x its
-    examples per CPU-second, and the notes say so. Without CPU figures nothing is capped."""
-    ps1 = _record("p1", "parameter_server", 1, 20 * 0.12, 20, probe=0.03)
-    uncapped = _fits(_load(results_dir, ps1))["parameter_server"].prediction_n2[0]
-    # 0.12 - 0.1 - 0.03 < 0: the N=1 step hid 1/3 of its probe behind compute (the overlap,
-    # overhead 0), and the N=2 prediction hides the same share of its synchronization
-    assert _fits(_load(results_dir, ps1))["parameter_server"].profile.overlap == {
-        "parameter_server": pytest.approx(1 / 3)}
-    assert uncapped == pytest.approx(2 * 64 / (0.1 + 0.0 + 0.01 * 2 / 3))
-    rate = 64 / 0.12  # the N=1 run's examples/s
-    ps1["cpu"] = {"examples_per_cpu_second": rate / 1.5, "scope": "all tasks"}
-    recs = _load(results_dir, ps1)
-    for rec in recs:
-        rec["environment"] = {"cpu_count": 2, "usable_cpus": 2}
-    fit = _fits(recs)["parameter_server"]
-    assert fit.prediction_n2[0] == pytest.approx(2 * rate / 1.5) and 2 * rate / 1.5 < uncapped
-    assert any("capped by this machine's CPU: 2.00 cores busy (all 2: no sharing calibration" in n
-               for n in fit.notes)
-    # processes that hand off every step leave cores idle: the cap counts the cores the sharing
-    # calibration's lockstep phase kept busy (2 x 0.8 here), not the slowdown's inverse
-    slowed = _fits(recs + [_sharing(free=1.0, lockstep=1.25, busy=0.8)])["parameter_server"]
-    assert slowed.prediction_n2[0] == pytest.approx(1.6 * rate / 1.5)
-    assert any("capped by this machine's CPU: 1.60 cores busy" in n for n in slowed.notes)
-    # a partial CPU figure (one task of a real cluster) says nothing about the whole cluster
-    ps1["cpu"]["scope"] = "this task only (partial: other hosts not measured)"
-    assert _fits(_load(results_dir, ps1))["parameter_server"].prediction_n2[0] == \
-        pytest.approx(uncapped)
-
-
 def _sharing(free, lockstep, run_id="s", processes=2, busy=None):
     """A sharing calibration's record; busy: the lockstep phase's cores per process."""
     rec = _record(run_id, "engine_floor", 1, 1.0, 20, run_name="engine_floor_shared/cnn/1280/r0")
@@ -426,30 +359,13 @@ def _sharing(free, lockstep, run_id="s", processes=2, busy=None):
     return rec
 
 
-def test_two_worker_prediction_on_this_machine_uses_the_sharing_slowdown(results_dir):
-    """Two workers on one machine share its cores: the N=2 prediction multiplies compute by the
-    slowdown two plain loops in lockstep showed there; the prediction for workers with cores of
-    their own stays beside it, and without a calibration nothing changes."""
-    before = _fits(_load(results_dir))
-    assert not before["multi_worker_mirrored"].slowdowns
-    assert any("no sharing calibration" in n for n in before["multi_worker_mirrored"].notes)
-    fits = _fits(_load(results_dir, _sharing(free=1.2, lockstep=1.5),
-                       _sharing(1.4, 1.7, "s2")))
-    mw, ps = fits["multi_worker_mirrored"], fits["parameter_server"]
-    assert mw.slowdowns[2][:2] == (pytest.approx(1.6), "lockstep") and mw.slowdowns[2][2] == 2
-    assert mw.prediction_n2[0] == pytest.approx(2 * 64 / (0.1 * 1.6 + 0.02))
-    assert mw.own_cores[2] == pytest.approx(before["multi_worker_mirrored"].prediction_n2[0])
-    assert ps.prediction_n2[0] == pytest.approx(2 * 64 / (0.1 * 1.6 + 0.01))
-    assert any("slowdown of 2 plain TF loops run lockstep" in n for n in mw.notes)
-    # the calibration is a floor: no fit of its own, and it does not move the profile
-    assert set(fits) == {"multi_worker_mirrored", "parameter_server"}
-    assert mw.t_comp == before["multi_worker_mirrored"].t_comp
-
-
-def test_the_cap_counts_the_cores_kept_busy_at_each_n(results_dir):
-    """On 2 cores, PSS at N=2 and N=4: each N's cap is the cores that N processes handing off
-    every step kept busy in the sharing calibration with K = N (2 x 0.8 and 4 x 0.45), times the
-    N=1 run's examples per CPU-second; never more than the machine's cores."""
+def test_the_profile_carries_the_cpu_and_sharing_figures_the_cost_model_caps_with(results_dir):
+    """On 2 cores, PSS at N=2 and N=4: the profile keeps the N=1 run's CPU per example and, per
+    K, the slowdown and the cores K processes handing off every step kept busy in the sharing
+    calibration (2 x 0.8 and 4 x 0.45); the one cost model, told a cluster shares the machine's
+    2 cores, caps PSS at those cores times the N=1 run's examples per CPU-second, never at more
+    than the machine's cores. The calibrations are no fit of their own and leave the compute
+    alone; a partial CPU figure (one task of a real cluster) is none."""
     ps1 = _record("p1", "parameter_server", 1, 20 * 0.12, 20, probe=0.03)
     rate = 64 / 0.12
     ps1["cpu"] = {"examples_per_cpu_second": rate / 1.5, "scope": "all tasks"}
@@ -458,42 +374,29 @@ def test_the_cap_counts_the_cores_kept_busy_at_each_n(results_dir):
                  _sharing(1.9, 2.2, "s4", 4, busy=0.45))
     for rec in recs:
         rec["environment"] = {"cpu_count": 2, "usable_cpus": 2}
-    fit = _fits(recs)["parameter_server"]
-    assert fit.predictions[2][0] == pytest.approx(1.6 * rate / 1.5)
-    assert fit.predictions[4][0] == pytest.approx(1.8 * rate / 1.5)
-    assert any("N=4 prediction capped by this machine's CPU: 1.80 cores busy" in n
-               for n in fit.notes)
-    crowded = [dict(r, environment={"cpu_count": 2, "usable_cpus": 2}) for r in _load(
-        results_dir, ps1, four, _sharing(1.9, 2.2, "s4", 4, busy=0.6))]  # 2.4 "busy" cores
-    assert _fits(crowded)["parameter_server"].predictions[4][0] == pytest.approx(2 * rate / 1.5)
-    # the profile carries both figures, and the one cost model, told the cluster shares this
-    # machine's 2 cores, caps PSS where the local model does
+    fits = _fits(recs)
+    assert set(fits) == {"multi_worker_mirrored", "parameter_server"}
+    fit = fits["parameter_server"]
+    assert fit.t_comp == pytest.approx(0.1) and sorted(fit.measured) == [2, 4]
     assert fit.profile.cpu_s_per_example["parameter_server"] == pytest.approx(1.5 / rate)
     assert fit.profile.sharing == {"2": {"slowdown": 1.25, "busy_cores": pytest.approx(1.6)},
                                    "4": {"slowdown": 2.2, "busy_cores": pytest.approx(1.8)}}
-    for n, hosts in ((2, 2), (4, 4)):
-        local = specs.ClusterSpec(hosts=hosts, machine_cores=2)
+    for n, busy in ((2, 1.6), (4, 1.8)):
+        local = specs.ClusterSpec(hosts=n, machine_cores=2)
         predicted = cost_model.predict(fit.profile, local, "parameter_server")
-        assert predicted.examples_per_sec == pytest.approx(fit.predictions[n][0])
+        assert predicted.examples_per_sec == pytest.approx(busy * rate / 1.5)
         assert predicted.bound == "this machine's cores"
-
-
-def test_all_reduce_pays_the_sweeps_cpu_per_synchronization_in_the_cap(results_dir):
-    """An MWMS N=1 run reduces nothing: at N the cap adds the CPU one process spent per
-    synchronization in the sweep with N processes (its cpu_s, at the gradient's size). PSS's N=1
-    run already pushes and pulls: its cap adds nothing."""
-    mw1 = _record("m1", "multi_worker_mirrored", 1, 20 * 0.1, 20, probe=0.0)
-    mw1["cpu"] = {"examples_per_cpu_second": 640.0, "scope": "all tasks"}  # 0.1 CPU-s a step
-    sweep = _collectives("multi_worker_mirrored", 2, 1e-3, 4e-9)
-    for p in sweep["communication"]["sweep"]:  # 2 ms + 2e-8 s per byte of one process's CPU
-        p["cpu_s"] = {"median": 2e-3 + 2e-8 * p["bytes"], "min": 0, "max": 0, "n": 10}
-    recs = _load(results_dir, mw1, sweep, _sharing(1.0, 1.0, busy=0.5))
-    for rec in recs:
-        rec["environment"] = {"cpu_count": 2, "usable_cpus": 2}
-    fit = _fits(recs)["multi_worker_mirrored"]
-    step_cpu = 0.1 + 2e-3 + 2e-8 * 1e6  # the N=1 run's CPU per step + the synchronization's
-    assert fit.predictions[2][0] == pytest.approx(1.0 * 64 / step_cpu)
-    assert any("plus 22.00 ms of one process's CPU per synchronization" in n for n in fit.notes)
+    # a cluster of hosts of their own is not capped by this machine
+    assert fit.project(4, NET)["bound"] != "this machine's cores"
+    crowded = [dict(r, environment={"cpu_count": 2, "usable_cpus": 2}) for r in _load(
+        results_dir, ps1, four, _sharing(1.9, 2.2, "s4", 4, busy=0.6))]  # 2.4 "busy" cores
+    profile = _fits(crowded)["parameter_server"].profile
+    assert profile.sharing["4"]["busy_cores"] == pytest.approx(2.4)
+    assert cost_model.predict(profile, specs.ClusterSpec(hosts=4, machine_cores=2),
+                              "parameter_server").examples_per_sec == pytest.approx(2 * rate / 1.5)
+    ps1["cpu"]["scope"] = "this task only (partial: other hosts not measured)"
+    assert "parameter_server" not in \
+        _fits(_load(results_dir, ps1))["parameter_server"].profile.cpu_s_per_example
 
 
 def _collectives(strategy, n, alpha, beta, run_id="c"):
@@ -520,68 +423,56 @@ def test_latency_bandwidth_fit_recovers_alpha_and_beta_and_reports_residuals():
         latency_bandwidth.fit_latency_bandwidth(exact[:1])
 
 
-def test_the_sweep_at_n_replaces_the_predicted_runs_own_probe(results_dir):
-    """Out of sample: with a collectives cell at N, the N-worker prediction synchronizes for
-    alpha + beta x bytes of that sweep, not for the probe measured in the runs it predicts; the
-    cell is no row of the summary and no fit of its own. Without one, the note says in-sample."""
-    before = _fits(_load(results_dir))
-    assert before["multi_worker_mirrored"].sync[2] == (0.02, "probe")
-    assert any("in-sample" in n for n in before["multi_worker_mirrored"].notes)
-    recs = _load(results_dir, _collectives("multi_worker_mirrored", 2, 1e-3, 4e-9),
-                 _collectives("parameter_server", 2, 2e-3, 1e-8, "c2"))
-    fits = _fits(recs)
-    mw, ps = fits["multi_worker_mirrored"], fits["parameter_server"]
-    assert mw.sync[2] == (pytest.approx(1e-3 + 4e-9 * 1e6), "sweep")
-    assert mw.prediction_n2[0] == pytest.approx(2 * 64 / (0.1 + 1e-3 + 4e-3))
-    # the network experiment's calibration, swept under a shaper: not this machine's loopback
+def test_a_collectives_cell_is_no_run_of_the_setting_nor_a_summary_row(results_dir):
+    """A collectives cell (--comm_sweep: the network experiment's shaped calibration, or an
+    older comparison's unshaped one) trains a token epoch to time synchronization: in the very
+    setting of the runs beside it, it is no fit of its own, moves neither their measured cells
+    nor their profile, and is no row of the summary."""
     shaped = _collectives("multi_worker_mirrored", 2, 9e-3, 9e-8, "c3")
     shaped["network"] = {"emulated_gbps": 0.2, "method": "tc tbf"}
-    assert _fits(recs + [shaped])["multi_worker_mirrored"].sync[2] == mw.sync[2]
-    # PSS: its sweep pulls and pushes each size; a step pushes G and pulls P (= G here)
-    assert ps.sync[2][0] == pytest.approx(2e-3 + 1e-8 * (1e6 + ps.profile.pull_bytes) / 2)
-    assert not any("in-sample" in n for n in mw.notes)
-    # the report shows each fit: alpha, the per-tensor cost, the bandwidth and the residuals
-    text = projections.markdown(list(fits.values()),
-                                  projections.projection_rows(list(fits.values()), NET), NET)
-    assert "| multi_worker_mirrored | 2 | 1.00 | 0 | 2.00 | " in text
-    assert "(sweep)" in text and "(in-sample)" not in text
-    rows = summarize(recs)
-    assert not any(r.get("train_examples") == 4096 for r in rows)
-    assert len(rows) == len(summarize(_load(results_dir)))
+    cells = [_collectives("multi_worker_mirrored", 2, 1e-3, 4e-9),
+             _collectives("parameter_server", 2, 2e-3, 1e-8, "c2"), shaped]
+    runs = _load(results_dir)
+    for r in runs + cells:  # one setting for all: every record with the same config
+        r["config"] = {**r.get("config", {}), "steps_per_execution": 1, "train_examples": 1280}
+    assert {setting_of(r) for r in runs + cells} == {setting_of(runs[0])}
+    before = _fits(runs)
+    fits = _fits(runs + cells)
+    assert set(fits) == set(before) == {"multi_worker_mirrored", "parameter_server"}
+    for strategy, f in fits.items():
+        assert f.measured == before[strategy].measured
+        assert f.profile == before[strategy].profile
+    assert len(summarize(runs + cells)) == len(summarize(runs))
 
 
-def test_a_sparse_gradient_is_synchronized_as_its_swept_rows(results_dir):
-    """A model with IndexedSlices: the collectives cell swept rows too (MWMS all-gathers them),
-    and the prediction takes the rows' fit at the gradient's bytes, not the dense all-reduce's;
-    a dense model's cell ignores them."""
+def test_a_sparse_gradient_is_profiled_as_rows_and_projected_as_their_all_gather(results_dir):
+    """A model with IndexedSlices: the profile's gradient is sparse and the projections
+    all-gather its rows rather than all-reduce them; where the records split the gradient (rows
+    of 0.9 MB beside two dense tensors of 0.1 MB) the rows are gathered and the dense rest
+    all-reduced, each on its own."""
     recs = _load(results_dir)
+    dense = _fits(recs)["multi_worker_mirrored"]
+    cluster = dense.cluster(4, NET)
+    assert dense.profile.gradient_kind == "dense"
+    assert dense.project(4, NET)["communication_s"] == pytest.approx(
+        cost_model.allreduce_s(1e6, cluster))
     for r in recs:
         if r.get("communication"):
             r["communication"]["gradient_kinds"] = {"indexed_slices": 1}
-    swept = _collectives("multi_worker_mirrored", 2, 1e-3, 4e-9)
-    swept["communication"]["sweep"] += [
-        {"bytes": b, "kind": "indexed_slices",
-         "probe_s": {"median": 3e-3 + 2e-8 * b, "min": 0, "max": 0, "n": 10}}
-        for b in (4160 * 4 ** i for i in range(7))]
-    mw = _fits(recs + [swept])["multi_worker_mirrored"]
-    assert mw.profile.gradient_kind == "sparse"
-    assert mw.sync[2] == (pytest.approx(3e-3 + 2e-8 * 1e6), "sweep")
-    assert any("ms of sparse rows" in n for n in mw.notes)
-    text = projections.markdown([mw], projections.projection_rows([mw], NET), NET)
-    assert "| multi_worker_mirrored (sparse rows) | 2 | 3.00 | 0 | 0.40 |" in text
-    assert "| multi_worker_mirrored | 2 | 1.00 |" in text  # the dense sweep beside it
-    dense = _fits(_load(results_dir, swept))["multi_worker_mirrored"]
-    assert dense.sync[2] == (pytest.approx(1e-3 + 4e-9 * 1e6), "sweep")
-    # rows of 0.9 MB beside two dense tensors of 0.1 MB: MWMS all-gathers the rows and
-    # all-reduces the dense pack on its own, each from its own sweep
+    mw = _fits(recs)["multi_worker_mirrored"]
+    assert mw.profile.gradient_kind == "sparse" and mw.profile.sparse_tensors == 1
+    gathered = cost_model.allreduce_s(1e6, cluster, "sparse")
+    assert gathered != pytest.approx(cost_model.allreduce_s(1e6, cluster))
+    assert mw.project(4, NET)["communication_s"] == pytest.approx(gathered)
     for r in recs:
         if r.get("communication"):
             r["communication"].update(gradient_kinds={"dense": 2, "indexed_slices": 1},
                                       sparse_gradient_bytes=900_000)
-    split = _fits(recs + [swept])["multi_worker_mirrored"]
+    split = _fits(recs)["multi_worker_mirrored"]
     assert split.profile.sparse_gradient_bytes == 900_000 and split.profile.sparse_tensors == 1
-    assert split.sync[2][0] == pytest.approx(3e-3 + 2e-8 * 9e5 + 1e-3 + 4e-9 * 1e5)
-    assert any("ms for the dense rest" in n for n in split.notes)
+    assert split.profile.tensors == 3
+    assert split.project(4, NET)["communication_s"] == pytest.approx(
+        cost_model.allreduce_s(9e5, cluster, "sparse") + cost_model.allreduce_s(1e5, cluster))
 
 
 def test_the_profile_takes_the_records_boundary_bytes_so_plans_include_pipelines(results_dir):
@@ -610,5 +501,7 @@ def test_an_n1_step_faster_than_the_compute_alone_makes_the_overlap_an_upper_bou
         "30.00 ms)" in note
     # hiding a part of its probe only (0.12 s: 1/3 hidden) is an overlap, not an upper bound
     ps1 = _record("p1", "parameter_server", 1, 20 * 0.12, 20, probe=0.03)
-    assert not [n for n in _fits(_load(results_dir, ps1))["parameter_server"].notes
-                if "upper bound" in n]
+    partial = _fits(_load(results_dir, ps1))["parameter_server"]
+    assert partial.profile.overlap == {"parameter_server": pytest.approx(1 / 3)}
+    assert partial.overhead == 0.0
+    assert not [n for n in partial.notes if "upper bound" in n]

@@ -18,13 +18,9 @@ def test_scaling_plan_has_floors_baseline_reference_and_each_strategy_per_n():
                           "baseline/mlp/4096/r0", "hardware_reference/mlp/4096/r0",
                           "mirrored-n1/mlp/4096/r0", "parameter_server-n1/mlp/4096/r0",
                           "engine_floor_shared/mlp/4096/r0",
-                          "collectives-parameter_server-n2/mlp/4096/r0",
                           "mirrored-n2/mlp/4096/r0", "parameter_server-n2/mlp/4096/r0"]
-    # and how fast 2 processes synchronize, per message size (the scaling model's alpha-beta):
-    # a cluster of the strategy's own, a token epoch (the last --train_examples wins)
-    sweep = runs["collectives-parameter_server-n2/mlp/4096/r0"]
-    assert {"--comm_sweep", "--num_workers=2", "--num_ps=1"} <= set(sweep)
-    assert [f for f in sweep if f.startswith("--train_examples=")][-1] == "--train_examples=4096"
+    # no collectives cell (a sweep of message sizes): only the network experiment has one
+    assert not any("--comm_sweep" in argv for argv in runs.values())
     assert runs["engine_floor/mlp/4096/r0"][0] == "experiments.comparison.floor"
     # right before the 2-worker clusters: how two 1-thread workers share this machine's cores
     # (pinned as the workers are: test_workers_that_fit_the_cores_get_cores_of_their_own)
@@ -91,7 +87,7 @@ def test_workers_that_fit_the_cores_get_cores_of_their_own(threads, available, p
     if pinned_at:  # every kind of cluster cell at N=2 is among them
         pinned = {name.split("/")[0] for name, argv in runs
                   if "--pin_workers" in argv or "--pin_loops" in argv}
-        assert {"engine_floor_shared", "collectives-multi_worker_mirrored-n2",
+        assert {"engine_floor_shared", "collectives-multi_worker_mirrored-n2-b0.2",
                 "multi_worker_mirrored-n2", "parameter_server-n2",
                 "straggler-multi_worker_mirrored-n2-d25", "network-parameter_server-n2-b0.1",
                 "reducers-int8-n2-b0.1"} <= pinned
@@ -103,8 +99,7 @@ def test_pinned_plan_gives_each_cell_its_workers_cores():
     pins = {name.split("/")[0]: _flags(argv)["pin_cores"] for name, argv in runs.items()}
     assert pins == {"engine_floor": "1", "engine_floor_all": "8", "baseline": "1",
                     "hardware_reference": "8", "parameter_server-n1": "1",
-                    "engine_floor_shared": "2", "collectives-parameter_server-n2": "2",
-                    "parameter_server-n2": "2"}
+                    "engine_floor_shared": "2", "parameter_server-n2": "2"}
     assert not any("pin_cores" in f for argv in dict(plan(["cnn"], [2], [4096], [
         "parameter_server"], 1, 1)).values() for f in argv)
     # one PSS worker held to one core has none to leave its ps and chief: not called pinned;
@@ -239,14 +234,19 @@ def test_network_plan_fits_on_the_real_loopback_and_shapes_the_two_worker_runs()
 
 def test_accumulation_sweep_runs_every_cell_at_each_k_but_the_calibrations():
     runs = dict(plan(["mlp"], [2], [4096], ["multi_worker_mirrored"], 1, 1,
-                     accumulation=(1, 4)))
+                     accumulation=(1, 4), experiments=("scaling", "network"),
+                     bandwidths=(0.1,)))
     assert list(runs) == ["engine_floor/mlp/4096/r0", "engine_floor_all/mlp/4096/r0",
                           "baseline/mlp/4096/r0", "hardware_reference/mlp/4096/r0",
                           "engine_floor_shared/mlp/4096/r0",
-                          "collectives-multi_worker_mirrored-n2/mlp/4096/r0",
                           "multi_worker_mirrored-n2/mlp/4096/r0",
+                          "network-multi_worker_mirrored-n1/mlp/4096/r0",
+                          "network-multi_worker_mirrored-n2-b0.1/mlp/4096/r0",
+                          "collectives-multi_worker_mirrored-n2-b0.2/mlp/4096/r0",
                           "baseline/mlp/4096/k4/r0", "hardware_reference/mlp/4096/k4/r0",
-                          "multi_worker_mirrored-n2/mlp/4096/k4/r0"]
+                          "multi_worker_mirrored-n2/mlp/4096/k4/r0",
+                          "network-multi_worker_mirrored-n1/mlp/4096/k4/r0",
+                          "network-multi_worker_mirrored-n2-b0.1/mlp/4096/k4/r0"]
     assert _flags(runs["multi_worker_mirrored-n2/mlp/4096/k4/r0"])["accumulation_steps"] == "4"
     assert "accumulation_steps" not in _flags(runs["baseline/mlp/4096/r0"])  # K=1: as before
 
@@ -319,16 +319,22 @@ def test_parallelism_preset_dry_run(tmp_path):
 
 
 def test_a_flag_given_twice_resumes_by_its_last_value_and_sweeps_do_not_set_the_size():
-    """A collectives cell gets the comparison's --train_examples and then its own: absl keeps
-    the last, and so must resuming; and a comparison resumed after one keeps its own size."""
+    """A collectives cell (the network experiment's calibration) gets the comparison's
+    --train_examples and then its own: absl keeps the last, and so must resuming; and a
+    comparison resumed after one keeps its own size."""
     from experiments.comparison.plan import size_started
-    runs = dict(plan(["cnn"], [2], [8192], ["multi_worker_mirrored"], 1, 1))
-    argv = runs["collectives-multi_worker_mirrored-n2/cnn/8192/r0"]
-    record = {"run_name": "collectives-multi_worker_mirrored-n2/cnn/8192/r0", "model": "cnn",
+    runs = dict(plan(["cnn"], [1, 2], [8192], ["multi_worker_mirrored"], 1, 1,
+                     experiments=("network",), bandwidths=(0.1,)))
+    name = "collectives-multi_worker_mirrored-n2-b0.2/cnn/8192/r0"
+    argv = runs[name]
+    assert [f for f in argv if f.startswith("--train_examples=")] == [
+        "--train_examples=8192", "--train_examples=4096"]
+    record = {"run_name": name, "model": "cnn",
+              "network": {"emulated_gbps": 0.2, "method": "tc tbf"},
               "environment": {"onednn_opts": os.environ.get("TF_ENABLE_ONEDNN_OPTS")},
               "config": {**_flags([a for a in argv if not a.startswith("--comm_sweep")]),
                          "train_examples": "4096", "comm_sweep": True}}
-    assert same_run(record, "collectives-multi_worker_mirrored-n2/cnn/8192/r0", argv[1:])
+    assert same_run(record, name, argv[1:])
     earlier = {"run_name": "baseline/cnn/8192/r0", "model": "cnn",
                "config": {"train_examples": 8192}}
     assert size_started([earlier, record], "cnn") == 8192
