@@ -161,11 +161,15 @@ def unsized(setting):
     return tuple(None if k == "train_examples" else v for k, v in zip(SETTING_KEYS, setting))
 
 
+COLLECTIVES_CELL = "collectives-"
+
+
 def is_collectives_run(record):
-    """A collectives cell (`--comm_sweep`): calibrates synchronization, trains a token epoch;
-    the scaling model's input (unshaped) or the network experiment's (under a shaper), not a
-    row of the summary."""
-    return bool((record.get("config") or {}).get("comm_sweep"))
+    """A collectives cell (run name `collectives-...`; older records: `--comm_sweep`): the
+    network experiment's calibration of its synchronization under a shaper, a token epoch of
+    training; not a row of the summary."""
+    return (record.get("run_name") or "").startswith(COLLECTIVES_CELL) or \
+        bool((record.get("config") or {}).get("comm_sweep"))
 
 
 def is_parallelism_run(record):

@@ -9,6 +9,7 @@ import os
 from experiments.comparison.presets import (ADAPTIVE_CLUSTER, ADAPTIVE_SCHEDULES,
                                             ADAPTIVE_STRAGGLERS, DEFAULT_ADAPTIVE_SCHEDULES,
                                             DEFAULT_ADAPTIVE_STRAGGLER, THIS_HOST_CLUSTER)
+from results.cells import COLLECTIVES_CELL, is_collectives_run
 from strategies import ALL_REDUCE, kind
 from tf_config.cores import pinned_cluster, pinned_workers
 
@@ -27,7 +28,7 @@ def reducer_flag(form):
 
 
 # A collectives cell's (the network experiment's calibration) training per worker and epoch,
-# before its sweep: a few steps (32 at the default 64 per replica), over --epochs.
+# before its probe: a few steps (32 at the default 64 per replica), over --epochs.
 COLLECTIVES_EXAMPLES = 2048
 # The network experiment's all-reduce calibration runs at this multiple of its fastest shaped
 # bandwidth: a rate none of its predicted runs has, where the transfer and the all-reduce's own
@@ -213,9 +214,9 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
                         # shaped transfer: its probe under a bandwidth none of the predicted
                         # runs has (results/network.py, hidden_share), a collectives cell.
                         b = OVERLAP_CALIBRATION * max(shaped_at)
-                        cells.append((f"collectives-{s}-n2-b{b:g}", run,
+                        cells.append((f"{COLLECTIVES_CELL}{s}-n2-b{b:g}", run,
                                       [*workers_flags(s, 2),
-                                       f"--emulate_bandwidth_gbps={b:g}", "--comm_sweep",
+                                       f"--emulate_bandwidth_gbps={b:g}",
                                        f"--train_examples={COLLECTIVES_EXAMPLES * 2}",
                                        "--eval_examples=256"], 2 * threads))
             if "reducers" in experiments:
@@ -244,7 +245,7 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
                 for repeat in range(repeats):
                     for cell, module, extra, cores in cells:
                         if k != 1 and (module in (floor, sharing) or cell.startswith(
-                                ("collectives-", "adaptive-"))):
+                                (COLLECTIVES_CELL, "adaptive-"))):
                             # calibrations: K=1 only (no step in them); --adapt holds one
                             # global batch with K=1, and its table compares at it
                             continue
@@ -276,7 +277,7 @@ def size_started(records, model):
     """The examples per epoch the comparison in `records` started with for `model` (the latest
     record's), or None."""
     sizes = [r["config"]["train_examples"] for r in records if r["model"] == model and
-             not (r.get("run_name") or "").startswith("collectives-")]  # their own token size
+             not is_collectives_run(r)]  # their own token size
     return sizes[-1] if sizes else None
 
 
@@ -294,7 +295,7 @@ def same_run(record, name, run_flags):
     wanted = {}
     for flag in run_flags:  # a flag given twice counts as absl reads it: the last one
         key, eq, value = flag[2:].partition("=")
-        if not eq:  # a boolean flag: --comm_sweep, --nocomm_probe
+        if not eq:  # a boolean flag: --pin_workers, --nocomm_probe
             key, value = (key[2:], False) if key.startswith("no") and key not in config else \
                 (key, True)
         wanted[key] = value

@@ -172,10 +172,6 @@ class RunConfig:
                                   "machine's compute (the record's `compute`).")
     comm_probe: bool = setting(True, "After training, time one step's gradient synchronization "
                                "in isolation (record: communication_fraction).")
-    comm_sweep: bool = setting(False, "With the probe: also time the strategy's synchronization "
-                               "of one tensor at 4 KiB..16 MiB and fit latency and bandwidth "
-                               "(record: communication.sweep; a calibration cell of "
-                               "experiments.compare, left out of the summary).")
     tensorboard_dir: str = setting("", "TensorBoard directory ('': <results_dir>/tensorboard; "
                                    "Vertex: $AIP_TENSORBOARD_LOG_DIR).", flag=False)
     pin_cores: int = setting(0, "Pin every process of the run (a local cluster's tasks, ps and "

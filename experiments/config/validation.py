@@ -241,9 +241,6 @@ def validate(cfg):
     if cfg.strategy not in PARAMETER_SERVERS and (cfg.num_ps or cfg.ps_shards):
         raise ConfigError(f"--num_ps/--ps_shards apply to --strategy="
                           f"{' or '.join(PARAMETER_SERVERS)} only (got --strategy={cfg.strategy})")
-    if cfg.comm_sweep and not cfg.comm_probe:
-        raise ConfigError("--comm_sweep runs with the communication probe: drop --nocomm_probe "
-                          "or --comm_sweep")
     if cfg.ps_shards > max(cfg.num_ps, 1):
         raise ConfigError(f"--ps_shards={cfg.ps_shards} exceeds --num_ps={cfg.num_ps}")
     replicas = cfg.replicas_in_sync()

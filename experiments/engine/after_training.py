@@ -75,10 +75,6 @@ class AfterTraining:
             self.strategy, [v.value for v in trainer.model.trainable_variables],
             self.coordinator, dtype=trainer.sync_dtype, gradients=trainer.gradients,
             steps_per_call=steps_per_call)
-        if cfg.comm_sweep and probe.get("method") != "none (one replica)":
-            probe["sweep"] = comm_probe.sweep(
-                self.strategy, self.coordinator, steps_per_call=probe.get("steps_per_call", 1),
-                sparse=bool((probe.get("gradient_kinds") or {}).get("indexed_slices")))
         self.probe = probe
 
     def model_parallel_probes(self):

@@ -29,7 +29,6 @@ import time
 import tensorflow as tf
 
 from results import metrics
-from results.latency_bandwidth import SWEEP_SPLIT_BYTES
 
 _WARMUP = 3
 _REPEATS = 20
@@ -246,73 +245,6 @@ def measure(strategy, variables, coordinator=None, repeats=_REPEATS, dtype="floa
         method += " (central_storage: standing in for reduce-to-variables + read-back)"
     return {**out, "method": method, "steps_per_call": steps_per_call,
             "synchronized_as": synchronized_as, "probe_s": probe}
-
-
-# The message sizes of the sweep: 4 KiB to 16 MiB by x4, spanning the zoo models' gradients
-# (in float32: cnn 1.7 MB; the others: their records' communication.gradient_bytes).
-SWEEP_BYTES = tuple(4096 * 4 ** i for i in range(7))
-
-
-class _Flat:
-    """A one-tensor stand-in for a model's variables: the all-reduce of a float32 tensor of
-    `shape` (a table's, for sparse rows)."""
-
-    def __init__(self, *shape):
-        self.shape = tf.TensorShape(shape)
-
-
-# A model with sparse gradients (an embedding's IndexedSlices) sweeps rows too: MWMS all-gathers
-# them where it all-reduces dense tensors, and a PSS step gathers and scatters them, so a dense
-# sweep times the wrong collective for them. Rows of this many float32s, from a table of
-# SPARSE_SPREAD x as many rows (each row read once, as `slices` spreads them).
-SPARSE_WIDTH = 64
-SPARSE_SPREAD = 4
-
-
-def sparse_rows(size):
-    """Rows of SPARSE_WIDTH float32s whose values and int32 indices come to about `size`."""
-    return max(1, size // _sparse_bytes(_Flat(1, SPARSE_WIDTH), 1, "float32"))
-
-
-# Then the same 64 KiB split into this many tensors: what each tensor of a step costs beyond
-# its bytes (a PSS step reads and updates every variable in its own RPCs; MWMS packs them).
-SWEEP_TENSORS = (1, 4, 16)
-
-
-def sweep(strategy, coordinator=None, steps_per_call=1, sizes=SWEEP_BYTES, repeats=10,
-          sparse=False):
-    """The strategy's own synchronization of dense float32 tensors: one tensor per message size,
-    then 64 KiB as 1, 4 and 16 tensors: [{bytes, tensors, probe_s, cpu_s}] (MWMS and mirrored:
-    the batch all-reduce, which packs a step's gradients into one message; PSS: a pull plus a
-    push of variables of that size on the ps; cpu_s: this process's CPU seconds per
-    synchronization, every thread, making the tensor included); with `sparse` (a model with
-    IndexedSlices gradients), then rows of each size as a step's sparse gradient goes, marked
-    "kind": "indexed_slices" (bytes: the rows' values and indices). Every MWMS worker must call
-    it, in the same order. For the latency-bandwidth fit (results/latency_bandwidth.py) and this
-    machine's CPU bound (results/scaling_model.py)."""
-    series = [*((s, 1, "dense") for s in sizes),
-              *((SWEEP_SPLIT_BYTES, k, "dense") for k in SWEEP_TENSORS),
-              *((s, 1, "indexed_slices") for s in (sizes if sparse else ()))]
-    points = []
-    for size, tensors, kind in series:
-        if kind == "dense":
-            shape, kinds = [size // 4 // tensors], [("dense", None)] * tensors
-        else:
-            rows = sparse_rows(size)
-            shape, kinds = [rows * SPARSE_SPREAD, SPARSE_WIDTH], [("indexed_slices", rows)]
-            size = _sparse_bytes(_Flat(*shape), rows, "float32")  # as `sizes` counts a step's
-        if coordinator is not None:
-            with strategy.scope():
-                flat = [tf.Variable(tf.zeros(shape)) for _ in range(tensors)]
-            call = _pushpull_call(coordinator, flat, kinds, "float32", steps_per_call)
-        else:
-            call = _allreduce_call(strategy, [_Flat(*shape)] * tensors, kinds, tf.float32, {},
-                                   steps_per_call)
-        cpu = []
-        points.append({"bytes": size, "tensors": tensors,
-                       "probe_s": timed(call, repeats, steps_per_call, cpu), "cpu_s": cpu[0],
-                       **({"kind": kind} if kind != "dense" else {})})
-    return points
 
 
 def fraction(probe, step_time_s):

@@ -104,7 +104,6 @@ def test_16_bit_gradient_sync_halves_the_bytes_and_still_trains(tmp_path):
     (["--strategy=parameter_server", "--num_ps=0"], "--num_ps"),
     (["--strategy=parameter_server", "--num_ps=1", "--ps_shards=3"], "--ps_shards"),
     (["--strategy=parameter_server", "--num_ps=2", "--ps_shards=2"], "not supported with Keras 3"),
-    (["--comm_sweep", "--nocomm_probe"], "--comm_sweep runs with the communication probe"),
     (["--global_batch_size=63", "--strategy=mirrored", "--num_replicas=2"], "divisible"),
     (["--train_examples=10"], "--train_examples"),
     (["--dataset=mnist", "--train_examples=70000"], "--train_examples"),

@@ -126,16 +126,15 @@ def test_lines_that_meet_at_the_pss_bend_and_run_together_are_a_tie():
 
 def test_an_all_reduce_hides_the_measured_share_of_its_loopback_cost(tmp_path):
     """The shaped collectives cell's probe gives the share h of min(transfer, p0) that runs beside
-    the other; the shaped rows are predicted with it, the calibration is no row, and the scaling
-    model's sweeps leave it out. Without the cell the sum is paid in series (the test above)."""
-    _network_records(tmp_path, measured_slow_rate=100.0, config={"comm_sweep": False})
+    the other; the shaped rows are predicted with it and the calibration (marked by its run
+    name) is no row. Without the cell the sum is paid in series (the test above)."""
+    _network_records(tmp_path, measured_slow_rate=100.0)
     # at 0.16 Gbit/s the transfer is 2 M / 2e7 = 0.1 s and p0 0.02 s: in series 0.12; the probe
     # took 0.11, so half of p0 ran beside the transfer
     cal = _record("c", "multi_worker_mirrored", 2, 0.5, 4, probe=0.11,
                   run_name="collectives-multi_worker_mirrored-n2-b0.16/cnn/4096/r0")
     cal.update(train_examples=4096, network={"emulated_gbps": 0.16, "latency_ms": None,
                                              "method": "tc tbf"})
-    cal["config"] = {"comm_sweep": True}
     records.write_record(str(tmp_path), cal)
     recs, _ = records.load_records(str(tmp_path))
     (model,) = network.models(recs).values()

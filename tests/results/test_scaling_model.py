@@ -7,8 +7,7 @@ import json
 import matplotlib.image as mpimg
 import pytest
 
-from results import (cost_model, latency_bandwidth, projections, records, scaling_model, specs,
-                     workload_profile)
+from results import (cost_model, projections, records, scaling_model, specs, workload_profile)
 from results.cells import setting_of
 from results.report import build
 from results.scaling_model import Network
@@ -399,39 +398,25 @@ def test_the_profile_carries_the_cpu_and_sharing_figures_the_cost_model_caps_wit
         _fits(_load(results_dir, ps1))["parameter_server"].profile.cpu_s_per_example
 
 
-def _collectives(strategy, n, alpha, beta, run_id="c"):
-    """A collectives cell's record: a sweep whose times follow alpha + beta x bytes exactly."""
-    rec = _record(run_id, strategy, n, 1.0, 4, probe=0.5,
-                  run_name=f"collectives-{strategy}-n{n}/cnn/1280/r0")
-    rec["config"] = {"comm_sweep": True, "train_examples": 4096}
-    rec["communication"]["sweep"] = [
-        {"bytes": b, "probe_s": {"median": alpha + beta * b, "min": 0, "max": 0, "n": 10}}
-        for b in (4096 * 4 ** i for i in range(7))]
+def _collectives(strategy, n, run_id="c", marked_by_flag=False):
+    """A collectives cell's record: named as the comparison names it, or (an older record)
+    marked by --comm_sweep in its config."""
+    rec = _record(run_id, strategy, n, 1.0, 4, probe=0.5, run_name=(
+        f"{strategy}-n{n}/cnn/1280/r0" if marked_by_flag else
+        f"collectives-{strategy}-n{n}/cnn/1280/r0"))
+    rec["config"] = {"train_examples": 4096, **({"comm_sweep": True} if marked_by_flag else {})}
     return rec
 
 
-def test_latency_bandwidth_fit_recovers_alpha_and_beta_and_reports_residuals():
-    exact = [(b, 50e-6 + b / 1e9) for b in (4096 * 4 ** i for i in range(7))]
-    lb = latency_bandwidth.fit_latency_bandwidth(exact)
-    assert lb.alpha_s == pytest.approx(50e-6, rel=1e-6)
-    assert lb.gbps == pytest.approx(8.0, rel=1e-6)
-    assert max(abs(r) for r in lb.residuals) < 1e-9
-    # relative weighting: 20% noise on the largest message does not swamp alpha
-    noisy = exact[:-1] + [(exact[-1][0], exact[-1][1] * 1.2)]
-    assert latency_bandwidth.fit_latency_bandwidth(noisy).alpha_s == pytest.approx(50e-6, rel=0.25)
-    with pytest.raises(specs.SpecError, match="2 message sizes"):
-        latency_bandwidth.fit_latency_bandwidth(exact[:1])
-
-
 def test_a_collectives_cell_is_no_run_of_the_setting_nor_a_summary_row(results_dir):
-    """A collectives cell (--comm_sweep: the network experiment's shaped calibration, or an
-    older comparison's unshaped one) trains a token epoch to time synchronization: in the very
+    """A collectives cell (its run name; the network experiment's shaped calibration, or an
+    older comparison's unshaped one, marked by --comm_sweep) trains a token epoch to time synchronization: in the very
     setting of the runs beside it, it is no fit of its own, moves neither their measured cells
     nor their profile, and is no row of the summary."""
-    shaped = _collectives("multi_worker_mirrored", 2, 9e-3, 9e-8, "c3")
+    shaped = _collectives("multi_worker_mirrored", 2, "c3")
     shaped["network"] = {"emulated_gbps": 0.2, "method": "tc tbf"}
-    cells = [_collectives("multi_worker_mirrored", 2, 1e-3, 4e-9),
-             _collectives("parameter_server", 2, 2e-3, 1e-8, "c2"), shaped]
+    cells = [_collectives("multi_worker_mirrored", 2),
+             _collectives("parameter_server", 2, "c2", marked_by_flag=True), shaped]
     runs = _load(results_dir)
     for r in runs + cells:  # one setting for all: every record with the same config
         r["config"] = {**r.get("config", {}), "steps_per_execution": 1, "train_examples": 1280}

@@ -19,8 +19,8 @@ def test_scaling_plan_has_floors_baseline_reference_and_each_strategy_per_n():
                           "mirrored-n1/mlp/4096/r0", "parameter_server-n1/mlp/4096/r0",
                           "engine_floor_shared/mlp/4096/r0",
                           "mirrored-n2/mlp/4096/r0", "parameter_server-n2/mlp/4096/r0"]
-    # no collectives cell (a sweep of message sizes): only the network experiment has one
-    assert not any("--comm_sweep" in argv for argv in runs.values())
+    # no collectives cell: only the network experiment has one
+    assert not any(name.startswith("collectives-") for name in runs)
     assert runs["engine_floor/mlp/4096/r0"][0] == "experiments.comparison.floor"
     # right before the 2-worker clusters: how two 1-thread workers share this machine's cores
     # (pinned as the workers are: test_workers_that_fit_the_cores_get_cores_of_their_own)
@@ -124,12 +124,12 @@ def test_a_cell_is_done_only_with_the_same_flags(monkeypatch):
     # value, ran other kernels and is run again.
     assert not same_run({**record, "environment": {}}, "mirrored-n2/cnn/4096/r0", flags)
     # boolean flags and the emulated network (recorded under `network`) resume too
-    swept = {**record, "config": {**record["config"], "comm_sweep": True, "comm_probe": False},
-             "network": {"emulated_gbps": 0.2}}
+    swept = {**record, "config": {**record["config"], "compute_probe": True,
+                                  "comm_probe": False}, "network": {"emulated_gbps": 0.2}}
     assert same_run(swept, "mirrored-n2/cnn/4096/r0",
-                    flags + ["--comm_sweep", "--nocomm_probe", "--emulate_bandwidth_gbps=0.2"])
+                    flags + ["--compute_probe", "--nocomm_probe", "--emulate_bandwidth_gbps=0.2"])
     assert not same_run(swept, "mirrored-n2/cnn/4096/r0", flags + ["--emulate_bandwidth_gbps=1"])
-    assert not same_run(record, "mirrored-n2/cnn/4096/r0", flags + ["--comm_sweep"])
+    assert not same_run(record, "mirrored-n2/cnn/4096/r0", flags + ["--compute_probe"])
     monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", "0")
     assert not same_run(record, "mirrored-n2/cnn/4096/r0", flags)
 
@@ -226,7 +226,7 @@ def test_network_plan_fits_on_the_real_loopback_and_shapes_the_two_worker_runs()
     assert "--num_workers=2" in by_name["network-multi_worker_mirrored-n2-b0.1"]
     # the all-reduce's calibration: a collectives cell under twice the fastest shaped bandwidth
     calibration = by_name["collectives-multi_worker_mirrored-n2-b0.2"]
-    assert {"--emulate_bandwidth_gbps=0.2", "--comm_sweep", "--num_workers=2"} <= set(calibration)
+    assert {"--emulate_bandwidth_gbps=0.2", "--num_workers=2"} <= set(calibration)
     pss = plan(["cnn"], [1, 2], [4096], ["parameter_server"], 1, 1, experiments=("network",),
                bandwidths=[0.1, 0.0])
     assert not any(name.startswith("collectives-") for name, _ in pss)  # measured: in series
@@ -332,8 +332,7 @@ def test_a_flag_given_twice_resumes_by_its_last_value_and_sweeps_do_not_set_the_
     record = {"run_name": name, "model": "cnn",
               "network": {"emulated_gbps": 0.2, "method": "tc tbf"},
               "environment": {"onednn_opts": os.environ.get("TF_ENABLE_ONEDNN_OPTS")},
-              "config": {**_flags([a for a in argv if not a.startswith("--comm_sweep")]),
-                         "train_examples": "4096", "comm_sweep": True}}
+              "config": {**_flags(argv), "train_examples": "4096"}}
     assert same_run(record, name, argv[1:])
     earlier = {"run_name": "baseline/cnn/8192/r0", "model": "cnn",
                "config": {"train_examples": 8192}}

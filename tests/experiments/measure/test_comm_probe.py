@@ -62,20 +62,3 @@ def test_a_sparse_probe_moves_the_bytes_it_counts():
         moved = sum(t.shape.num_elements() * t.dtype.size for t in (probe.values, probe.indices))
         assert moved == counted["gradient_bytes"] == counted["sparse_gradient_bytes"], dtype
         assert len(set(probe.indices.numpy().tolist())) == 64  # rows spread, none repeated
-
-
-def test_a_sparse_models_sweep_adds_rows_of_each_size():
-    """sparse=True: after the dense sizes and the split, rows of each size as IndexedSlices
-    (their values and int32 indices), through the strategy's own all-reduce."""
-    import tensorflow as tf
-
-    points = comm_probe.sweep(tf.distribute.get_strategy(), sizes=(4096, 65536), repeats=1,
-                              sparse=True)
-    rows = [p for p in points if p.get("kind") == "indexed_slices"]
-    dense = [p for p in points if "kind" not in p]
-    assert len(dense) == 2 + len(comm_probe.SWEEP_TENSORS)
-    width = comm_probe.SPARSE_WIDTH * 4 + 4
-    assert [p["bytes"] for p in rows] == [4096 // width * width, 65536 // width * width]
-    assert all(p["probe_s"]["median"] > 0 and p["tensors"] == 1 for p in rows)
-    assert not any(p.get("kind") for p in comm_probe.sweep(
-        tf.distribute.get_strategy(), sizes=(4096, 65536), repeats=1))
