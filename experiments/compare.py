@@ -23,12 +23,12 @@ reference). Its report adds a per-model table and plot (zoo.png): which strategy
 much, gradient bytes sent per step and the communication share of each strategy.
 
 The parallelism preset runs, per model (the CNN and wide_mlp from the zoo) and at one global batch
-(2 x --batch_size_per_replica): one device, data parallel (MWMS, 2 workers), the model split into
-2 pipeline stages with 1 and with 4 micro-batches (model_parallel), and 2 MWMS workers each
-running that 4-micro-batch pipeline (hybrid), every configuration on the same 2 x
---threads_per_worker cores. Its report adds a table and parallelism.png (results/parallelism.py):
-time, accuracy, peak memory per device, communication share and the pipeline bubble measured
-against the GPipe formula.
+(2 x --batch_size_per_replica): one device, data parallel (MWMS, 2 workers), the model split into 2
+pipeline stages with 1 and with 4 micro-batches (model_parallel), and 2 MWMS workers each running
+that 4-micro-batch pipeline (hybrid), every configuration on the same 2 x --threads_per_worker
+cores. Its report adds a table and parallelism.png (results/report/parallelism.py): time, accuracy,
+peak memory per device, communication share and the pipeline bubble measured against the GPipe
+formula.
 
 Every run is an ordinary `python -m experiments.run` record tagged with its cell (`--run_name`), so
 an interrupted comparison continues with `--resume` (cells already recorded are skipped).
@@ -50,7 +50,7 @@ from experiments.comparison.plan import plan, same_run, size_started  # noqa: E4
 from experiments.comparison.presets import PRESETS, REDUCERS  # noqa: E402
 
 from models import MODELS  # noqa: E402
-from results.records import load_records  # noqa: E402
+from results.records.store import load_records  # noqa: E402
 
 _PRESET = flags.DEFINE_enum("preset", "default", list(PRESETS), "Sweep size; lists below override.")
 _MODELS = flags.DEFINE_list("models", None, f"Models to compare ({', '.join(MODELS)}).")
@@ -176,7 +176,7 @@ def main(argv):
     print(f"compare: {len(runs)} runs planned, {len(runs) - len(todo)} already recorded, "
           f"{len(todo)} to go -> {results_dir}", flush=True)
     failures = runner.run_cells(todo, results_dir, _RUN_TIMEOUT.value, _VERBOSE.value)
-    from results.report import build_and_say
+    from results.report.build import build_and_say
 
     build_and_say(results_dir, _TARGET.value or None, network_flags.network())
     if failures:

@@ -2,7 +2,7 @@
 toolkit runs (one device; MWMS on N devices; PSS on N workers x K ps; gradient accumulation;
 16-bit gradient sync), predicted through the one cost model from a workload profile, the ones
 that do not fit a device's memory dropped (and said why), ranked; plan.md, plan.csv, plan.png
-and the exact command of the best (results/planner.py; results/plan_report.py writes it).
+and the exact command of the best (results/model/planner.py; results/report/plan.py writes it).
 
     python -m experiments.plan --profile=docs/examples/profile_resnet50_v100.json \
         --cluster=docs/examples/cluster_8x8_v100_25g.json --out_dir=runs/plan
@@ -54,9 +54,11 @@ def main(argv):
     if len(argv) > 1:
         bad_input(f"unexpected arguments {argv[1:]}; all options are --flags")
     from experiments.config import ConfigError, auto, check_dataset, check_model
-    from results import plan_report, planner, recommendation, specs
-    from results.cells import SETTING_KEYS
-    from results.records import load_records
+    from experiments.config import planned_run
+    from results.model import planner, recommendation, specs
+    from results.records.cells import SETTING_KEYS
+    from results.records.store import load_records
+    from results.report import plan as plan_report
 
     try:
         cluster = specs.target_cluster(
@@ -85,21 +87,22 @@ def main(argv):
         if dataset:
             check_dataset(dataset)
         # a cluster on one machine: its command pinned as a comparison's cluster there is
-        target = planner.CommandTarget(model, profile.batch, dataset, functools.partial(
+        target = planned_run.CommandTarget(model, profile.batch, dataset, functools.partial(
             auto.pinned, available=cluster.machine_cores, cores=cluster.machine_cores)
             if cluster.machine_cores else None)
         planned = planner.plan(profile, cluster)
     except (ValueError, ConfigError) as e:  # SpecError too
         bad_input(e)
-    paths = plan_report.write(planned, profile, cluster, target, _OUT_DIR.value, note)
     best = planner.best(planned)
+    commands = planned_run.commands(best.config, target) if best is not None else None
+    paths = plan_report.write(planned, profile, cluster, commands, _OUT_DIR.value, note)
     if best is None:
         print(f"plan: no configuration fits {cluster.memory_per_device_mb:g} MB per device "
               f"(see {paths[0]})")
     else:
         print(f"plan: best of {len(planned)} configurations: {best.config.name}, "
               f"{best.prediction.examples_per_sec:.0f} examples/s predicted")
-        print("  python -m experiments.run " + " ".join(planner.run_flags(best.config, target)))
+        print("  " + commands[0])
     for p in paths:
         print(f"wrote {p}")
 

@@ -1,6 +1,6 @@
 """Which strategy for a target cluster? A workload profile (measured by a comparison, or written
 by hand) on a cluster (from flags, or a cluster spec written by hand), through the one cost model
-(results/cost_model.py): the projected throughput of MWMS and PSS, best first.
+(results/model/cost_model.py): the projected throughput of MWMS and PSS, best first.
 
     python -m experiments.recommend --results_dir=runs/compare --workers=8 --network_gbps=10
     python -m experiments.recommend --results_dir=runs/compare --workers=8 --network_gbps=1 \
@@ -23,7 +23,7 @@ tf_settings.apply()  # before TensorFlow loads: quiet start-up, the toolkit's ke
 from absl import app, flags  # noqa: E402
 
 from experiments.config.cli import bad_input, parse_flags  # noqa: E402
-from results.specs import SYNC_DTYPES  # noqa: E402
+from results.model.specs import SYNC_DTYPES  # noqa: E402
 
 _RESULTS_DIR = flags.DEFINE_string("results_dir", "runs/compare", "Records of a comparison with "
                                    "probed N >= 2 runs of MWMS or PSS and the 1-thread baseline "
@@ -55,8 +55,8 @@ _CLUSTER_FLAGS = ("workers", "network_gbps", "network_latency_us", "accelerator_
 
 def main(argv):
     del argv
-    from results import recommendation, specs
-    from results.records import load_records
+    from results.model import recommendation, specs
+    from results.records.store import load_records
 
     try:
         cluster = specs.target_cluster(

@@ -18,8 +18,8 @@ _TARGET = flags.DEFINE_float("target_accuracy", 0.9, "Eval accuracy for time-to-
 def main(argv):
     del argv
     # no records here: build says so in one line before anything imports TensorFlow (a local
-    # directory is read without it, results/records.py)
-    from results.report import build_and_say
+    # directory is read without it, results/records/store.py)
+    from results.report.build import build_and_say
 
     try:
         build_and_say(_RESULTS_DIR.value, _TARGET.value or None, network_flags.network())

@@ -40,8 +40,8 @@ from experiments.config import auto  # noqa: E402
 from experiments.config import flags as config_flags  # noqa: E402
 from experiments.config.cli import bad_input, parse_flags  # noqa: E402
 from experiments.config.validation import check_fields  # noqa: E402
-from results import specs  # noqa: E402
-from results.records import is_url  # noqa: E402
+from results.model import specs  # noqa: E402
+from results.records.store import is_url  # noqa: E402
 from strategies import all_reduce_workers, kind, needs_cluster  # noqa: E402
 from tf_config import TFConfigError, check_strategy_fits, role_from_env  # noqa: E402
 from tf_config import launch, netns, netshape, rendezvous  # noqa: E402

@@ -46,7 +46,7 @@ from experiments.cloud.jobspec import (DEFAULT_MACHINE, PLACEHOLDER_IMAGE, TPU_M
 from experiments.cloud.tfjob import tfjob, tfjob_yaml  # noqa: E402
 from experiments.cloud.vertex_job import build_custom_job, vertex_custom_job  # noqa: E402
 from strategies import STRATEGIES, kind  # noqa: E402
-from results import planner  # noqa: E402
+from experiments.config import planned_run  # noqa: E402
 
 _STRATEGY = flags.DEFINE_enum("strategy", "multi_worker_mirrored", [*STRATEGIES, AUTO],
                               "Strategy; auto: the planner's best configuration of "
@@ -116,7 +116,7 @@ def main(argv):
     strategy, workers, ps, replicas = _STRATEGY.value, _WORKERS.value, _PS.value, _REPLICAS.value
     said = ""  # what auto chose: said once every check has passed
     if strategy == AUTO:
-        chosen_here = [a for a in run_args if a.split("=")[0][2:] in planner.TRAINING]
+        chosen_here = [a for a in run_args if a.split("=")[0][2:] in planned_run.TRAINING]
         if chosen_here:
             bad_input(f"{chosen_here[0]} after --: with --strategy=auto the plan chooses it")
     if strategy == AUTO and not _PLAN_PROFILE.value:
@@ -139,8 +139,8 @@ def main(argv):
             bad_input(e)
         strategy, workers, ps, replicas = (values["strategy"], values["num_workers"],
                                            values["num_ps"], values["num_replicas"])
-        run_args = run_args + [f"--{k}={values[k]}" for k in planner.TRAINING
-                               if values[k] != planner.TRAINING[k]]
+        run_args = run_args + [f"--{k}={values[k]}" for k in planned_run.TRAINING
+                               if values[k] != planned_run.TRAINING[k]]
         if not any(a.startswith(("--batch_size_per_replica=", "--global_batch_size="))
                    for a in run_args):  # the batch the predictions are for
             run_args.append(f"--batch_size_per_replica={plan['profile_batch']}")

@@ -1,5 +1,5 @@
 """The order a pipeline stage runs its micro-batches' forwards and backwards in
-(--pipeline_schedule; experiments/engine/gpipe.py builds the step in it, results/cost_model.py
+(--pipeline_schedule; experiments/engine/gpipe.py builds the step in it, results/model/cost_model.py
 counts what it holds). Pure Python.
 
     schedule("1f1b", num_stages=2, microbatches=4)[0]

@@ -288,7 +288,7 @@ def _reduced_layers(model):
 
 def describe(model):
     """What splitting `model`'s blocks would all-reduce (the cost model's and the planner's
-    inputs, results/cost_model.py), split or not: {reduced_bytes_per_example (both directions,
+    inputs, results/model/cost_model.py), split or not: {reduced_bytes_per_example (both directions,
     every reduction of a step), reductions (all-reduces per step of one micro-batch), shards
     (the T > 1 that divide every split layer)}; None for a model without such blocks (or one
     never called: a subclassed model has no layer outputs to size)."""

@@ -5,7 +5,7 @@ account) and decide (the pure decision: drift, the network it implies, the best 
 and whether a switch pays), profile_here (--strategy=auto's profile measured here) and
 on_workers (--strategy=auto on a platform's TF_CONFIG cluster: planned on its own tasks).
 
-May import: experiments.config, results (planner, specs, records, timeline's straggler
-thresholds, and the profile's builders: cells, workload_profile), strategies, tf_config.
-Not experiments.engine: the engine calls segment, not the other way round.
+May import: experiments.config, results.model (planner, specs, and the profile's builder
+workload_profile), results.records (store, cells, step_stamps' straggler thresholds), strategies,
+tf_config. Not experiments.engine: the engine calls segment, not the other way round.
 """

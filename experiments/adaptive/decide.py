@@ -4,16 +4,17 @@ worker the others wait for), and is another configuration now faster by more tha
 costs. Pure: no TensorFlow, no files (segment.py calls it in the chief; tests call it with
 made-up epochs).
 
-Every figure goes through the one cost model (results/planner.py over results/cost_model.py),
-at the run's fixed global batch: a configuration of R replicas trains R x (global / R), so the
-examples per update, the steps per epoch and the learning-rate schedule never change with a
-switch. The prediction for a replica's batch b scales the profile's compute linearly from its
-batch (the planner's own assumption for accumulation).
+Every figure goes through the one cost model (results/model/planner.py over
+results/model/cost_model.py), at the run's fixed global batch: a configuration of R replicas trains
+R x (global / R), so the examples per update, the steps per epoch and the learning-rate schedule
+never change with a switch. The prediction for a replica's batch b scales the profile's compute
+linearly from its batch (the planner's own assumption for accumulation).
 """
 import dataclasses
 import statistics
 
-from results import planner, timeline
+from results.model import planner
+from results.records import step_stamps
 
 # A switch must win back this much more than its measured cost: a gain inside the model's
 # error is no reason to restart a cluster.
@@ -100,7 +101,7 @@ def straggler_of(reference, last):
     worker, a straggler adds waiting on the others for it: it is the worker that waited least,
     and what it adds per step is its peers' added wait (their median). Under PSS a slower
     network slows every worker's step, a straggler its own only: it is the worker whose median
-    step grew the most while the others' grew by less than timeline.CLEAR_STEP_RATIO, and is
+    step grew the most while the others' grew by less than step_stamps.CLEAR_STEP_RATIO, and is
     now that ratio or more of theirs; it adds its step's growth beyond theirs."""
     def parts(epoch):
         return (epoch.get("timeline") or {}).get("per_worker") or {}
@@ -116,9 +117,9 @@ def straggler_of(reference, last):
         others = [w for w in after if w != slow]
         was, now = (statistics.median(step[w][i] for w in others) for i in (0, 1))
         grew = step[slow][1] - step[slow][0]
-        if now >= timeline.CLEAR_STEP_RATIO * was or \
-                step[slow][1] < timeline.CLEAR_STEP_RATIO * now or \
-                grew < (timeline.CLEAR_STEP_RATIO - 1) * step[slow][0]:
+        if now >= step_stamps.CLEAR_STEP_RATIO * was or \
+                step[slow][1] < step_stamps.CLEAR_STEP_RATIO * now or \
+                grew < (step_stamps.CLEAR_STEP_RATIO - 1) * step[slow][0]:
             return None  # everyone slowed (the network), or it is not clearly behind, or it
             # was behind already (a straggler the cluster has)
         # on shared cores the others speed up while the straggler idles: not counted as less

@@ -27,8 +27,8 @@ import tempfile
 from experiments.adaptive import profile_here
 from experiments.config import auto
 from experiments.config.run_config import ConfigError
-from results import planner, specs
-from results.records import is_url
+from results.model import planner, specs
+from results.records.store import is_url
 from strategies import kind
 from tf_config import rendezvous
 

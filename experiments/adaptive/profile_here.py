@@ -4,7 +4,7 @@
 
 Three short runs of the same model, data and batch, one thread each: one device and one MWMS
 worker (the compute of a replica's step on one core: the median of the two, the MWMS step less
-its probe; results/workload_profile.py), and one PSS worker (with its ps and chief; the worker
+its probe; results/model/workload_profile.py), and one PSS worker (with its ps and chief; the worker
 pinned to one core where one is left for them, as in a comparison: tf_config.cores)
 with their communication probes (gradient and pull bytes, each strategy's own overhead: a PSS
 step's dispatch through the coordinator costs more than a small model's compute; the CPU an
@@ -16,7 +16,7 @@ tf_config.cores.pinned_cluster with the launcher's threads, which agree where on
 workers fill the machine), the profile's `sharing`; and one device at K threads and the batch
 it will train (the fixed --global_batch_size, else the per-replica batch), the profile's
 `one_process`. The profile
-is built from their records as a comparison builds its own (results/workload_profile.py) and
+is built from their records as a comparison builds its own (results/model/workload_profile.py) and
 written to --results_dir as
 profile-<model>-b<batch>-<hash of the dataset, optimizer, learning rate and dtypes, whether
 the PSS worker was pinned, and of the process counts, cores and loops' pinning a cluster on
@@ -34,10 +34,11 @@ import tempfile
 from experiments.adaptive import supervisor
 from experiments.config.cli import bool_flag
 from experiments.config.run_config import ConfigError
-from results import planner
-from results import records as records_io
-from results.cells import setting_of
-from results.workload_profile import profile_of, step_batch_of, step_time_of
+from experiments.config import planned_run
+from results.model import planner
+from results.model.workload_profile import profile_of, step_batch_of, step_time_of
+from results.records import store as records_io
+from results.records.cells import setting_of
 from tf_config.cores import available_cores, pinned_cluster, pinned_workers
 from tf_config.events import BAD_INPUT_EXIT_CODE
 
@@ -142,7 +143,7 @@ def measure(cfg, argv, out=print, cluster=None):
              "--checkpoint_dir=", "--global_batch_size=0", "--threads=1",
              "--threads_per_worker=1", "--notensorboard", "--nocompute_probe", "--comm_probe",
              "--straggler_task=", "--straggler_delay_ms=0", "--fail_task=",
-             *[f"--{k}={v}" for k, v in planner.TRAINING.items()
+             *[f"--{k}={v}" for k, v in planned_run.TRAINING.items()
                if k != "gradient_sync_dtype"],
              f"--epochs={EPOCHS}", f"--train_examples={STEPS * cfg.batch_size_per_replica}"]
     records = {}

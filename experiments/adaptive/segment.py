@@ -15,8 +15,8 @@ import statistics
 import time
 
 from experiments.adaptive import decide
-from results import specs
-from results.records import write_json_atomic
+from results.model import specs
+from results.records.store import write_json_atomic
 
 ADAPT_ENV = "TFDIST_ADAPT"
 REQUEST = "adapt-request.json"  # the chief's switch request, read (and removed) by the supervisor

@@ -25,8 +25,9 @@ import time
 from experiments.adaptive import decide, segment
 from experiments.config import auto
 from experiments.config.run_config import AUTO, ConfigError
-from results import planner, specs
-from results.records import write_json_atomic
+from experiments.config import planned_run
+from results.model import planner, specs
+from results.records.store import write_json_atomic
 from strategies import needs_cluster
 from tf_config import task_process
 from tf_config.cores import available_cores
@@ -70,7 +71,7 @@ def _segment_flags(config, global_batch, directory, available, threads_per_worke
     """The flags a segment in `config` runs with after the user's: the configuration, pinned
     as a comparison pins it on `available` cores (auto.pin_flag), the run's global batch and
     checkpoints, and no emulated network for one process."""
-    values = planner.settings(config)
+    values = planned_run.settings(config)
     flags = [f"--{key}={value}" for key, value in values.items()]
     flags += [auto.pin_flag(values, available, threads_per_worker),
               f"--global_batch_size={global_batch}", f"--checkpoint_dir={directory}"]

@@ -33,7 +33,7 @@ import psutil
 from absl import app, flags
 
 from experiments.config.cli import parse_flags
-from results.records import write_text_atomic
+from results.records.store import write_text_atomic
 from tf_config.events import RUN_TAG_ENV, running_tasks
 
 _RUNS = flags.DEFINE_integer("runs", 20, "Chaos runs.", lower_bound=1)

@@ -12,7 +12,7 @@ import sys
 from absl import app, flags
 
 from experiments.config.cli import parse_flags
-from results import cost_model, specs
+from results.model import cost_model, specs
 
 _CASES = flags.DEFINE_string("cases", "docs/examples/published/cases.json",
                              "Published results as {cases: [{name, strategy, published, "

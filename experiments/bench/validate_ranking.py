@@ -31,7 +31,8 @@ from experiments.adaptive import decide, profile_here
 from experiments.config import RunConfig
 from experiments.config.cli import parse_flags
 from models import default_dataset
-from results import planner, specs
+from experiments.config import planned_run
+from results.model import planner, specs
 from strategies import kind, needs_cluster
 
 _DIR = flags.DEFINE_string("results_dir", "/tmp/ranking", "Where the runs' records go.")
@@ -82,7 +83,7 @@ def spearman(a, b):
 
 def _measure(model, config, gbps, directory):
     """Steady examples/s and the record's peak memory per device (bytes) of one run."""
-    values = planner.settings(config)
+    values = planned_run.settings(config)
     # one process has the machine's cores to itself, as --strategy=one_device with its default
     # threads does (the profile's one_process); every task of a cluster has one core
     threads = _CORES.value if kind(config.strategy).single_device and _CORES.value else 1

@@ -22,7 +22,7 @@ from absl import app, flags  # noqa: E402
 from experiments.config import ConfigError, LaunchConfig, RunConfig, validate  # noqa: E402
 from experiments.config import flags as config_flags  # noqa: E402
 from experiments.config.cli import bad_input, parse_flags  # noqa: E402
-from results.cells import ENGINE_FLOOR  # noqa: E402  (the strategy name its records carry)
+from results.records.cells import ENGINE_FLOOR  # noqa: E402  (the strategy name its records carry)
 from strategies import BASELINE  # noqa: E402
 
 # experiments.run's flags (a one_device run's are the ones that apply), declared once in

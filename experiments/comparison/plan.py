@@ -9,7 +9,7 @@ import os
 from experiments.comparison.presets import (ADAPTIVE_CLUSTER, ADAPTIVE_SCHEDULES,
                                             ADAPTIVE_STRAGGLERS, DEFAULT_ADAPTIVE_SCHEDULES,
                                             DEFAULT_ADAPTIVE_STRAGGLER, THIS_HOST_CLUSTER)
-from results.cells import COLLECTIVES_CELL, is_collectives_run
+from results.records.cells import COLLECTIVES_CELL, is_collectives_run
 from strategies import ALL_REDUCE, kind
 from tf_config.cores import pinned_cluster, pinned_workers
 
@@ -75,11 +75,11 @@ def _parallelism_cells(threads, batch, available=None):
 
 
 def _transformer_cells(threads, batch, available=None):
-    """The parallelism table's cells for a transformer (results/parallelism.py), at one global
-    batch (2 x batch) on the same 2 x threads cores: one device, data parallel (MWMS N=2), a
+    """The parallelism table's cells for a transformer (results/report/parallelism.py), at one
+    global batch (2 x batch) on the same 2 x threads cores: one device, data parallel (MWMS N=2), a
     pipeline (S=2, M=4, stages balanced by measured time) under GPipe and 1F1B, tensor parallel
-    (T=2), data x tensor (hybrid N=2 x T=2) and the planner's choice for this machine as one host
-    of 2 devices (a profile measured here first, cached in the results directory)."""
+    (T=2), data x tensor (hybrid N=2 x T=2) and the planner's choice for this machine as one host of
+    2 devices (a profile measured here first, cached in the results directory)."""
     same = [f"--global_batch_size={2 * batch}"]
     pipe = ["--strategy=model_parallel", "--num_stages=2", "--stage_cost=time",
             "--microbatches=4", f"--threads={2 * threads}"]
@@ -200,7 +200,7 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
                                       n * threads))
             if "network" in experiments:
                 # N=1 and the real loopback (b=0) give the model its t_comp and t_sync; the
-                # shaped N=2 runs are what it must predict (results/network.py).
+                # shaped N=2 runs are what it must predict (results/report/network.py).
                 for s in (s for s in strategies if not kind(s).local_replicas):
                     cells.append((f"network-{s}-n1", run, workers_flags(s, 1),
                                   threads))
@@ -212,7 +212,7 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
                     if kind(s).all_reduce and any(shaped_at):
                         # How much of the all-reduce's own loopback cost hides behind the
                         # shaped transfer: its probe under a bandwidth none of the predicted
-                        # runs has (results/network.py, hidden_share), a collectives cell.
+                        # runs has (results/report/network.py, hidden_share), a collectives cell.
                         b = OVERLAP_CALIBRATION * max(shaped_at)
                         cells.append((f"{COLLECTIVES_CELL}{s}-n2-b{b:g}", run,
                                       [*workers_flags(s, 2),

@@ -55,7 +55,7 @@ ADAPTIVE_CLUSTER = os.path.normpath(os.path.join(
 # The zoo's examples per epoch: a few seconds per steady epoch of each model on 2 cores.
 ZOO_SIZES = {"resnet": 1536, "wide_mlp": 3072, "embedding": 8192, "vit": 2048, "gpt": 2048}
 # The experiments a comparison can run (--experiments); each adds its cells to the plan
-# (plan.py) and its section to the report (results/report.py).
+# (plan.py) and its section to the report (results/report/build.py).
 EXPERIMENT_NAMES = ("scaling", "straggler", "network", "parallelism", "reducers", "adaptive",
                     "transformers")
 # The reducers preset's bandwidths (Gbit/s) per model where the preset's own do not suit it:

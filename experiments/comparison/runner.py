@@ -9,8 +9,8 @@ import threading
 import time
 
 from experiments.comparison.plan import SIZE_QUANTUM, calibrated_size
-from results.metrics import steady_epochs
-from results.records import load_records
+from results.records.metrics import steady_epochs
+from results.records.store import load_records
 from tf_config.task_output import is_startup_noise
 
 

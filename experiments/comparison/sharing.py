@@ -9,7 +9,7 @@ run each step slower than one loop alone, with no data exchanged at all, while t
 ones do not (figures: docs/benchmarks.md, "With the sharing calibration"). The cost model
 multiplies the compute of a cluster on this machine's cores (machine_cores) by the lockstep
 slowdown at K = N and caps its rate by the cores the lockstep phase keeps busy; projections to
-clusters whose workers have machines of their own do not (results/cost_model.py
+clusters whose workers have machines of their own do not (results/model/cost_model.py
 `on_one_machine`).
 
 Three phases, every process running the same plain loop one step per call (so each phase pays
@@ -42,8 +42,8 @@ from absl import flags  # noqa: E402
 
 from experiments.comparison.floor import plain_loop_config  # noqa: E402  (and run's flags)
 from experiments.config.cli import parse_flags  # noqa: E402
-from results import metrics  # noqa: E402
-from results.cells import ENGINE_FLOOR  # noqa: E402
+from results.records import metrics  # noqa: E402
+from results.records.cells import ENGINE_FLOOR  # noqa: E402
 from experiments.workload.user_code import UserCodeError  # noqa: E402
 from tf_config.cores import pinned_env  # noqa: E402
 from tf_config.task_process import die_with_parent  # noqa: E402

@@ -1,4 +1,4 @@
-"""--strategy=auto: the planner (results/planner.py) chooses the configuration from a workload
+"""--strategy=auto: the planner (results/model/planner.py) chooses the configuration from a workload
 profile on a cluster spec, and the run trains with it; the record keeps the choice, the
 runners-up and their predicted figures (record: config.plan).
 
@@ -18,17 +18,18 @@ import dataclasses
 
 from experiments.config.cli import bool_flag
 from experiments.config.run_config import AUTO, ConfigError
-from results import planner, specs
+from experiments.config import planned_run
+from results.model import planner, specs
 from tf_config.cores import pinned_cluster
 
 PLAN_ENV = "TFDIST_AUTO_PLAN"  # the launcher's tasks: the plan the chief records
 
 
 def choose(profile_path, cluster_path, cluster=None, runnable=None):
-    """(planner.settings of the best configuration, planner.summary of the plan); ConfigError
-    (one line) for a missing or unusable profile or cluster spec, or when nothing fits.
-    cluster: the ClusterSpec itself (cluster_path then only names it); runnable: config ->
-    "" when this cluster's tasks can run it, else why not (a platform's fixed TF_CONFIG)."""
+    """(planned_run.settings of the best configuration, planned_run.summary of the plan);
+    ConfigError (one line) for a missing or unusable profile or cluster spec, or when nothing fits.
+    cluster: the ClusterSpec itself (cluster_path then only names it); runnable: config -> "" when
+    this cluster's tasks can run it, else why not (a platform's fixed TF_CONFIG)."""
     if not cluster_path and cluster is None:
         raise ConfigError("--strategy=auto needs --plan_cluster=CLUSTER.json (what "
                           "experiments.plan takes), and --plan_profile=PROFILE.json or nothing "
@@ -49,10 +50,9 @@ def choose(profile_path, cluster_path, cluster=None, runnable=None):
                           f"{cluster.memory_per_device_mb:g} MB per device"
                           + (" and this cluster's tasks" if runnable else "")
                           + f" on {cluster_path}")
-    return planner.settings(best.config), {**planner.summary(planned), "profile": profile_path,
-                                           "cluster": cluster_path,
-                                           "profile_model": profile.model,
-                                           "profile_batch": profile.batch}
+    summary = {**planned_run.summary(planned), "profile": profile_path, "cluster": cluster_path,
+               "profile_model": profile.model, "profile_batch": profile.batch}
+    return planned_run.settings(best.config), summary
 
 
 def resolve(cfg, available, threads_per_worker=0):
@@ -68,7 +68,7 @@ def resolve(cfg, available, threads_per_worker=0):
 
 
 def pin_flag(values, available, threads_per_worker=0):
-    """--pin_workers or --nopin_workers for a local cluster of the planner.settings `values`
+    """--pin_workers or --nopin_workers for a local cluster of the planned_run.settings `values`
     on `available` cores: pinned as a comparison pins the same cluster
     (tf_config.cores.pinned_cluster), so the run is the kind the profile measured: its PSS
     worker and its sharing calibration pinned where a comparison's are
@@ -85,6 +85,6 @@ def pinned(values, available, threads_per_worker=0, cores=None):
 
 
 def apply(cfg, values):
-    """cfg with the plan's settings (planner.settings) in place of auto's."""
+    """cfg with the plan's settings (planned_run.settings) in place of auto's."""
     assert cfg.strategy == AUTO
     return dataclasses.replace(cfg, **values)

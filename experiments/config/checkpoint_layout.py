@@ -11,7 +11,7 @@ import json
 import os
 import re
 
-from results.records import is_url
+from results.records.store import is_url
 
 SHARD_DIR = "zero"  # --zero=1: <checkpoint_dir>/zero/rank<R>-of<N>/shard-<step>.*
 DIGEST = "state_digest.json"  # the chief's digest of what it saved, with its tensor split

@@ -2,7 +2,7 @@
 `experiments.report` (both build the report)."""
 from absl import flags
 
-from results.scaling_model import Network
+from results.model.scaling_model import Network
 
 _NET_GBPS = flags.DEFINE_float("network_gbps", 10.0, "Scaling model: link bandwidth (Gbit/s) of "
                                "the projected cluster.", lower_bound=1e-3)

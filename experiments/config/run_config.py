@@ -103,7 +103,7 @@ class RunConfig:
     step_timeline: bool = setting(True, "Timestamps inside every step (input ready, gradients "
                                   "ready, update done): per worker compute, waiting for peers and "
                                   "synchronization, and who arrived last, in the record's "
-                                  "`timeline` (results/timeline.py).")
+                                  "`timeline` (results/records/step_stamps.py).")
     fail_task: str = setting("", "Fault injection in a local cluster: the task to signal (e.g. "
                              "worker:1) at --fail_at_step: SIGKILL, or SIGTERM with "
                              "--fail_mode=preempt.")

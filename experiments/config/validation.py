@@ -12,7 +12,7 @@ from experiments.config.run_config import AUTO, ConfigError
 from experiments.workload import npz_data, text_corpus, user_code
 from experiments.workload.datasets import DATASETS, TEXT, is_user_dataset
 from models import MODELS, NEXT_TOKEN_MODELS, TENSOR_PARALLEL_MODELS, TOKEN_MODELS
-from results.records import is_url
+from results.records.store import is_url
 from strategies import (ALL_REDUCE, COMPRESSIBLE, LOCAL_REPLICAS, MIRRORED, MULTI_WORKER,
                         PARAMETER_SERVERS, PIPELINED, compression, kind)
 

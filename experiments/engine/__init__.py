@@ -5,6 +5,6 @@ loop every strategy shares), gpipe (the pipeline schedule of model_parallel and 
 checkpoints, and record (the record the chief writes).
 
 May import: experiments.config, experiments.workload, experiments.measure, experiments.adaptive
-(segment: --adapt's check after each epoch), models, strategies,
-results (metrics, records), tf_config. Not experiments.comparison or the commands.
+(segment: --adapt's check after each epoch), models, strategies, results.records (metrics, store,
+step_stamps), tf_config. Not experiments.comparison or the commands.
 """

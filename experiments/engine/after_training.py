@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from experiments.engine import compressed_sync, gpipe
 from experiments.measure import comm_probe, flops, tensor_probe
-from results import metrics
+from results.records import metrics
 from strategies import kind
 from tf_config import events
 

@@ -34,7 +34,7 @@ import numpy as np
 import tensorflow as tf
 
 from experiments.config import checkpoint_layout
-from results.records import write_json_atomic
+from results.records.store import write_json_atomic
 from tf_config import events
 from tf_config.events import PREEMPTED_EXIT_CODE
 

@@ -22,7 +22,7 @@ import tensorflow as tf
 
 from experiments.measure import comm_probe, memory
 from models.schedules import BACKWARD, FORWARD, in_flight, schedule
-from results import metrics
+from results.records import metrics
 
 
 def timestamp():

@@ -21,7 +21,7 @@ from experiments.workload import text_corpus
 from experiments.workload.datasets import DATASETS, TEXT
 from models import TENSOR_PARALLEL_MODELS, tensor_parallel
 from models import stages as model_stages
-from results import metrics, records
+from results.records import metrics, store as records
 from strategies import all_reduce_workers, kind
 from tf_config import events, netshape
 from tf_config.events import LAUNCH_T0_ENV
@@ -48,7 +48,7 @@ def _cuts(trainer):
 def _boundary_bytes(trainer, pipe, cuts):
     """Bytes per example that would cross a pipeline stage boundary of this model: a pipelined
     run's largest boundary; else the cut of a two-stage split balanced by parameters (what the
-    planner's pipelines move, results/planner.py); None where the model cannot be cut."""
+    planner's pipelines move, results/model/planner.py); None where the model cannot be cut."""
     if pipe is not None and len(trainer.stages) > 1:
         sizes = [st.output_bytes_per_example for st in trainer.stages[:-1]]
         return max(sizes) if None not in sizes else None
@@ -230,7 +230,7 @@ def build_record(cfg, role, trainer, strategy, run_id, epochs, checksum, extra_c
         "straggler": _straggler(cfg),
         "steps_by_worker": dict(sorted(trainer.steps_by_worker.items())) or None,
         # every stamp of the last epoch's first steps (the epochs carry the per-worker medians):
-        # the report's timeline PNG and trace (results/timeline.py)
+        # the report's timeline PNG and trace (results/report/timeline.py)
         "timeline": ({"stamps": trainer.trace_stamps, "epoch": epochs[-1]["epoch"],
                       **({"stage_blocks": trainer.trace_blocks, "stages": cfg.num_stages,
                           "microbatches": cfg.microbatches} if trainer.trace_blocks else {})}

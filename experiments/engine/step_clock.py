@@ -1,7 +1,7 @@
 """Timestamps inside every replica's training step (the record's `timeline`, read by
-results/timeline.py): t0 when the step's input is ready, t1 when its gradients are, t2 when its
-update is done (after the all-reduce; under PSS, where a read after the update would pull every
-variable again, the start of the worker's next step stands for it).
+results/records/step_stamps.py): t0 when the step's input is ready, t1 when its gradients are, t2
+when its update is done (after the all-reduce; under PSS, where a read after the update would pull
+every variable again, the start of the worker's next step stands for it).
 
     python -m experiments.run --strategy=multi_worker_mirrored --num_workers=2   # on by default
     python -m experiments.run ... --nostep_timeline                           # off

@@ -52,10 +52,10 @@ class EpochStats:
     stage_busy_share: list | None = None
     # Multi-worker runs: per worker, the medians of its steps' compute, waiting for the last peer
     # and synchronization (from timestamps inside the step, --step_timeline), and who was last
-    # (results/timeline.py).
+    # (results/records/step_stamps.py).
     timeline: dict | None = None
     # Wall clock (seconds since the epoch) of the epoch's start, of its evaluation's start and of
-    # its end: the run's trace (results/timeline.py) places epochs and evaluations with them.
+    # its end: the run's trace (results/report/timeline.py) places epochs and evaluations with them.
     started_at: float | None = None
     eval_started_at: float | None = None
     ended_at: float | None = None
@@ -306,18 +306,18 @@ class Trainer:
         return totals + [worker, tf.cast(n, tf.float32)] + stacked
 
     def _timeline(self, chunks):
-        """The epoch's stamps by replica (step_clock.epoch_stamps; MWMS workers all call this at
-        the same point), summarized per replica (results/timeline.breakdown); keeps the first
+        """The epoch's stamps by replica (step_clock.epoch_stamps; MWMS workers all call this at the
+        same point), summarized per replica (results/records/step_stamps.breakdown); keeps the first
         TRACE_STEPS steps' stamps for the trace. Outside the epoch's timed span."""
-        from results import timeline
+        from results.records import step_stamps
 
         stamps, lockstep, blocks = step_clock.epoch_stamps(
             self.strategy, self.cfg.num_workers, self.coordinator is not None, chunks)
         self.trace_stamps = {k: v[:TRACE_STEPS] for k, v in stamps.items()}
         self.trace_blocks = {k: v[:TRACE_STEPS] for k, v in blocks.items()} or None
-        parts = timeline.breakdown(stamps, lockstep)
+        parts = step_stamps.breakdown(stamps, lockstep)
         return {"lockstep": lockstep, "per_worker": parts,
-                "straggler": timeline.straggler_line(parts, lockstep)}
+                "straggler": step_stamps.straggler_line(parts, lockstep)}
 
     def evaluate(self):
         return self._evaluate(self._eval_data)

@@ -190,7 +190,7 @@ class ShardedUpdate:
         return {"stage": 1, "shards": n, "rank": self.rank, "values": self.total,
                 "shard_values": self.chunk,
                 "optimizer_state_bytes_per_worker": state,
-                # what results/reducers.py models: a ring all-reduce's bytes of every value
+                # what results/report/reducers.py models: a ring all-reduce's bytes of every value
                 "payload_bytes": self.total * itemsize, "exchange": "reduce",
                 "unsharded_optimizer_state_bytes": per_value * self.total,
                 "sent_bytes_per_step": 2.0 * (n - 1) * self.chunk * itemsize,

@@ -28,7 +28,7 @@ import time
 
 import tensorflow as tf
 
-from results import metrics
+from results.records import metrics
 
 _WARMUP = 3
 _REPEATS = 20
@@ -248,7 +248,7 @@ def measure(strategy, variables, coordinator=None, repeats=_REPEATS, dtype="floa
 
 
 def fraction(probe, step_time_s):
-    """Share of a per-worker step (results.metrics.per_worker_step_time) spent synchronizing
+    """Share of a per-worker step (results.records.metrics.per_worker_step_time) spent synchronizing
     gradients and, in a model split over devices, moving activations between its stages and
     summing its tensor-parallel shards."""
     if not step_time_s:

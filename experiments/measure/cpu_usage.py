@@ -11,7 +11,7 @@ import time
 
 import psutil
 
-from results.metrics import steady_epochs
+from results.records.metrics import steady_epochs
 from tf_config.events import LAUNCH_T0_ENV, task_name
 
 ALL_TASKS = "all tasks"

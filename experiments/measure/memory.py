@@ -20,7 +20,7 @@ import tensorflow as tf
 
 from models import stages as model_stages
 from models import tensor_parallel
-from results.specs import OPTIMIZER_SLOTS  # slot variables per weight
+from results.model.specs import OPTIMIZER_SLOTS  # slot variables per weight
 
 ESTIMATE = "estimate (tensor sizes)"
 MEASURED = "measured (GPU allocator peak)"

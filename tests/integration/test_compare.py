@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from results import metrics
+from results.records import metrics
 from tests.helpers import processes_mentioning, records_in, run_module
 
 pytestmark = pytest.mark.integration

@@ -1,7 +1,7 @@
 """The timestamps inside every worker's step on real local clusters (experiments/engine/
-step_clock.py, results/timeline.py): a worker slowed on purpose is the one named, under MWMS
-(last to have its gradients ready) and under PSS (its steps the slowest), and paces MWMS but not
-PSS. An unslowed MWMS run's stamps: test_clusters' hybrid test, on its MWMS reference run."""
+step_clock.py, results/records/step_stamps.py): a worker slowed on purpose is the one named, under
+MWMS (last to have its gradients ready) and under PSS (its steps the slowest), and paces MWMS but
+not PSS. An unslowed MWMS run's stamps: test_clusters' hybrid test, on its MWMS reference run."""
 import pytest
 
 from tests.helpers import FAST, processes_mentioning, records_in, run_module

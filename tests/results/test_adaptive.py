@@ -1,6 +1,6 @@
-"""results/adaptive.py: the adaptive experiment's table from records (fake ones here; the real
-preset is in docs/benchmarks.md)."""
-from results import adaptive
+"""results/report/adaptive.py: the adaptive experiment's table from records (fake ones here; the
+real preset is in docs/benchmarks.md)."""
+from results.report import adaptive
 from tests.results.fake import record
 
 
@@ -61,8 +61,8 @@ def test_the_communication_share_comes_from_the_timeline():
 
 
 def test_adaptive_runs_are_in_their_table_and_no_other(tmp_path):
-    from results import report
-    from results.records import write_record
+    from results.records.store import write_record
+    from results.report import build as report
 
     for rec in (_cell("one_device", "one_device", 1), _cell("changing-mwms-n2"), _adapt_run(),
                 record("b", run_name="baseline/cnn/4096/r0", examples=4096)):

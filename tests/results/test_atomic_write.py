@@ -5,12 +5,12 @@ import subprocess
 import sys
 import time
 
-from results import records
+from results.records import store as records
 from tests.helpers import ROOT
 
 _WRITER = r"""
 import sys
-from results import records
+from results.records import store as records
 big = {"run_id": "r", "payload": ["x" * 100] * 200000}
 print("ready", flush=True)
 while True:

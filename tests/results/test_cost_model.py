@@ -1,4 +1,4 @@
-"""The one cost model (results/cost_model.py) by hand: hierarchical all-reduce, sparse
+"""The one cost model (results/model/cost_model.py) by hand: hierarchical all-reduce, sparse
 all-gather, parameter servers with their pull and fan-in, the shared medium, memory, and the
 profile and cluster files a user writes."""
 import dataclasses
@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from results import cost_model, specs
-from results.specs import ClusterSpec, WorkloadProfile
+from results.model import cost_model, specs
+from results.model.specs import ClusterSpec, WorkloadProfile
 
 G = 1_000_000
 GBPS8 = 8.0  # 1e9 bytes/s
@@ -209,7 +209,7 @@ def test_the_parameter_servers_own_work_bounds_pss():
                               "parameter_server").examples_per_sec == pytest.approx(8000)
     per_host = ClusterSpec(hosts=8, devices_per_host=8, ps_local_aggregation=True, **fast)
     assert cost_model.ps_served(profile, per_host) == pytest.approx(32000)
-    from results.planner import accumulated
+    from results.model.planner import accumulated
     assert cost_model.ps_served(accumulated(profile, 4), ClusterSpec()) == pytest.approx(16000)
     # below the bound the step decides: two workers compute 1280 examples/s
     two = cost_model.predict(profile, ClusterSpec(hosts=2, **fast), "parameter_server")
@@ -400,7 +400,7 @@ def test_a_cluster_on_one_machine_shares_its_cores_and_a_real_one_does_not():
 
 
 def test_this_machines_own_runs_are_predicted_by_the_same_model_with_what_was_measured_here():
-    """The local check (results/scaling_model.py) and the network experiment go through
+    """The local check (results/model/scaling_model.py) and the network experiment go through
     predict: the synchronization measured here replaces the links' (and is hidden by the
     profile's overlap), its CPU joins the cap's step, a fit point's local term joins the step."""
     profile = _profile(overhead_s={"multi_worker_mirrored": 0.01},

@@ -1,6 +1,6 @@
 """Findings flag what the numbers cannot explain and state only what they show."""
-from results.findings import findings
-from results.summary import summarize
+from results.report.findings import findings
+from results.report.summary import summarize
 from tests.results import fake
 
 

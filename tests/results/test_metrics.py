@@ -1,6 +1,6 @@
 import pytest
 
-from results import metrics
+from results.records import metrics
 
 
 def _epochs(times):

@@ -1,12 +1,14 @@
-"""The network experiment's model (results/network.py) by hand and from fixture records: the
+"""The network experiment's model (results/report/network.py) by hand and from fixture records: the
 shared-shaper cost model, the fit to unshaped runs, errors, the crossover, the report's section."""
 import csv
 
 import matplotlib.image as mpimg
 import pytest
 
-from results import cost_model, network, records, specs
-from results.report import build
+from results.model import cost_model, specs
+from results.records import store as records
+from results.report import network
+from results.report.build import build
 from tests.results.test_scaling_model import _record
 
 M = 1_000_000  # gradient bytes of the fixture records

@@ -1,8 +1,8 @@
-"""The parallelism table (results/parallelism.py) from fake records: which records it takes, the
-configuration names, throughput against one device, memory per device, and the serial-stage
+"""The parallelism table (results/report/parallelism.py) from fake records: which records it takes,
+the configuration names, throughput against one device, memory per device, and the serial-stage
 finding."""
-from results import parallelism
-from results.summary import summarize
+from results.report import parallelism
+from results.report.summary import summarize
 from tests.results.fake import record
 
 

@@ -5,7 +5,8 @@ import dataclasses
 import pytest
 
 from experiments.config import RunConfig, validate
-from results import cost_model, planner, specs
+from experiments.config import planned_run
+from results.model import cost_model, planner, specs
 from strategies import kind
 
 PROFILE = specs.WorkloadProfile(
@@ -103,8 +104,8 @@ def test_zero_shards_the_optimizer_state_and_moves_the_parameters_bytes():
     assert sharded.prediction.communication_s == pytest.approx(
         cost_model.allreduce_s(PROFILE.parameter_bytes, single))
     assert not sharded.changes and sharded.global_batch == plain.global_batch
-    assert planner.settings(sharded.config)["zero"] == 1
-    assert "--zero=1" in planner.run_flags(sharded.config, planner.CommandTarget("cnn", 64))
+    assert planned_run.settings(sharded.config)["zero"] == 1
+    assert "--zero=1" in planned_run.run_flags(sharded.config, planned_run.CommandTarget("cnn", 64))
     order = [p.config.name for p in planner.plan(PROFILE, single)]
     assert order.index("MWMS N=8") < order.index("MWMS N=8 ZeRO-1")
     assert not [p for p in planner.plan(PROFILE, CLUSTER) if p.config.zero]  # 2 per host
@@ -122,8 +123,8 @@ def test_the_best_trains_what_the_profile_trained():
                                   "hybrid N=8 (4x2) S=2 M=8"])
 def test_the_printed_run_flags_are_valid_runs(name, tmp_path):
     config = _by_name(planner.plan(PIPELINED, CLUSTER))[name].config
-    workload = planner.CommandTarget("embedding", 32, "synthetic_tokens")
-    values = dict(f[2:].split("=", 1) for f in planner.run_flags(config, workload))
+    workload = planned_run.CommandTarget("embedding", 32, "synthetic_tokens")
+    values = dict(f[2:].split("=", 1) for f in planned_run.run_flags(config, workload))
     assert (values["model"], values["dataset"], values["batch_size_per_replica"]) == (
         "embedding", "synthetic_tokens", "32")
     fields = {f.name: f.type for f in dataclasses.fields(RunConfig)}
@@ -148,11 +149,12 @@ def test_a_command_for_one_machine_pins_as_its_target_says():
         asked.append(values)
         return values["num_workers"] == 4
 
-    flags = planner.run_flags(config, planner.CommandTarget("cnn", 64, pinned=pinned))
-    assert "--pin_workers" in flags and asked == [planner.settings(config)]
-    assert "--pin_workers" not in planner.run_flags(
-        config, planner.CommandTarget("cnn", 64, pinned=lambda values: False))
-    assert "--pin_workers" not in planner.run_flags(config, planner.CommandTarget("cnn", 64))
+    flags = planned_run.run_flags(config, planned_run.CommandTarget("cnn", 64, pinned=pinned))
+    assert "--pin_workers" in flags and asked == [planned_run.settings(config)]
+    assert "--pin_workers" not in planned_run.run_flags(
+        config, planned_run.CommandTarget("cnn", 64, pinned=lambda values: False))
+    assert "--pin_workers" not in planned_run.run_flags(config,
+                                                        planned_run.CommandTarget("cnn", 64))
 
 
 def test_pipelines_are_planned_only_when_the_profile_says_what_crosses_a_boundary():
@@ -189,7 +191,7 @@ def test_measured_reducers_are_planned_under_all_reduce_as_changes():
     assert not any(p.config.compression != "none" for p in planned
                    if kind(p.config.strategy).parameter_servers)
     assert planner.best(planned).config.compression == "none"
-    flags = planner.run_flags(topk.config, planner.CommandTarget("cnn", 64))
+    flags = planned_run.run_flags(topk.config, planned_run.CommandTarget("cnn", 64))
     assert "--compression=topk:0.05" in flags
 
 
@@ -209,7 +211,7 @@ def test_tensor_splits_are_planned_within_a_host_and_run_as_valid_flags():
                    (p.config for p in planned.values()))
     split = planned["hybrid N=4 (2x2) S=1 M=1 T=2"]
     assert split.global_batch == 2 * TRANSFORMER.batch  # one replica per host
-    flags = planner.run_flags(split.config, planner.CommandTarget("gpt", 64,
+    flags = planned_run.run_flags(split.config, planned_run.CommandTarget("gpt", 64,
                                                                   "synthetic_sequences"))
     assert "--tensor_parallel=2" in flags and "--strategy=hybrid" in flags
     validate(RunConfig(**{f.split("=")[0][2:]: _typed(f) for f in flags}))
@@ -249,7 +251,7 @@ def test_1f1b_takes_gpipes_time_holds_less_and_wins_where_only_it_fits():
     capped = planner.plan(PIPELINED, dataclasses.replace(cluster, memory_per_device_mb=cap / 1e6))
     fits = {p.config.name for p in capped if not p.dropped}
     assert "pipeline N=2 S=2 M=8 1F1B" in fits and "pipeline N=2 S=2 M=8" not in fits
-    flags = planner.run_flags(f1b.config, planner.CommandTarget("cnn", 64))
+    flags = planned_run.run_flags(f1b.config, planned_run.CommandTarget("cnn", 64))
     assert "--pipeline_schedule=1f1b" in flags and "--microbatches=8" in flags
 
 

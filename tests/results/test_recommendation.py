@@ -1,10 +1,11 @@
-"""The recommendation for a target cluster (results/recommendation.py, experiments.recommend):
+"""The recommendation for a target cluster (results/model/recommendation.py, experiments.recommend):
 the measured or hand-written profile on a cluster spec, through the one cost model."""
 import json
 
 import pytest
 
-from results import cost_model, recommendation, records, specs
+from results.model import cost_model, recommendation, specs
+from results.records import store as records
 from tests.helpers import ROOT, run_module
 from tests.results.test_scaling_model import _record
 

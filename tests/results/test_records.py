@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from results import records
+from results.records import store as records
 from tests.helpers import ROOT
 from tests.results import fake
 
@@ -91,7 +91,7 @@ def test_load_records_reads_a_local_directory_without_tensorflow(tmp_path):
     (tmp_path / "records" / ".tmp-x.json").write_text("{")  # a write in progress
     (tmp_path / "records" / "notes.txt").write_text("not a record")
     (tmp_path / "records" / "cut.json").write_text('{"run_id": ')  # a record cut short
-    script = ("import sys; from results.records import load_records; "
+    script = ("import sys; from results.records.store import load_records; "
               f"loaded, problems = load_records({str(tmp_path)!r}); "
               "print(sorted(r['run_id'] for r in loaded), [p[0] for p in problems], "
               f"load_records({str(tmp_path / 'nothing')!r}), 'tensorflow' in sys.modules)")
@@ -110,7 +110,7 @@ def test_records_and_report_round_trip_through_a_gfile_url():
     network): the record is written, listed, read and the whole report written back there."""
     import tensorflow as tf
 
-    from results.report import build
+    from results.report.build import build
     from tests.results import fake
 
     root = "ram://bucket/run1"

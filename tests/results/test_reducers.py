@@ -1,10 +1,10 @@
-"""The reducers experiment's table, crossover and plot (results/reducers.py) from fake records:
-a reducer slower than plain on the real loopback pays off below the bandwidth where its smaller
-payload's time on the shaper makes up for that."""
+"""The reducers experiment's table, crossover and plot (results/report/reducers.py) from fake
+records: a reducer slower than plain on the real loopback pays off below the bandwidth where its
+smaller payload's time on the shaper makes up for that."""
 import matplotlib.image as mpimg
 import pytest
 
-from results import reducers, summary
+from results.report import reducers, summary
 from tests.results.fake import record
 
 MB = 1_000_000
@@ -64,7 +64,7 @@ def test_the_table_checks_the_shaped_runs_and_stays_out_of_the_summary(tmp_path)
 
 
 def test_profiles_take_the_reducers_measured_on_the_same_model_and_batch():
-    from results.workload_profile import reducer_key, reducers_of
+    from results.model.workload_profile import reducer_key, reducers_of
 
     runs = [_run("int8", 0, 0.96, payload=MB), _run("int8", 1, 1.0, payload=MB),
             _run("none", 0, 0.8)]

@@ -4,9 +4,9 @@ import csv
 import matplotlib.image as mpimg
 import pytest
 
-from results import records
-from results.report import build
-from results.summary import COLUMNS
+from results.records import store as records
+from results.report.build import build
+from results.report.summary import COLUMNS
 
 
 def _record(run_id, strategy, n, times, acc, run_name="", size=1024):

@@ -7,11 +7,13 @@ import json
 import matplotlib.image as mpimg
 import pytest
 
-from results import (cost_model, projections, records, scaling_model, specs, workload_profile)
-from results.cells import setting_of
-from results.report import build
-from results.scaling_model import Network
-from results.summary import summarize
+from results.model import cost_model, scaling_model, specs, workload_profile
+from results.model.scaling_model import Network
+from results.records import store as records
+from results.records.cells import setting_of
+from results.report import projections
+from results.report.build import build
+from results.report.summary import summarize
 
 NET = Network(bandwidth_gbps=8.0, latency_us=100.0)  # 1e9 bytes/s, 1e-4 s
 

@@ -1,8 +1,8 @@
 """Summary rows: which runs pool into a row, and what each row is compared against."""
 import pytest
 
-from results.cells import label
-from results.summary import COLUMNS, SETTING_KEYS, groups, summarize
+from results.records.cells import label
+from results.report.summary import COLUMNS, SETTING_KEYS, groups, summarize
 from tests.results import fake
 
 
@@ -157,7 +157,7 @@ def test_accumulation_steps_split_settings_and_old_records_count_as_one():
 
 
 def test_a_k_sweep_names_each_setting_by_its_k():
-    from results.cells import setting_of, setting_title
+    from results.records.cells import setting_of, setting_title
 
     k1 = setting_of(fake.record("a", config={"accumulation_steps": 1}))
     k4 = setting_of(fake.record("b", config={"accumulation_steps": 4}))
@@ -184,7 +184,7 @@ def test_sharing_calibration_is_a_row_of_n_plain_loops_not_a_single_process():
     assert row["accuracy_delta"] is None and row["step_time_s"] is None
     assert row["time_to_target_s"] is None
     # a reference, not a setup: never flagged superlinear; the findings measure setups by it
-    from results.findings import findings
+    from results.report.findings import findings
     text = findings(rows)
     assert "2 plain TF loops at once, 1 thread each): superlinear" not in text
     assert "The machine's limit for 2 workers, 2 plain TF loops at once, is 3413 examples/s; " \
@@ -206,7 +206,7 @@ def test_cores_by_task_are_medians_per_task_and_reported_for_clusters():
     row = _by(rows)[("strategy", "parameter_server", 2, 1)]
     assert row["cores_by_task"] == "chief:0=0.30 worker:0=0.80"
     assert _by(rows)[("baseline", "one_device", 1, 1)]["cores_by_task"] is None
-    from results.report import markdown
+    from results.report.build import markdown
     text = markdown(rows, [], [], None)
     assert "Cores used by task (local clusters): parameter_server N=2: chief:0 0.30 " \
            "worker:0 0.80." in text
@@ -216,7 +216,7 @@ def test_rows_say_whether_their_workers_had_cores_of_their_own():
     """'pinned': yes where every pooled run pinned its workers (--pin_workers), no where none
     did, mixed where a resumed directory pooled both (its figures mix two placements); the
     report's table shows it after the threads."""
-    from results.report import _table
+    from results.report.build import _table
 
     recs = fake.sweep(ns=(1, 2))
     for r in recs:

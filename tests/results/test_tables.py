@@ -1,4 +1,4 @@
-from results import tables
+from results.report import tables
 
 
 def test_errors_are_counted_against_the_prediction_target():

@@ -1,11 +1,13 @@
-"""Where a step's time goes, from the stamps inside every worker's step (results/timeline.py):
-the breakdown, the straggler's name, the trace and the PNG."""
+"""Where a step's time goes, from the stamps inside every worker's step
+(results/records/step_stamps.py, results/report/timeline.py): the breakdown, the straggler's name,
+the trace and the PNG."""
 import json
 
 import matplotlib.image as mpimg
 import pytest
 
-from results import timeline
+from results.records import step_stamps
+from results.report import timeline
 
 
 def _lockstep(steps=20, slow="worker:1", late=0.012):
@@ -25,30 +27,30 @@ def _lockstep(steps=20, slow="worker:1", late=0.012):
 
 
 def test_breakdown_under_lockstep_names_who_waits_and_who_is_last():
-    parts = timeline.breakdown(_lockstep(), lockstep=True)
+    parts = step_stamps.breakdown(_lockstep(), lockstep=True)
     slow, fast = parts["worker:1"], parts["worker:0"]
     assert slow["compute_s"] == pytest.approx(0.022) and fast["compute_s"] == pytest.approx(0.010)
     assert fast["wait_s"] == pytest.approx(0.012) and slow["wait_s"] == pytest.approx(0.0)
     assert slow["sync_s"] == pytest.approx(0.002) == fast["sync_s"]
     assert slow["last_share"] == pytest.approx(15 / 20) and slow["late_s"] == pytest.approx(0.012)
-    assert timeline.straggler_line(parts, True) == "worker:1 last in 75% of steps, median 12.0 " \
-                                                  "ms late"
-    assert timeline.clear_straggler(parts, True) == "worker:1"  # 75% >= 70%
-    even = timeline.breakdown(_lockstep(late=0.0), lockstep=True)  # ties: nobody is last
-    assert timeline.clear_straggler(even, True) is None
+    assert step_stamps.straggler_line(parts, True) == \
+        "worker:1 last in 75% of steps, median 12.0 ms late"
+    assert step_stamps.clear_straggler(parts, True) == "worker:1"  # 75% >= 70%
+    even = step_stamps.breakdown(_lockstep(late=0.0), lockstep=True)  # ties: nobody is last
+    assert step_stamps.clear_straggler(even, True) is None
 
 
 def test_without_lockstep_the_straggler_is_the_slowest_step():
     stamps = {"worker:0": [[0, 0.01, 0.012]] * 5, "worker:1": [[0, 0.03, 0.036]] * 5,
               "worker:2": [[0, 0.01, 0.014]] * 5}
-    parts = timeline.breakdown(stamps, lockstep=False)
+    parts = step_stamps.breakdown(stamps, lockstep=False)
     assert parts["worker:1"]["wait_s"] is None and parts["worker:1"]["step_s"] == 0.036
-    assert timeline.straggler_line(parts, False) == ("worker:1 slowest: median step 36.0 ms, "
+    assert step_stamps.straggler_line(parts, False) == ("worker:1 slowest: median step 36.0 ms, "
                                                      "2.77x the others' median (13.0 ms)")
-    assert timeline.straggler_line({"worker:0": parts["worker:0"]}, False) is None
-    assert timeline.clear_straggler(parts, False) == "worker:1"
+    assert step_stamps.straggler_line({"worker:0": parts["worker:0"]}, False) is None
+    assert step_stamps.clear_straggler(parts, False) == "worker:1"
     close = {w: dict(p, step_s=0.0130 if w == "worker:1" else 0.0125) for w, p in parts.items()}
-    assert timeline.clear_straggler(close, False) is None  # 1.04x: noise
+    assert step_stamps.clear_straggler(close, False) is None  # 1.04x: noise
 
 
 def test_trace_has_a_track_per_worker_and_every_phase(tmp_path):
@@ -73,14 +75,14 @@ def test_plot_draws_a_row_per_worker(tmp_path):
 
 def test_section_reads_records_and_skips_runs_without_stamps(tmp_path):
     stamps = _lockstep(steps=8)
-    parts = timeline.breakdown(stamps, True)
+    parts = step_stamps.breakdown(stamps, True)
     record = {"strategy": "multi_worker_mirrored", "model": "cnn", "num_workers": 2,
               "train_examples": 512,
               "num_replicas_in_sync": 2, "run_name": "multi_worker_mirrored-n2/cnn/512/r0",
               "config": {"model": "cnn"}, "straggler": None,
               "epochs": [{"epoch": 1}, {"epoch": 2, "timeline": {
                   "lockstep": True, "per_worker": parts,
-                  "straggler": timeline.straggler_line(parts, True)}}],
+                  "straggler": step_stamps.straggler_line(parts, True)}}],
               "timeline": {"stamps": stamps, "epoch": 2}}
     path = lambda name: str(tmp_path / name)  # noqa: E731
     section = timeline.section([record, dict(record, run_name="x/cnn/512/r1")], path)

@@ -2,9 +2,9 @@
 communication share, from records alone."""
 import csv
 
-from results import report, zoo
-from results.records import write_record
-from results.summary import summarize
+from results.records.store import write_record
+from results.report import build as report, zoo
+from results.report.summary import summarize
 from tests.results.fake import record
 
 

@@ -10,7 +10,7 @@ from experiments.cloud.jobspec import JobSpec, run_command
 from experiments.cloud.tfjob import tfjob
 from experiments.cloud.vertex_job import vertex_custom_job
 from experiments.comparison.plan import strategy_flags
-from results import cells, metrics
+from results.records import cells, metrics
 from tf_config import TFConfigError, TaskRole, check_strategy_fits
 
 TWINS = {"my_ps": "parameter_server", "my_allreduce": "multi_worker_mirrored",
@@ -79,8 +79,8 @@ def test_a_name_that_is_no_strategy_is_a_plain_process():
 
 
 def test_what_runs_in_one_process_is_unchanged_by_the_registry():
-    """The report's single-process peers (results/cells.py): one device and local replicas at
-    any N, MWMS and the plain loop at N=1; never PSS, pipelines, or a TPU (it runs elsewhere)."""
+    """The report's single-process peers (results/records/cells.py): one device and local replicas
+    at any N, MWMS and the plain loop at N=1; never PSS, pipelines, or a TPU (it runs elsewhere)."""
     assert cells.single_process("one_device", 1) and cells.single_process("mirrored", 4)
     assert cells.single_process("central_storage", 2)
     assert cells.single_process("multi_worker_mirrored", 1)

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from experiments.adaptive import decide
-from results import planner, specs
+from results.model import planner, specs
 
 # The default comparison's measured cnn profile (64 per replica, 1 thread) on this machine seen
 # as two one-core workers on one shaped loopback
@@ -97,7 +97,7 @@ def test_a_profile_measured_here_before_is_reused(tmp_path, monkeypatch):
         assert profile_here.path_for(dataclasses.replace(cfg, pin_cores=1)) != path
     # a profile with this machine's sharing is another profile: one without it is not reused
     # for a cluster on this machine's cores, which calibrates each K the planner tries
-    from results.specs import ClusterSpec
+    from results.model.specs import ClusterSpec
     here = ClusterSpec(hosts=2, devices_per_host=2, machine_cores=2)
     assert profile_here.sharing_processes(ClusterSpec(hosts=2)) == []
     assert profile_here.sharing_processes(here) == [2, 4]
@@ -243,7 +243,7 @@ def test_a_cluster_on_this_machine_profiles_its_cores_as_one_device_runs(tmp_pat
     the user's --strategy=auto (absl keeps the last), or the calibration refuses it."""
     from experiments.adaptive import profile_here, supervisor
     from experiments.config import RunConfig
-    from results.specs import ClusterSpec
+    from results.model.specs import ClusterSpec
 
     commands = []
 

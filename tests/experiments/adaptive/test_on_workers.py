@@ -5,7 +5,8 @@ import json
 import pytest
 
 from experiments.adaptive import on_workers
-from results import planner, specs
+from experiments.config import planned_run
+from results.model import planner, specs
 from tf_config import rendezvous
 from tf_config.spec import TaskRole
 
@@ -61,7 +62,7 @@ def test_without_a_chief_task_nothing_coordinates_pss():
 
 
 def _settings(strategy, workers=1, ps=0):
-    return {**planner.TOPOLOGY, **planner.TRAINING, "strategy": strategy,
+    return {**planned_run.TOPOLOGY, **planned_run.TRAINING, "strategy": strategy,
             "num_workers": workers, "num_ps": ps}
 
 

@@ -7,7 +7,8 @@ import os
 import pytest
 
 from experiments.config import ConfigError, RunConfig, auto, validate
-from results import planner, specs
+from experiments.config import planned_run
+from results.model import planner, specs
 
 PROFILE = {"model": "mlp", "batch": 64, "compute_s": 0.002, "gradient_bytes": {"float32": 400000},
            "pull_bytes": 400000, "parameter_bytes": 400000, "optimizer_state_bytes": 400000}
@@ -35,7 +36,7 @@ def test_auto_runs_the_plans_best(tmp_path, cluster, strategy, pin):
     chosen, plan, flags, pinned = auto.resolve(cfg, 2)
     best = planner.best(planner.plan(specs.load_profile(profile),
                                      specs.load_cluster(spec)))
-    assert chosen.strategy == strategy == planner.settings(best.config)["strategy"]
+    assert chosen.strategy == strategy == planned_run.settings(best.config)["strategy"]
     assert plan["chosen"]["configuration"] == best.config.name
     assert plan["runners_up"] and all(r["predicted_examples_per_sec"] <=
                                       plan["chosen"]["predicted_examples_per_sec"]
@@ -43,7 +44,7 @@ def test_auto_runs_the_plans_best(tmp_path, cluster, strategy, pin):
     assert f"--strategy={strategy}" in flags
     # the local cluster pinned as a comparison's would be on 2 cores (tf_config.cores)
     assert flags[-1] == ("--pin_workers" if pin else "--nopin_workers") and pinned is pin
-    assert chosen.num_ps == planner.settings(best.config)["num_ps"]  # the user's 1 replaced
+    assert chosen.num_ps == planned_run.settings(best.config)["num_ps"]  # the user's 1 replaced
     validate(chosen)  # what it trains is a valid run
     assert dataclasses.replace(chosen, strategy="auto") != cfg or strategy == "one_device"
 
@@ -74,7 +75,7 @@ def test_the_choice_is_pinned_as_a_comparison_pins_it(workers, strategy, availab
     command for this machine) pin its workers where a comparison on those cores pins the same
     cluster: the runs its profile came from."""
     from experiments.comparison.plan import strategy_flags
-    values = planner.settings(planner.Config(strategy, workers, workers, 1, num_ps=1))
+    values = planned_run.settings(planner.Config(strategy, workers, workers, 1, num_ps=1))
     assert auto.pin_flag(values, available, 1) == pin
     assert ("--pin_workers" in strategy_flags(strategy, workers, 1, 1, available)) == \
         (pin == "--pin_workers")

@@ -4,7 +4,7 @@
     python -m experiments.compare --experiments=network --models=cnn --bandwidths=0.02,0.1,0.5,0
 
 The shaper is one token bucket on the private namespace's loopback, so its rate B is shared by
-every link: results/cost_model.py's shared medium (all-reduce 2(N-1)·G/B per step for a dense
+every link: results/model/cost_model.py's shared medium (all-reduce 2(N-1)·G/B per step for a dense
 gradient; an embedding's sparse rows G_rows all-gathered, N(N-1)·G_rows/B, beside its dense
 rest's 2(N-1)·G_rest/B; a PSS worker pushes G and pulls P, (G+P)/B per step, and the cluster is
 bounded by B). In series with it, p0:
@@ -23,11 +23,14 @@ probe's bytes over its time give the shaper's delivered rate: the calibration co
 import collections
 import math
 
-from results import cost_model, metrics, plots
-from results.cells import (SETTING_KEYS, bandwidth_of, is_collectives_run, is_reducer_run,
-                           is_straggler_run, setting_of, sort_key, unsized, workers_of)
-from results.workload_profile import cores_of, probe_of, profile_of, step_time_of, sync_dtype_of
-from results.tables import errors_line, experiment_section, markdown_table
+from results.model import cost_model
+from results.records import metrics
+from results.report import plots
+from results.records.cells import (SETTING_KEYS, bandwidth_of, is_collectives_run, is_reducer_run,
+                                   is_straggler_run, setting_of, sort_key, unsized, workers_of)
+from results.model.workload_profile import (cores_of, probe_of, profile_of, step_time_of,
+                                            sync_dtype_of)
+from results.report.tables import errors_line, experiment_section, markdown_table
 from strategies import REGISTRY, kind
 
 COLUMNS = (*SETTING_KEYS, "strategy", "n", "bandwidth_gbps", "runs", "examples_per_sec",
@@ -272,8 +275,8 @@ def markdown(network_rows, fitted):
              "row) plus the cost model's shared medium: MWMS 2(N-1)·G·8/B per step for a dense "
              "gradient (an embedding's sparse rows, all-gathered: N(N-1)·G_rows·8/B, beside its "
              "dense rest's 2(N-1)·G_rest·8/B), PSS (G+P)·8/B per worker step (push G, pull "
-             "P) and the cluster bounded by B "
-             "(results/network.py, results/cost_model.py), in series with p0, the same "
+             "P) and the cluster bounded by B (results/report/network.py, "
+             "results/model/cost_model.py), in series with p0, the same "
              "synchronization's probe on the real loopback, but for the share of the smaller "
              "of the two that an all-reduce runs beside the other, measured by its probe "
              "under a shaper none of the predicted runs has (the lines below). "

@@ -1,9 +1,9 @@
-"""The one cost model of a data-parallel training step: a workload profile (what one replica's
-step computes and moves) on a cluster spec (hosts, devices, links, parameter servers) under a
-strategy. The report's projections (results/projections.py) and its check of this machine's
-own runs (results/scaling_model.py), the network experiment (results/network.py), the planner
-and `experiments.recommend` all predict through `predict`; no other module models a strategy's
-cost. Its two inputs, the profile and the cluster spec, and their JSON files: results/specs.py.
+"""The one cost model of a data-parallel training step: a workload profile (what one replica's step
+computes and moves) on a cluster spec (hosts, devices, links, parameter servers) under a strategy.
+The report's projections (results/report/projections.py) and its check of this machine's own runs
+(results/model/scaling_model.py), the network experiment (results/report/network.py), the planner
+and `experiments.recommend` all predict through `predict`; no other module models a strategy's cost.
+Its two inputs, the profile and the cluster spec, and their JSON files: results/model/specs.py.
 
     python -m experiments.recommend --profile=docs/examples/profile_resnet50_v100.json \
         --cluster=docs/examples/cluster_8x8_v100_25g.json
@@ -103,7 +103,7 @@ the per-replica batch is the profile's.
 import dataclasses
 
 from models.schedules import in_flight, schedule
-from results.specs import ClusterSpec, SpecError
+from results.model.specs import ClusterSpec, SpecError
 from strategies import REGISTRY, compression, data_parallel_workers, kind
 
 # The strategies it models: data-parallel workers (strategies.data_parallel_workers), and the
@@ -405,17 +405,16 @@ def ps_cores(profile, cluster):
 
 @dataclasses.dataclass(frozen=True)
 class Here:
-    """Terms measured on this machine for predicting its own local cluster's runs from their
-    records (results/scaling_model.py, results/network.py); a projection to a cluster we do not
+    """Terms measured on this machine for predicting its own local cluster's runs from their records
+    (results/model/scaling_model.py, results/report/network.py); a projection to a cluster we do not
     have never takes one. sync_s: one step's synchronization as measured here with the run's N
     processes (the collectives sweep at K = N, or the real loopback's probe), added to what the
     cluster's links take (less sync_hidden's share); sync_cpu_s: the CPU seconds one worker's
-    process spends in it, added to each worker step's CPU under the machine's cap; local_s:
-    the rest of a step measured here beyond compute, overhead and synchronization (a fit
-    point's);
-    sync_hidden: the share of the smaller of sync_s and the links' time that runs beside the
-    other (an all-reduce's copies and reductions beside its chunks on the wire: measured by
-    results/network.py under a shaper; 0, in series, elsewhere)."""
+    process spends in it, added to each worker step's CPU under the machine's cap; local_s: the rest
+    of a step measured here beyond compute, overhead and synchronization (a fit point's);
+    sync_hidden: the share of the smaller of sync_s and the links' time that runs beside the other
+    (an all-reduce's copies and reductions beside its chunks on the wire: measured by
+    results/report/network.py under a shaper; 0, in series, elsewhere)."""
     sync_s: float = 0.0
     sync_cpu_s: float = 0.0
     local_s: float = 0.0

@@ -10,16 +10,17 @@ epoch-to-epoch movement, the rule of the "superlinear" flag; pooling more repeat
 range, so only a margin larger than the machine's movement is called a win), and "vs 1
 process" its throughput over the fastest one-device run of the model (in the zoo preset: one
 device using every core). Mirrored is a strategy here,
-so it is ranked, not used as the reference (results/summary.py's reference may be it).
+so it is ranked, not used as the reference (results/report/summary.py's reference may be it).
 Gradient bytes come from the records' communication probe: what one replica sends per step (an
 embedding's IndexedSlices: its rows) next to the same gradients dense.
 """
 import collections
 
-from results import metrics, plots
-from results.cells import label, setting_of
-from results.summary import beyond_spread, groups, seconds_per_example, tied
-from results.tables import experiment_section, markdown_table
+from results.records import metrics
+from results.records.cells import label, setting_of
+from results.report import plots
+from results.report.summary import beyond_spread, groups, seconds_per_example, tied
+from results.report.tables import experiment_section, markdown_table
 from strategies import BASELINE, REGISTRY
 
 COLUMNS = ("model", "dataset", "train_examples", "winner", "winner_examples_per_sec",
@@ -137,8 +138,9 @@ def markdown(zoo_rows):
 
 
 def plot(zoo_rows, path):
-    """Per model (results/zoo.py), each strategy's throughput relative to one process on every
-    core, its communication share hatched inside the bar, the winner's margin written above it."""
+    """Per model (results/report/zoo.py), each strategy's throughput relative to one process on
+    every core, its communication share hatched inside the bar, the winner's margin written above
+    it."""
     strategies = sorted({s[1] for r in zoo_rows for s in r["strategies"]},
                         key=list(REGISTRY).index)
     width = 0.8 / max(1, len(strategies))

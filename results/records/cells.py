@@ -22,7 +22,7 @@ ENGINE_FLOOR = "engine_floor"  # a plain TF loop without the toolkit: engine_flo
 ENGINE_FLOOR_RUNS = ("engine_floor", "engine_floor_all", "engine_floor_shared")
 STRAGGLER_PREFIX = "straggler-"
 REDUCERS_PREFIX = "reducers-"
-ADAPTIVE_PREFIX = "adaptive-"  # the adaptive experiment's cells (results/adaptive.py)
+ADAPTIVE_PREFIX = "adaptive-"  # the adaptive experiment's cells (results/report/adaptive.py)
 
 # Records whose config lacks a flag (old records, hand-made ones) fall back to the top level only
 # where it holds the requested value or the same thing: train_examples is rounded but is the
@@ -149,8 +149,8 @@ def is_reducer_run(record):
 
 
 def is_adaptive_run(record):
-    """A cell of the adaptive experiment, or any --adapt run: results/adaptive.py's table only
-    (its epochs ran under several configurations and networks)."""
+    """A cell of the adaptive experiment, or any --adapt run: results/report/adaptive.py's table
+    only (its epochs ran under several configurations and networks)."""
     return (record.get("run_name") or "").startswith(ADAPTIVE_PREFIX) or \
         bool(record.get("adapt"))
 
@@ -205,7 +205,7 @@ def single_process(strategy, n):
     """Runs in one process: every single-device run, mirrored and central_storage at any N; MWMS
     and the plain loop only at N=1 (PSS always has a coordinator and a parameter server besides
     its workers; N plain loops are N processes; pipelines are compared apart, in
-    results/parallelism.py)."""
+    results/report/parallelism.py)."""
     strategy_kind = kind(strategy)
     if strategy_kind.local_replicas or strategy_kind.single_device:
         return True

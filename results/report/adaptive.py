@@ -23,9 +23,9 @@ import collections
 import itertools
 import statistics
 
-from results import plots
-from results.cells import ADAPTIVE_PREFIX, workers_of
-from results.tables import Section, experiment_section, fmt, markdown_table
+from results.records.cells import ADAPTIVE_PREFIX, workers_of
+from results.report import plots
+from results.report.tables import Section, experiment_section, fmt, markdown_table
 from strategies import REGISTRY, kind
 
 SCENARIOS = ("steady", "changing", "straggler")
@@ -165,7 +165,8 @@ def checks(group):
 def markdown(adaptive_rows):
     parts = ["## Adaptive: the seed's Table I on this machine", "",
              "One global batch for all; training time is the epochs' own plus --adapt's gaps "
-             "between segments (results/adaptive.py). Communication: waiting and synchronizing "
+             "between segments (results/report/adaptive.py). Communication: waiting and "
+             "synchronizing "
              "over the step, from the in-step timeline."]
     groups = collections.defaultdict(list)
     for r in adaptive_rows:

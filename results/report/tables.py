@@ -8,7 +8,7 @@ import csv
 import dataclasses
 import io
 
-from results.records import write_text_atomic
+from results.records.store import write_text_atomic
 
 
 @dataclasses.dataclass

@@ -1,13 +1,13 @@
 """A strategy recommendation for a target cluster (experiments/recommend.py): a workload profile
-(measured from a comparison's records by results/workload_profile.profile_of, or written by hand) on
-a cluster spec (from flags, or written by hand), through the one cost model
-(results/cost_model.py). This machine's own sharing and waiting never enter it."""
+(measured from a comparison's records by results/model/workload_profile.profile_of, or written by
+hand) on a cluster spec (from flags, or written by hand), through the one cost model
+(results/model/cost_model.py). This machine's own sharing and waiting never enter it."""
 import collections
 
-from results import cost_model
-from results.cells import SETTING_KEYS, setting_of, setting_title, sort_key
-from results.scaling_model import fit
-from results.workload_profile import sync_dtype_of
+from results.model import cost_model
+from results.model.scaling_model import fit
+from results.model.workload_profile import sync_dtype_of
+from results.records.cells import SETTING_KEYS, setting_of, setting_title, sort_key
 from strategies import REGISTRY, kind
 
 

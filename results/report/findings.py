@@ -3,10 +3,10 @@ numbers cannot show. A result that should be impossible (scaling above 100%, or 
 setup faster than the fastest single process) is flagged "superlinear" with the likely cause the
 data points to, never reported as a plain win.
 """
-from results.cells import (BASELINE_RUN, ENGINE_FLOOR, is_machine_limit, label, setting_title,
-                           single_process)
-from results.summary import (baseline_of, beyond_spread, epoch_per_example, groups,
-                             reference_of, seconds_per_example, tied)
+from results.records.cells import (BASELINE_RUN, ENGINE_FLOOR, is_machine_limit, label,
+                                   setting_title, single_process)
+from results.report.summary import (baseline_of, beyond_spread, epoch_per_example, groups,
+                                    reference_of, seconds_per_example, tied)
 from strategies import BASELINE, COMPARED
 
 _SLACK = 1.05  # measurements on a shared machine move by a few percent

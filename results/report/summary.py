@@ -1,4 +1,4 @@
-"""Records -> one summary row per configuration: a setting (results/cells.py: the requested
+"""Records -> one summary row per configuration: a setting (results/records/cells.py: the requested
 flags), a role, a strategy, its N and the threads per task. Repeats of exactly that pool into
 one row's medians; anything else that differs (epochs, batch, optimizer, ...) is another row.
 
@@ -16,12 +16,13 @@ replicas trains fewer examples than on one device, and its shorter epoch is not 
 """
 import collections
 
-from results import metrics
+from results.records import metrics
 from strategies import floor_comparable
-from results.cells import (BASELINE_RUN, ENGINE_FLOOR, REFERENCE_RUN, SETTING_KEYS,  # noqa: F401
-                           is_collectives_run, is_machine_limit, is_network_run,
-                           is_parallelism_run, is_reducer_run, is_straggler_run, label, role_of, setting_of, setting_of_row,
-                           single_process, sort_key, workers_of)
+from results.records.cells import (BASELINE_RUN, ENGINE_FLOOR, REFERENCE_RUN, SETTING_KEYS,
+                                   is_collectives_run, is_machine_limit, is_network_run,
+                                   is_parallelism_run, is_reducer_run, is_straggler_run, label,
+                                   role_of, setting_of, setting_of_row, single_process, sort_key,
+                                   workers_of)
 
 COLUMNS = (
     "role", "strategy", "n", *SETTING_KEYS, "threads_per_task", "pinned", "examples_per_epoch",

@@ -1,18 +1,18 @@
 """The scaling model of a comparison: the workload profile fitted from the measured runs
-(results/workload_profile.py) and, per multi-worker strategy, the runs measured at each N; the
-report projects them to clusters we do not have through the one cost model (results/cost_model.py;
-results/projections.py). Nothing is fitted to the N >= 2 runs: they are shown beside the
-projections, never folded into a term the projections would carry.
+(results/model/workload_profile.py) and, per multi-worker strategy, the runs measured at each N; the
+report projects them to clusters we do not have through the one cost model
+(results/model/cost_model.py; results/report/projections.py). Nothing is fitted to the N >= 2 runs:
+they are shown beside the projections, never folded into a term the projections would carry.
 """
 import collections
 import dataclasses
 
-from results import cost_model, specs
-from results.cells import (BASELINE_RUN, ENGINE_FLOOR, SETTING_KEYS, is_collectives_run,
-                           is_network_run, is_reducer_run, is_straggler_run, role_of, setting_of,
-                           sort_key, workers_of)
-from results.workload_profile import (measured_cell, profile_of, reducer_key, reducers_of,
-                                     sync_dtype_of)
+from results.model import cost_model, specs
+from results.records.cells import (BASELINE_RUN, ENGINE_FLOOR, SETTING_KEYS, is_collectives_run,
+                                   is_network_run, is_reducer_run, is_straggler_run, role_of,
+                                   setting_of, sort_key, workers_of)
+from results.model.workload_profile import (measured_cell, profile_of, reducer_key, reducers_of,
+                                            sync_dtype_of)
 
 
 @dataclasses.dataclass(frozen=True)

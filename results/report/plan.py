@@ -1,15 +1,15 @@
 """The plan's outputs (experiments/plan.py): plan.md (the target, the ranked table, what was
 dropped and why, the best's commands), plan.csv (every configuration) and plan.png (predicted
-throughput; memory per device against the cap), from results/planner.py's ranked list.
+throughput; memory per device against the cap), from results/model/planner.py's ranked list.
 
     python -m experiments.plan --profile=docs/examples/profile_resnet50_v100.json \
         --cluster=docs/examples/cluster_8x8_v100_25g.json
 """
 import os
 
-from results.planner import best, machines, run_flags, sync_dtypes, tasks, vertex_command
-from results.records import write_text_atomic
-from results.tables import csv_text, markdown_table
+from results.model.planner import best, machines, sync_dtypes, tasks
+from results.records.store import write_text_atomic
+from results.report.tables import csv_text, markdown_table
 from strategies import REGISTRY
 
 COLUMNS = ("rank", "configuration", "strategy", "workers", "hosts", "devices_per_host", "num_ps",
@@ -38,9 +38,9 @@ def rows(planned, cluster):
     return out
 
 
-def markdown(planned, profile, cluster, target, dtype_note=""):
+def markdown(planned, profile, cluster, commands, dtype_note=""):
     """plan.md: the target, the ranked table, the dropped configurations and why, the best's
-    commands."""
+    commands (experiments/config/planned_run.commands: the best's two command lines)."""
     fits = [p for p in planned if not p.dropped]
     dropped = [p for p in planned if p.dropped]
     cap = f", {cluster.memory_per_device_mb:g} MB per device" if cluster.memory_per_device_mb \
@@ -55,7 +55,7 @@ def markdown(planned, profile, cluster, target, dtype_note=""):
              f"{profile.gradient(sync_dtypes(profile)[0]) / 1e6:.2f} MB "
              f"({sync_dtypes(profile)[0]}, {profile.gradient_kind})"
              + (f"; {dtype_note}" if dtype_note else "") + ".", "",
-             f"{len(planned)} configurations predicted through results/cost_model.py; "
+             f"{len(planned)} configurations predicted through results/model/cost_model.py; "
              f"{len(fits)} fit, {len(dropped)} dropped (memory). Ranked by predicted examples/s; "
              "machines counts the workers' hosts and parameter servers on hosts of their own; "
              "the last column says what a configuration changes besides speed (check its "
@@ -96,10 +96,10 @@ def markdown(planned, profile, cluster, target, dtype_note=""):
                      f"{faster[0].changes})." if faster else ""), "",
                   "Each task of the cluster (under the platform's TF_CONFIG; without one, a "
                   "local cluster):", "", "```",
-                  "python -m experiments.run " + " ".join(run_flags(chosen.config, target)),
+                  commands[0],
                   "```", "", "On Vertex AI (or `--format=tfjob` for Kubeflow); give your image, "
                   "accelerator (on CPU machines, drop the accelerator flags) and output bucket:",
-                  "", "```", vertex_command(chosen.config, target), "```"]
+                  "", "```", commands[1], "```"]
     lines += ["", "Assumptions: those of the cost model (docs/scaling_model.md): synchronization "
               "overlaps compute only by the profile's measured overlap and never by more than the "
               "compute, links are full duplex "
@@ -114,7 +114,7 @@ def markdown(planned, profile, cluster, target, dtype_note=""):
 def plot(planned, cluster, path, top=20):
     """plan.png: predicted examples/s of the best configurations (colour: strategy), and memory
     per device against the cap."""
-    from results.plots import plt, save  # matplotlib, only when drawing
+    from results.report.plots import plt, save  # matplotlib, only when drawing
 
     fits = [p for p in planned if not p.dropped][:top]
     shown = fits + [p for p in planned if p.dropped][:max(0, top - len(fits)) or 5]
@@ -145,11 +145,11 @@ def plot(planned, cluster, path, top=20):
     return save(fig, path)
 
 
-def write(planned, profile, cluster, target, out_dir, dtype_note=""):
+def write(planned, profile, cluster, commands, out_dir, dtype_note=""):
     """plan.md, plan.csv and plan.png in out_dir (atomically); returns their paths."""
     os.makedirs(out_dir, exist_ok=True)
     path = lambda name: os.path.join(out_dir, name)  # noqa: E731
-    return [write_text_atomic(path("plan.md"), markdown(planned, profile, cluster, target,
+    return [write_text_atomic(path("plan.md"), markdown(planned, profile, cluster, commands,
                                                         dtype_note)),
             write_text_atomic(path("plan.csv"), csv_text(rows(planned, cluster), COLUMNS)),
             plot(planned, cluster, path("plan.png"))]

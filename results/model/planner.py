@@ -1,6 +1,7 @@
 """The planner: every data-parallel configuration the toolkit can run on a cluster, predicted
-through the one cost model (results/cost_model.py) from a workload profile, filtered by memory
-per device and ranked (experiments/plan.py prints it; results/plan_report.py writes it).
+through the one cost model (results/model/cost_model.py) from a workload profile, filtered by memory
+per device and ranked (experiments/plan.py prints it; results/report/plan.py writes it; a
+configuration as a run's settings and commands: experiments/config/planned_run.py).
 
     python -m experiments.plan --profile=docs/examples/profile_resnet50_v100.json \
         --cluster=docs/examples/cluster_8x8_v100_25g.json
@@ -25,7 +26,7 @@ micro-batches' activations (GPipe wins the tie: it ran faster on the ViT, docs/p
 """
 import dataclasses
 
-from results import cost_model, specs
+from results.model import cost_model, specs
 from strategies import BASELINE, MIRRORED, REGISTRY, kind
 
 SYNC_DTYPES = ("float32", "bfloat16")
@@ -273,66 +274,6 @@ def best(planned):
     return next((p for p in planned if not p.dropped and not p.changes), None)
 
 
-@dataclasses.dataclass(frozen=True)
-class CommandTarget:
-    """What the printed commands train: the model (a toolkit model or MODULE:FUNCTION), its
-    dataset ("": the run's default) and the profile's batch per replica per step; `pinned`,
-    for a cluster on one machine (the spec's machine_cores): settings -> whether its local
-    cluster pins its workers (experiments/config/auto.py pinned, as a comparison would)."""
-    model: str
-    batch: int
-    dataset: str = ""
-    pinned: object = None
-
-
-# experiments.run's settings a configuration decides, and their values when it does not say
-# (RunConfig's defaults): what --strategy=auto replaces, whatever the command line said.
-TOPOLOGY = {"strategy": None, "num_replicas": 1, "num_workers": 1, "num_ps": 0}
-TRAINING = {"num_stages": 1, "microbatches": 1, "tensor_parallel": 1,
-            "pipeline_schedule": "gpipe", "accumulation_steps": 1,
-            "gradient_sync_dtype": "float32", "compression": "none", "zero": 0}
-
-
-def settings(config):
-    """{RunConfig field: value} of `config`: every key of TOPOLOGY and TRAINING (see `tasks`)."""
-    strategy, workers, replicas, _ = tasks(config)
-    k = kind(strategy)
-    out = {**TOPOLOGY, **TRAINING, "strategy": strategy}
-    if k.local_replicas:
-        out["num_replicas"] = replicas
-    if k.multi_worker:
-        out["num_workers"] = workers
-    if k.parameter_servers:
-        out["num_ps"] = config.num_ps
-    if k.pipelined:
-        out.update(num_stages=config.stages, microbatches=config.microbatches,
-                   tensor_parallel=config.tensor_parallel, pipeline_schedule=config.schedule)
-    out.update(accumulation_steps=config.accumulation, gradient_sync_dtype=config.sync_dtype,
-               compression=config.compression, zero=config.zero)
-    return out
-
-
-def _flags(values, keys):
-    """--key=value for each key whose value is not the run's default."""
-    defaults = {**TOPOLOGY, **TRAINING}
-    return [f"--{key}={values[key]}" for key in keys if values[key] != defaults[key]]
-
-
-def run_flags(config, target):
-    """The experiments.run flags of `config`: under the platform's TF_CONFIG on each task of a
-    cluster (a local cluster when none is set)."""
-    values = settings(config)
-    pin = ["--pin_workers"] if target.pinned and target.pinned(values) else []
-    return _flags(values, TOPOLOGY) + pin + _target_flags(target) + _flags(values, TRAINING)
-
-
-def _target_flags(target):
-    flags = [f"--model={target.model}"]
-    if target.dataset:
-        flags.append(f"--dataset={target.dataset}")
-    return flags + [f"--batch_size_per_replica={target.batch}"]
-
-
 def machines(config, cluster):
     """Hosts a configuration occupies: its workers' hosts, and parameter servers on hosts of
     their own (ps_placement own_hosts) besides."""
@@ -350,31 +291,3 @@ def _changes(config, profile_dtype):
     if config.compression != "none":
         out.append(f"gradients compressed ({config.compression}, error feedback)")
     return "; ".join(out)
-
-
-def vertex_command(config, target):
-    """The experiments.vertex command of `config` (see `tasks` for what a task holds)."""
-    values = settings(config)
-    return ("python -m experiments.vertex " + " ".join(_flags(values, TOPOLOGY)) +
-            f" --accelerator_type=YOUR_GPU --accelerator_count={tasks(config)[3]} "
-            "--image_uri=IMAGE --base_output_dir=gs://BUCKET/plan -- " +
-            " ".join(_target_flags(target) + _flags(values, TRAINING)))
-
-
-def summary(planned, runners_up=3):
-    """What a run chosen by the plan records (experiments.run --strategy=auto): the choice, the
-    next configurations and their predictions."""
-    def one(p):
-        return {"configuration": p.config.name, "config": dataclasses.asdict(p.config),
-                "settings": settings(p.config),
-                "devices_per_task": tasks(p.config)[3],
-                "predicted_examples_per_sec": p.prediction.examples_per_sec,
-                "predicted_step_s": p.prediction.step_s,
-                "predicted_communication_share": p.prediction.communication_share,
-                "predicted_memory_per_device_bytes": p.prediction.memory_per_device_bytes,
-                "changes": p.changes}
-    chosen = best(planned)
-    others = [p for p in planned if not p.dropped and not p.changes and p is not chosen]
-    return {"chosen": one(chosen), "runners_up": [one(p) for p in others[:runners_up]],
-            "configurations": len(planned),
-            "dropped": sum(1 for p in planned if p.dropped)}

@@ -2,9 +2,9 @@
 workers on a stated network, one host per worker) beside this machine's measured ones,
 projection.csv and .png, and the profile-*.json of each fitted setting.
 """
-from results.cells import SETTING_KEYS
-from results.records import write_text_atomic
-from results.tables import Section, csv_text, markdown_table
+from results.records.cells import SETTING_KEYS
+from results.records.store import write_text_atomic
+from results.report.tables import Section, csv_text, markdown_table
 
 PROJECT_NS = (1, 2, 4, 8, 16, 32, 64)
 COLUMNS = (*SETTING_KEYS, "strategy", "n", "kind", "step_time_s", "compute_s",
@@ -76,7 +76,7 @@ def _ms(seconds):
 def markdown(fits, rows, net):
     """The report's 'Scaling model' section."""
     parts = ["## Scaling model and projections", "",
-             "One cost model (results/cost_model.py) on a workload profile measured here "
+             "One cost model (results/model/cost_model.py) on a workload profile measured here "
              "(profile-*.json beside this report). Per-worker step t = compute / speedup + "
              "overhead + communication: compute, the median one-core step of the 1-thread "
              "baseline and the 1-thread MWMS N=1 runs less their probe (every strategy alike); "
@@ -144,7 +144,7 @@ def section(fits, net, path):
     """The scaling model's part of the report: its projection plot and CSV; None unfitted."""
     if not fits:
         return None
-    from results import plots  # matplotlib, only when there is something to draw
+    from results.report import plots  # matplotlib, only when there is something to draw
 
     projected = projection_rows(fits, net)
     files = [write_text_atomic(path("projection.csv"), csv_text(projected, COLUMNS))]

@@ -7,103 +7,18 @@ Perfetto JSON and a PNG of a few steady steps.
     (the record's `timeline`; a comparison's report draws timeline-*.png and writes
     timeline-*.json: open it at https://ui.perfetto.dev or chrome://tracing)
 
-Per step and worker three stamps: t0 its input is ready, t1 its gradients are ready (forward and
-backward done; under PSS the variables' pull is inside), t2 its update is done (the all-reduce
-and the optimizer's update). Under all-reduce the workers meet every step: a worker whose
-gradients are ready at t1 waits until the last peer's are (max t1), and the synchronization
-proper takes t2 - max t1. Under PSS t2 is the start of the same worker's next step (a read after
-the update would pull every variable again): t2 - t1 holds its push, the next pull and the
-coordinator's dispatch. No PSS worker waits for another: a straggler is one whose steps take
-longer than the others'.
-Clocks: each task's own (tf.timestamp); tasks on one machine share it, tasks on several hosts
-differ by their clocks' offset (NTP: usually below a millisecond), which moves "waiting" between
-workers.
+The stamps, and their per-worker summary in the record: results/records/step_stamps.py.
 """
 import json
 import re
-import statistics
+
+from results.records.step_stamps import (CLEAR_LAST_SHARE, CLEAR_STEP_RATIO, clear_straggler,
+                                         epoch_breakdown)
 
 COMPUTE, WAIT, SYNC = "compute", "waiting for peers", "synchronization and update"
 FORWARD, BACKWARD = "stage forward", "stage backward"  # a pipeline stage's blocks
 COLORS = {COMPUTE: "tab:blue", WAIT: "lightgray", SYNC: "tab:orange", FORWARD: "tab:green",
           BACKWARD: "tab:purple"}
-
-
-def _median(values):
-    return statistics.median(values) if values else None
-
-
-def breakdown(stamps, lockstep):
-    """{worker: {compute_s, wait_s, sync_s, step_s, steps, last_share, late_s}} (medians over
-    steps; wait_s, last_share and late_s under lockstep only: the share of steps whose
-    gradients this worker had ready last, and by how much it was late in those steps: its t1
-    minus the next latest worker's). stamps: {worker: [(t0, t1, t2), ...]}; under lockstep, row
-    i of every worker is the same step."""
-    out = {}
-    workers = sorted(stamps)
-    for w in workers:
-        rows = stamps[w]
-        out[w] = {"compute_s": _median([t1 - t0 for t0, t1, _ in rows]),
-                  "sync_s": _median([t2 - t1 for _, t1, t2 in rows]),
-                  "step_s": _median([t2 - t0 for t0, _, t2 in rows]),
-                  "steps": len(rows), "wait_s": None, "last_share": None, "late_s": None}
-    if not lockstep or len(workers) < 2:
-        return out
-    steps = min(len(stamps[w]) for w in workers)
-    waits = {w: [] for w in workers}
-    syncs = {w: [] for w in workers}
-    last = {w: [] for w in workers}
-    for i in range(steps):
-        ready = {w: stamps[w][i][1] for w in workers}
-        latest = max(ready.values())
-        order = sorted(workers, key=lambda w: ready[w])
-        if ready[order[-1]] > ready[order[-2]]:  # a tie makes no one last
-            last[order[-1]].append(ready[order[-1]] - ready[order[-2]])
-        for w in workers:
-            waits[w].append(latest - ready[w])
-            syncs[w].append(stamps[w][i][2] - latest)
-    for w in workers:
-        out[w].update(wait_s=_median(waits[w]), sync_s=_median(syncs[w]),
-                      last_share=len(last[w]) / steps if steps else None,
-                      late_s=_median(last[w]))
-    return out
-
-
-def straggler_line(parts, lockstep):
-    """One line naming the straggler: under lockstep the worker last most often ('worker:1 last
-    in 83% of steps, median 12.0 ms late'), under PSS the one with the slowest median step
-    against the others' median; None with fewer than 2 workers."""
-    if len(parts) < 2:
-        return None
-    if lockstep:
-        w = max(parts, key=lambda k: parts[k]["last_share"] or 0.0)
-        p = parts[w]
-        return (f"{w} last in {p['last_share'] * 100:.0f}% of steps, median "
-                f"{(p['late_s'] or 0.0) * 1e3:.1f} ms late")
-    w = max(parts, key=lambda k: parts[k]["step_s"] or 0.0)
-    others = _median([p["step_s"] for k, p in parts.items() if k != w])
-    ratio = parts[w]["step_s"] / others if others else float("inf")
-    return (f"{w} slowest: median step {parts[w]['step_s'] * 1e3:.1f} ms, {ratio:.2f}x the "
-            f"others' median ({others * 1e3:.1f} ms)")
-
-
-# When a worker counts as the straggler: last in at least this share of the steps (lockstep), or
-# its median step this many times the others' (PSS). Below, the order of arrival is noise: two
-# equal workers on shared cores take turns being last.
-CLEAR_LAST_SHARE = 0.7
-CLEAR_STEP_RATIO = 1.2
-
-
-def clear_straggler(parts, lockstep):
-    """The worker that clearly holds the others back (see CLEAR_*), or None."""
-    if len(parts) < 2:
-        return None
-    if lockstep:
-        w = max(parts, key=lambda k: parts[k]["last_share"] or 0.0)
-        return w if (parts[w]["last_share"] or 0.0) >= CLEAR_LAST_SHARE else None
-    w = max(parts, key=lambda k: parts[k]["step_s"] or 0.0)
-    others = _median([p["step_s"] for k, p in parts.items() if k != w])
-    return w if others and parts[w]["step_s"] >= CLEAR_STEP_RATIO * others else None
 
 
 def trace_events(stamps, lockstep, extra=(), blocks=None, microbatches=None):
@@ -186,7 +101,7 @@ def plot(stamps, lockstep, path, title, blocks=None, microbatches=None):
     """A PNG of the stamped steps: a row per worker, a bar per phase (compute, waiting for the
     last peer, synchronization and update), a row per pipeline stage under its worker (forward
     and backward blocks), time in ms from the first step's start."""
-    from results.plots import plt, save  # matplotlib, only when drawing
+    from results.report.plots import plt, save  # matplotlib, only when drawing
 
     workers = sorted(stamps)
     events = [e for e in trace_events(stamps, lockstep, (), blocks, microbatches)
@@ -210,12 +125,6 @@ def plot(stamps, lockstep, path, title, blocks=None, microbatches=None):
     return save(fig, path)
 
 
-def epoch_breakdown(record):
-    """The record's per-worker breakdown of its last epoch (steady: the first traces)."""
-    epochs = [e for e in record.get("epochs") or [] if e.get("timeline")]
-    return epochs[-1]["timeline"] if epochs else None
-
-
 def _blocks(record):
     """A pipeline's stage blocks in the record's trace, or None."""
     return ((record.get("timeline") or {}).get("stage_blocks")) or None
@@ -224,7 +133,7 @@ def _blocks(record):
 def _chosen(records):
     """Multi-worker or pipelined records with timestamps, first repeat only (a comparison's r0,
     or a run outside one)."""
-    from results.cells import repeat_of, workers_of
+    from results.records.cells import repeat_of, workers_of
 
     out = []
     for r in records:
@@ -244,7 +153,7 @@ def _probe_ms(record):
 def _cell(record):
     """The comparison cell of a record ('straggler-multi_worker_mirrored-n2-d50'), or for a run
     outside a comparison its strategy, N and run id."""
-    from results.cells import workers_of
+    from results.records.cells import workers_of
 
     name = (record.get("run_name") or "").split("/")[0]
     return name or f"{record['strategy']}-n{workers_of(record)}-{record.get('run_id', '')[-6:]}"
@@ -259,9 +168,9 @@ def section(records, path):
     """The report's "Where the time goes" part: per worker of each multi-worker run (first
     repeat), the last epoch's medians and who arrived last; a PNG and a trace JSON of the first
     stamped steps for each N=2 run and each straggler run. None without timestamps."""
-    from results.cells import delay_of, setting_of, setting_title, sort_key, workers_of
-    from results.records import write_text_atomic
-    from results.tables import Section, markdown_table
+    from results.records.cells import delay_of, setting_of, setting_title, sort_key, workers_of
+    from results.records.store import write_text_atomic
+    from results.report.tables import Section, markdown_table
 
     chosen = sorted(_chosen(records), key=lambda r: (sort_key(setting_of(r)), r["strategy"],
                                                      workers_of(r), delay_of(r)))
@@ -296,8 +205,8 @@ def section(records, path):
             "(t2; under PSS the start of its next step). Compute = t1 - t0; under all-reduce a "
             "worker then waits for the last peer's gradients (max t1 - t1) and the "
             "synchronization and update take t2 - max t1; 'last' = the share of steps whose "
-            "gradients this worker had ready last, 'late' = by how much, median (results/"
-            "timeline.py). Medians over the last epoch's steps, first repeat of each cell. "
+            "gradients this worker had ready last, 'late' = by how much, median (results/records/"
+            "step_stamps.py). Medians over the last epoch's steps, first repeat of each cell. "
             "'probe ms': the communication probe's median synchronization of the same "
             "gradients, timed apart after training (the cross-check: in the step the "
             "synchronization also holds the optimizer's update and shares the cores with the "

@@ -10,7 +10,7 @@ The prediction, fixed before the shaped runs it predicts:
 - Fitted on: each form's run on the real loopback (B = 0): its step s0 (global batch over its
   examples/s), which holds its compute, its compression and its exchange on loopback.
 - Predicted: the same form under a shaper of B Gbit/s shared by every link (tf_config/netshape):
-  s(B) = s0 + the cost model's shared-medium time for the step's bytes (results/cost_model.py:
+  s(B) = s0 + the cost model's shared-medium time for the step's bytes (results/model/cost_model.py:
   all-reduce of the plain gradient 2(N-1)G; a reducer's payload all-gathered, N(N-1)C, or
   all-reduced, 2(N-1)C; an embedding's rows all-gathered as they are in both), in series.
 - Crossover: the B where a reducer's predicted step equals plain's; below it the reducer is
@@ -19,10 +19,12 @@ The prediction, fixed before the shaped runs it predicts:
 import collections
 import math
 
-from results import cost_model, metrics, plots, specs
-from results.cells import (SETTING_KEYS, bandwidth_of, is_reducer_run, reducer_of, setting_of,
-                           setting_title, sort_key, workers_of)
-from results.tables import errors_line, experiment_section, markdown_table
+from results.model import cost_model, specs
+from results.records import metrics
+from results.report import plots
+from results.records.cells import (SETTING_KEYS, bandwidth_of, is_reducer_run, reducer_of,
+                                   setting_of, setting_title, sort_key, workers_of)
+from results.report.tables import errors_line, experiment_section, markdown_table
 from strategies.compression import sent_per_replica
 
 PLAIN = "none"
@@ -195,7 +197,8 @@ def markdown(table, crossings):
              "its error-feedback residuals (and PowerSGD's Q), 'compress': the compression's "
              "own compute per step, timed apart after training. Predicted from each form's "
              "real-loopback run plus the cost model's shared-medium time for its bytes "
-             "(results/reducers.py); 'vs plain': measured examples/s over plain's at the same "
+             "(results/report/reducers.py); 'vs plain': measured examples/s over plain's at "
+             "the same "
              "bandwidth; Δ accuracy: against plain at the same bandwidth.", "",
              markdown_table(head, cells), ""]
     line = errors_line([r["error"] for r in table])

@@ -10,8 +10,8 @@ once, never a second copy of it).
 import os
 import shutil
 
-from results.cells import SETTING_KEYS
-from results.records import is_url
+from results.records.cells import SETTING_KEYS
+from results.records.store import is_url
 
 # Hyperparameters: what tells two rows apart. Metrics: what the comparison measures of them.
 HPARAMS = ("role", "strategy", "n", *SETTING_KEYS, "threads_per_task")

@@ -1,6 +1,7 @@
-"""The workload profile of a comparison's setting, measured from its records: what one
-replica's step computes and moves (specs.WorkloadProfile), the input of every prediction
-(results/scaling_model.py, results/network.py, experiments.recommend and its --profile files).
+"""The workload profile of a comparison's setting, measured from its records: what one replica's
+step computes and moves (specs.WorkloadProfile), the input of every prediction
+(results/model/scaling_model.py, results/report/network.py, experiments.recommend and its --profile
+files).
 
 The profile (per setting, specs.WorkloadProfile; written as
 profile-<model>-<examples>-b<batch>-k<K>-<dtype>.json):
@@ -34,8 +35,9 @@ profile-<model>-<examples>-b<batch>-k<K>-<dtype>.json):
 """
 import collections
 
-from results import cost_model, metrics, specs, timeline
-from results.cells import SETTING_KEYS, reducer_of, setting_of
+from results.model import cost_model, specs
+from results.records import metrics, step_stamps
+from results.records.cells import SETTING_KEYS, reducer_of, setting_of
 from strategies import BASELINE, kind
 
 
@@ -52,7 +54,7 @@ def probe_of(record):
 def _stamped_sync_s(record):
     """The median over workers of the in-step timeline's `sync_s` (gradients ready to update
     done) in the epoch the report's timeline section shows; None without stamps."""
-    per_worker = (timeline.epoch_breakdown(record) or {}).get("per_worker") or {}
+    per_worker = (step_stamps.epoch_breakdown(record) or {}).get("per_worker") or {}
     return metrics.median([w.get("sync_s") for w in per_worker.values()])
 
 

@@ -1,18 +1,20 @@
 """Builds a comparison's outputs from its records alone: summary.csv, report.md, PNG plots (and,
-with two or more models, zoo.csv and zoo.png: which strategy wins per model, results/zoo.py).
+with two or more models, zoo.csv and zoo.png: which strategy wins per model, results/report/zoo.py).
 
     python -m experiments.report --results_dir=runs/compare
 """
 import os
 
-from results import network as network_experiment
-from results import (adaptive, hparams, parallelism, plots, projections,
-                     reducers, scaling_model, straggler, timeline, zoo)
-from results.cells import is_adaptive_run, is_collectives_run, label, setting_details, setting_title
-from results.findings import findings, overhead_sentence
-from results.records import load_records, write_text_atomic
-from results.summary import COLUMNS, groups, reference_of, summarize
-from results.tables import csv_text, fmt, markdown_table
+from results.model import scaling_model
+from results.report import network as network_experiment
+from results.report import (adaptive, hparams, parallelism, plots, projections, reducers, straggler,
+                            timeline, zoo)
+from results.records.cells import (is_adaptive_run, is_collectives_run, label, setting_details,
+                                   setting_title)
+from results.records.store import load_records, write_text_atomic
+from results.report.findings import findings, overhead_sentence
+from results.report.summary import COLUMNS, groups, reference_of, summarize
+from results.report.tables import csv_text, fmt, markdown_table
 
 
 def _target(r):
@@ -135,7 +137,7 @@ def build(results_dir, target_accuracy=None, network=scaling_model.Network()):
     if any(r["communication_fraction"] is not None for r in rows):
         files.append(plots.step_breakdown(rows, path("step_breakdown.png")))
     paths = [write_text_atomic(path("summary.csv"), csv_text(rows, COLUMNS))]
-    # the HParams tab (results/hparams.py); a gs:// report has none, and says so in its notes
+    # the HParams tab (results/report/hparams.py); a gs:// report has none, and says so in its notes
     trials = hparams.write(rows, path("tensorboard"))
     fits = scaling_model.fit(records + sweeps)
     # Each experiment's part of the report, in the report's order: a new table is a module

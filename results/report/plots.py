@@ -9,11 +9,10 @@ import matplotlib
 matplotlib.use("Agg")  # headless: CI, containers, Vertex
 import matplotlib.pyplot as plt  # noqa: E402
 
-from results.records import write_atomic  # noqa: E402
-from results.cells import (ENGINE_FLOOR, REFERENCE_RUN, SETTING_KEYS,  # noqa: E402
-                           is_machine_limit, reducer_of, role_of, setting_of, sort_key,
-                           workers_of)
-from results.summary import groups as _groups, reference_of  # noqa: E402
+from results.records.store import write_atomic  # noqa: E402
+from results.records.cells import (ENGINE_FLOOR, REFERENCE_RUN, SETTING_KEYS, is_machine_limit,
+                                   reducer_of, role_of, setting_of, sort_key, workers_of)
+from results.report.summary import groups as _groups, reference_of  # noqa: E402
 from strategies import COMPARED, REGISTRY  # noqa: E402
 
 def short(strategy):

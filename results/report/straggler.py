@@ -9,11 +9,11 @@ straggler simply runs fewer of them (`steps_by_worker` in the record).
 """
 import collections
 
-from results import metrics, plots
-from results.cells import (SETTING_KEYS, delay_of, is_network_run, is_reducer_run, setting_of,
-                           sort_key,
-                           workers_of)
-from results.tables import experiment_section, fmt, markdown_table
+from results.records import metrics
+from results.report import plots
+from results.records.cells import (SETTING_KEYS, delay_of, is_network_run, is_reducer_run,
+                                   setting_of, sort_key, workers_of)
+from results.report.tables import experiment_section, fmt, markdown_table
 from strategies import REGISTRY, kind
 
 COLUMNS = (*SETTING_KEYS, "strategy", "n", "straggler_task", "delay_ms", "runs",

@@ -1,13 +1,13 @@
-"""What the cost model (results/cost_model.py) is given, kept apart: a workload profile (what one
-replica's step computes and moves, measured by a comparison or written by hand from a published
-table) and a cluster spec (hosts, devices, links, parameter servers: the cluster to predict),
-read from JSON and checked, with a one-line SpecError naming the flag, the file and the field.
+"""What the cost model (results/model/cost_model.py) is given, kept apart: a workload profile (what
+one replica's step computes and moves, measured by a comparison or written by hand from a published
+table) and a cluster spec (hosts, devices, links, parameter servers: the cluster to predict), read
+from JSON and checked, with a one-line SpecError naming the flag, the file and the field.
 
     python -m experiments.recommend --profile=docs/examples/profile_resnet50_v100.json \
         --cluster=docs/examples/cluster_8x8_v100_25g.json
 
 The fields: docs/scaling_model.md ("The model: a workload profile on a cluster spec"); the
-profile a comparison writes: results/workload_profile.py.
+profile a comparison writes: results/model/workload_profile.py.
 """
 import dataclasses
 import json

@@ -13,9 +13,10 @@ the GPipe formula for equal stages and for the split's measured stage times.
 import collections
 import textwrap
 
-from results import metrics, plots
-from results.cells import SETTING_KEYS, is_parallelism_run, setting_of, sort_key
-from results.tables import experiment_section, markdown_table
+from results.records import metrics
+from results.records.cells import SETTING_KEYS, is_parallelism_run, setting_of, sort_key
+from results.report import plots
+from results.report.tables import experiment_section, markdown_table
 from strategies import BASELINE, REGISTRY, kind
 
 COLUMNS = ("model", "dataset", "train_examples", "global_batch_size", "configuration",
@@ -265,8 +266,9 @@ def findings(parallel_rows):
 
 
 def plot(parallel_rows, path):
-    """Per model (results/parallelism.py): throughput relative to one device and peak memory per
-    device of each configuration, side by side; a pipeline's measured bubble written on its bar."""
+    """Per model (results/report/parallelism.py): throughput relative to one device and peak memory
+    per device of each configuration, side by side; a pipeline's measured bubble written on its
+    bar."""
     models = list(dict.fromkeys(r["model"] for r in parallel_rows))
     fig, axes = plots.plt.subplots(len(models), 2, figsize=(13, 4 * len(models)), squeeze=False)
     for (speed, memory), model in zip(axes, models):
