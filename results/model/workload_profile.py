@@ -3,35 +3,25 @@ step computes and moves (specs.WorkloadProfile), the input of every prediction
 (results/model/scaling_model.py, results/report/network.py, experiments.recommend and its --profile
 files).
 
-The profile (per setting, specs.WorkloadProfile; written as
+How each field is fitted (what it means: specs.py, `python -m results.model.specs`; written as
 profile-<model>-<examples>-b<batch>-k<K>-<dtype>.json):
-  compute_s    one replica's step at its batch with one core, every strategy alike: the median
-               of the 1-thread baseline's step and the 1-thread all-reduce (MWMS) N=1 steps
-               minus their probe (a PSS N=1 worker shares its step with its ps and chief);
-               without a baseline, the MWMS (else PSS) N=1 step minus its probe, and the
-               notes say so
-  overhead_s   per strategy: its N=1 step minus compute_s and its own probe (its dispatch and
-               input path with no peer to wait for); when that is negative, overhead 0 and
-  overlap      the share of its probe the N=1 step hid behind compute (PSS: the ps and chief
-               serve on other cores while the worker computes); communication x (1 - overlap),
-               hiding never more than the step's compute (cost_model.predict); an N=1 step no
-               longer than the compute alone gives 1, an upper bound (the notes say so)
-  sync_floor_s PSS: its N=1 runs' probe, one push and pull as this machine's software does it;
-               a projected worker with a link of its own pays the larger of it and the wire
-  tensors      gradient tensors per step
-  batch        examples per replica per step: the record's step batch (micro-batch x
-               --accumulation_steps) over its replicas in sync
-  bytes        gradient bytes per sync dtype and kind, the PSS pull (variables in their own
-               dtype), parameters, optimizer state and activations, from the records
-  cpu_s_per_example  per strategy (and the baseline): CPU seconds per example over all its
-               tasks at N=1, ps and chief too; with `sharing`, what a local cluster's cores
-               can deliver (a cluster spec's machine_cores)
-  ps_cpu_s_per_step, ps_threads  the PSS N=1 runs' ps CPU seconds per worker step (every ps
-               task; the optimizer's update runs there) and the threads each ps had
-  sharing      per K calibrated: the lockstep slowdown of K plain loops sharing this machine and
-               the cores they keep busy (experiments/comparison/sharing.py)
-  reducers     per --compression form measured on the same model, batch and dtype (any
-               setting's compressed runs: reducers_of): payload, exchange, compute, state
+  compute_s    the median of the 1-thread baseline's step and the 1-thread all-reduce (MWMS) N=1
+               steps minus their probe (a PSS N=1 worker shares its step with its ps and chief);
+               without a baseline, the MWMS (else PSS) N=1 step minus its probe, and the notes
+               say so
+  overhead_s   per strategy: its N=1 step minus compute_s and its own probe; when that is
+               negative, overhead 0 and
+  overlap      the share of its probe the N=1 step hid (communication x (1 - overlap), hiding
+               never more than the step's compute: cost_model.predict); an N=1 step no longer
+               than the compute alone gives 1, an upper bound (the notes say so)
+  sync_floor_s PSS: its N=1 runs' probe
+  batch        the record's step batch (micro-batch x --accumulation_steps) over its replicas
+  bytes        from the records' communication probe (the PSS pull in the variables' dtype),
+               optimizer state from the optimizer's slots, activations from memory_per_device
+  cpu_s_per_example, ps_cpu_s_per_step, ps_threads  from the N=1 runs' CPU figures (every task;
+               the ps's where cores_by_task has them)
+  sharing      from the sharing calibrations (experiments/comparison/sharing.py)
+  reducers     from any setting's compressed runs of the same model, batch and dtype (reducers_of)
 """
 import collections
 

@@ -118,6 +118,15 @@ def test_profile_and_cluster_files(tmp_path):
     cluster.write_text(json.dumps({"ps_placement": "rack"}))
     with pytest.raises(specs.SpecError, match="ps_placement='rack' is not valid; choose"):
         specs.load_cluster(str(cluster))
+    cluster.write_text(json.dumps({"hosts": "4"}))
+    with pytest.raises(specs.SpecError, match="cluster.json: cluster hosts must be a whole number"):
+        specs.load_cluster(str(cluster))
+    listed = [line[2:].split(":")[0] for line in ClusterSpec.reference() if line[0] == "-"]
+    assert listed == [f.name for f in dataclasses.fields(ClusterSpec)]  # the docs' field list
+    profile.write_text(json.dumps({"model": "m", "batch": 64}))
+    with pytest.raises(specs.SpecError, match="profile.json: missing the required field.s. "
+                                              "compute_s, gradient_bytes$"):
+        specs.load_profile(str(profile))
 
 
 
@@ -131,10 +140,15 @@ def test_profile_and_cluster_files(tmp_path):
     ({"sharing": {"2": {"slowdown": 1.2, "busy_cores": -1}}}, "sharing .* is not a process"),
     ({"sharing": {"two": {"slowdown": 1.2}}}, "sharing {'two'"),
     ({"sharing": [1.2]}, "sharing must be an object, not \\[1.2\\]"),
-    ({"ps_cpu_s_per_step": -0.01}, "ps_cpu_s_per_step -0.01 and ps_threads 0 must be"),
-    ({"ps_cpu_s_per_step": "16 ms"}, "ps_cpu_s_per_step '16 ms'"),
-    ({"ps_cpu_s_per_step": False}, "ps_cpu_s_per_step False and ps_threads 0 must be"),
-    ({"ps_threads": 1.5}, "ps_cpu_s_per_step 0.0 and ps_threads 1.5 must be"),
+    ({"ps_cpu_s_per_step": -0.01}, "ps_cpu_s_per_step=-0.01 must be >= 0 \\(the ps's CPU"),
+    ({"ps_cpu_s_per_step": "16 ms"}, "ps_cpu_s_per_step must be a number, not '16 ms'"),
+    ({"ps_cpu_s_per_step": False}, "ps_cpu_s_per_step must be a number, not False"),
+    ({"ps_threads": 1.5}, "ps_threads must be a whole number, not 1.5"),
+    ({"batch": 0}, "batch=0 must be >= 1 \\(examples per replica per step"),
+    ({"gradient_bytes": {}}, "gradient_bytes must not be empty"),
+    ({"gradient_bytes": {"int8": 1}}, "gradient_bytes {'int8': 1} is not a sync dtype"),
+    ({"gradient_kind": "rows"}, "gradient_kind='rows' is not valid; choose one of: dense, sparse"),
+    ({"overlap": {"parameter_server": 1.5}}, "overlap {'parameter_server': 1.5} is not a "),
     ({"sync_floor_s": {"parameter_server": -0.004}},
      "sync_floor_s {'parameter_server': -0.004} is not a strategy with seconds >= 0"),
     ({"sync_floor_s": {"parameter_server": "4 ms"}}, "sync_floor_s {'parameter_server': '4 ms'}"),
