@@ -59,11 +59,18 @@ def forward_flops_per_example(model):
     spec = tf.TensorSpec([1, *tuple(inputs[0].shape)[1:]], inputs[0].dtype)
     _register_einsum()
     try:
-        graph = tf.function(lambda x: model(x, training=False)).get_concrete_function(
-            spec).graph
+        # no control flow of its own to convert (autograph cannot read a lambda's source where
+        # two share a line, and says so on the console)
+        forward = tf.function(lambda x: model(x, training=False), autograph=False)
+        graph = forward.get_concrete_function(spec).graph
         options = tf.compat.v1.profiler.ProfileOptionBuilder.float_operation()
         options["output"] = "none"  # no report on stdout
-        profile = tf.compat.v1.profiler.profile(graph=graph, options=options)
+        # the profiler's own shape lookups are TF1 APIs: their deprecation notice is TF's
+        # business, not a line in the user's run
+        from tensorflow.python.util import deprecation
+
+        with deprecation.silence():
+            profile = tf.compat.v1.profiler.profile(graph=graph, options=options)
     except Exception as e:  # noqa: BLE001 - a figure beside the run's, never worth its record
         print(f"compute probe: the model's FLOPs could not be counted ({type(e).__name__}: "
               f"{e}); the record's `compute` is null", flush=True)
@@ -76,7 +83,7 @@ def matmul_peak(n=MATMUL_N, repeats=10):
     a warm-up; each timed call waits for its result)."""
     a = tf.random.uniform([n, n], seed=1)
     b = tf.random.uniform([n, n], seed=2)
-    matmul = tf.function(lambda x, y: tf.reduce_sum(tf.matmul(x, y)))
+    matmul = tf.function(lambda x, y: tf.reduce_sum(tf.matmul(x, y)), autograph=False)
     for _ in range(2):
         matmul(a, b).numpy()
     times = []

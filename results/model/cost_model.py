@@ -192,7 +192,7 @@ class Prediction:
     overhead_s: float
     communication_s: float
     examples_per_sec: float
-    speedup: float  # over one worker of the same cluster running alone at `compute + overhead`
+    speedup: float  # over one device of the cluster computing alone (`compute`)
     efficiency: float
     communication_share: float
     memory_per_device_bytes: int
@@ -373,7 +373,9 @@ def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None, stag
         # a worker's step at the bound's rate: compute, overhead and communication, and the
         # rest waiting for the cores, the link or the ps
         step = replicas * profile.batch / rate
-    alone = profile.batch / (profile.compute_s / cluster.device_speedup + overhead)
+    # against one device computing alone (no strategy, nothing to synchronize): the baseline
+    # every efficiency in the report has, so a projection's and a measured run's agree
+    alone = profile.batch / (profile.compute_s / cluster.device_speedup)
     speedup = rate / alone
     split = stages if kind(strategy).pipelined else 1
     memory = memory_per_device(profile, strategy, split, replicas if zero else 1,

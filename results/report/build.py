@@ -7,8 +7,8 @@ import os
 
 from results.model import scaling_model
 from results.report import network as network_experiment
-from results.report import (adaptive, hparams, parallelism, plots, projections, reducers, straggler,
-                            timeline, zoo)
+from results.report import (adaptive, decision, hparams, parallelism, plots, projections,
+                            reducers, straggler, timeline, zoo)
 from results.records.cells import (is_adaptive_run, is_collectives_run, label, setting_details,
                                    setting_title)
 from results.records.store import load_records, write_text_atomic
@@ -25,12 +25,13 @@ def _target(r):
 
 
 def _compute(r):
-    """Achieved training GFLOP/s and its share of the matmul peak (experiments/measure/flops.py):
-    low with little communication is slow kernels or input, not the strategy."""
+    """Achieved training GFLOP/s (experiments/measure/flops.py): low with little communication
+    is slow kernels or input, not the strategy. No share of a peak: the processes that train at
+    once differ from row to row, and a share of each row's own peak would mean something else
+    in every row (summary.csv keeps share_of_peak)."""
     if r.get("achieved_gflops") is None:
         return "–"
-    share = f" ({r['share_of_peak'] * 100:.0f}%)" if r.get("share_of_peak") is not None else ""
-    return f"{r['achieved_gflops']:.1f}{share}"
+    return f"{r['achieved_gflops']:.1f}"
 
 
 def _placement(row):
@@ -41,7 +42,7 @@ def _placement(row):
 def _table(rows, target_accuracy=None):
     head = ["strategy", "N", "threads/task", "epoch time s (min–max)", "examples/s", "speedup",
             "scaling %", "vs fastest 1-process", "vs plain TF loop", "cores used",
-            "GFLOP/s (of peak)", "eval acc", "Δ acc vs baseline"]
+            "GFLOP/s", "eval acc", "Δ acc vs baseline"]
     if target_accuracy:
         head.append(f"s to {target_accuracy:.0%} acc (runs reached)")
     cells = []
@@ -65,48 +66,81 @@ def _cores_by_task(group):
     return ("Cores used by task (local clusters): " + "; ".join(parts) + ".") if parts else ""
 
 
-def markdown(rows, problems, plot_files, target_accuracy, sections=()):
-    """report.md: the intro, the sections marked first (the zoo's answer per model; the host
-    checks when they saw cores taken away), a table per setting, every other section in order,
-    the findings, the plots."""
-    if rows:
-        intro = ("Rebuilt from the records by `python -m experiments.report`. Epoch time is the "
-                 "median over steady-state epochs (first epoch of every run excluded: tracing) "
-                 "and repeats. Speedup = T1/TN, scaling % = T1/(N·TN)·100 and efficiency = "
-                 "speedup/N, with T1 the baseline: the single device at one worker's threads "
-                 "(its share of this machine); "
-                 "'vs fastest 1-process' = T_ref/TN against the fastest single process measured "
-                 "in the setting (named under each table); 'vs plain TF loop' = the row's "
-                 "throughput over a plain TF loop's (engine_floor) at the same threads per task; "
-                 "GFLOP/s = 3 x the model's forward FLOPs per example x examples/s, against a "
-                 "matmul's FLOP/s on the processes that trained at once (its peak). "
-                 "'pinned': each of the N workers had cores of its own (--pin_workers: N >= 2 "
-                 "workers where they fit this machine's cores, one PSS worker where a core is "
-                 "left; the chief and ps on the cores they leave, if any). "
-                 "Times are per example trained (epochs are rounded to whole global batches)."
-                 + (f" Time to {target_accuracy:.0%} eval accuracy is the median over the runs "
-                    "that reached it, with how many did." if target_accuracy else ""))
-    else:  # only experiments with tables of their own (e.g. the parallelism preset)
-        intro = ("Rebuilt from the records by `python -m experiments.report`; epoch times are "
-                 "medians over steady-state epochs (the first epoch of every run, which traces, "
-                 "excluded) and repeats.")
-    parts = ["# Strategy comparison", "", intro, ""]
+_DEFINITIONS = (
+    "Rebuilt from the records by `python -m experiments.report`. Examples/s and epoch times are "
+    "medians over the steady epochs (the first epoch of every run traces and is left out) and "
+    "repeats; the range is the slowest and fastest steady epoch. One baseline: T1, one device "
+    "on one core (the 1-thread baseline). Speedup = T1/TN; scaling % = T1/(N·TN)·100; "
+    "efficiency = speedup/N. 'vs fastest 1-process' = T_ref/TN, T_ref the fastest single process "
+    "measured in the setting; 'vs plain TF loop': the row's throughput over a plain TF loop's "
+    "(engine_floor) at the same threads per task. GFLOP/s = 3 x the model's forward FLOPs per "
+    "example x examples/s. 'pinned': each worker had cores of its own (--pin_workers). Compute "
+    "and sync ms: medians over the workers of the in-step timeline (compute = input ready to "
+    "gradients ready; sync = waiting for peers plus the synchronization and update).")
+
+
+def _answer(group, records, projected, plot_files, assumption):
+    """A setting's answer: the decision, the compact table, the throughput plot and, when
+    projected, the projections with their assumptions in one line."""
+    said = decision.lines(group, records, projected)
+    parts = [*(f"- {line}" for line in said), ""] if said else []
+    compact = decision.table(group, records)
+    if compact:
+        parts += [compact, ""]
+    plot = next((p for p in plot_files if os.path.basename(p).startswith("throughput")), None)
+    if plot:
+        parts += [f"![throughput]({os.path.basename(plot)})", ""]
+    if projected:
+        parts += [projections.compact(projected), "", assumption, ""]
+    return parts
+
+
+def markdown(rows, problems, plot_files, target_accuracy, sections=(), records=(),
+             projected=(), assumption=""):
+    """report.md: per setting the answer first (decision, compact table, throughput plot),
+    the sections marked first (the zoo's answer per model), then the appendix: definitions,
+    the full table per setting, every other section, the findings and the plots."""
+    parts = ["# Strategy comparison", ""]
     parts += [p for section in sections if section.first for p in (section.markdown, "")]
-    for setting, group in groups(rows).items():
+    settings = groups(rows)
+    for setting, group in settings.items():
+        if len(settings) > 1:
+            parts += [f"## {setting_title(setting)}", ""]
+        else:
+            parts += [f"{setting_title(setting)}.", ""]
+        parts += _answer(group, records, [r for r in projected if _same(r, setting)],
+                         plot_files, assumption)
+    parts += ["## Appendix", "", _DEFINITIONS + (
+        f" Time to {target_accuracy:.0%} eval accuracy is the median over the runs that "
+        "reached it, with how many did." if target_accuracy and rows else ""), ""]
+    for setting, group in settings.items():
         ref = reference_of(group)
         notes = [f"Fastest single process (the reference): {label(ref)}." if ref else
                  "No single-process run: no reference.", overhead_sentence(group),
                  _cores_by_task(group)]
-        parts += [f"## {setting_title(setting)}", "", setting_details(setting), "",
+        parts += [f"### All runs: {setting_title(setting)}", "", setting_details(setting), "",
                   _table(group, target_accuracy), "", " ".join(n for n in notes if n), ""]
-    parts += [p for section in sections if not section.first for p in (section.markdown, "")]
+    parts += [_demote(p) for section in sections if not section.first
+              for p in (section.markdown, "")]
     if rows:
-        parts += ["## Findings", "", findings(rows), ""]
-    parts += ["## Plots", ""]
+        parts += ["### Findings", "", findings(rows), ""]
+    parts += ["### Plots", ""]
     parts += [f"![{os.path.basename(p)}]({os.path.basename(p)})" for p in plot_files]
     if problems:
-        parts += ["", "## Skipped records", ""] + [f"- `{n}`: {why}" for n, why in problems]
+        parts += ["", "### Skipped records", ""] + [f"- `{n}`: {why}" for n, why in problems]
     return "\n".join(parts) + "\n"
+
+
+def _same(projection_row, setting):
+    from results.records.cells import SETTING_KEYS
+
+    return tuple(projection_row[k] for k in SETTING_KEYS) == tuple(setting)
+
+
+def _demote(text):
+    """A section's headings one level down: in the appendix they sit under its heading."""
+    return "\n".join("#" + line if line.startswith("## ") else line
+                     for line in text.split("\n"))
 
 
 def build(results_dir, target_accuracy=None, network=scaling_model.Network()):
@@ -140,6 +174,7 @@ def build(results_dir, target_accuracy=None, network=scaling_model.Network()):
     # the HParams tab (results/report/hparams.py); a gs:// report has none, and says so in its notes
     trials = hparams.write(rows, path("tensorboard"))
     fits = scaling_model.fit(records + sweeps)
+    projected = projections.projection_rows(fits, network)
     # Each experiment's part of the report, in the report's order: a new table is a module
     # with a section() and a line here.
     sections = [s for s in (zoo.section(rows, records, path), straggler.section(records, path),
@@ -154,21 +189,27 @@ def build(results_dir, target_accuracy=None, network=scaling_model.Network()):
         files += section.plots
         paths += section.files
     paths.append(write_text_atomic(path("report.md"), markdown(
-        rows, problems, files, target_accuracy, sections)))
+        rows, problems, files, target_accuracy, sections, records, projected,
+        projections.assumption_line(network))))
     notes = [f"wrote {trials[1]} HParams trials in {trials[0]} (tensorboard --logdir "
              f"{path('tensorboard')})" if trials else
              "no HParams trials: no summary rows, or a gs:// results directory (they are "
              "written for a local one only)"]
+    for setting, group in groups(rows).items():
+        said = decision.lines(group, records, [r for r in projected if _same(r, setting)])
+        if said:
+            notes += ["", f"{setting_title(setting)}:", *(f"  {line}" for line in said)]
     return paths + files, problems, notes
 
 
 def build_and_say(results_dir, target_accuracy, network):
-    """`build`, then what it skipped, the scaling model's lines and the files it wrote, on
-    stdout: what `experiments.report` and `experiments.compare` print."""
+    """`build`, then what it skipped, where the HParams went, the decision and the files it
+    wrote (report.md first), on stdout: what `experiments.report` and `experiments.compare`
+    print."""
     paths, problems, notes = build(results_dir, target_accuracy, network)
     for name, why in problems:
         print(f"skipped record {name}: {why}")
     for line in notes:
         print(line)
-    for p in paths:
-        print(f"wrote {p}")
+    report = next((p for p in paths if p.endswith("report.md")), None)
+    print(f"\nwrote {len(paths)} files in {results_dir}" + (f"; read {report}" if report else ""))

@@ -10,7 +10,8 @@ matplotlib.use("Agg")  # headless: CI, containers, Vertex
 import matplotlib.pyplot as plt  # noqa: E402
 
 from results.records.store import write_atomic  # noqa: E402
-from results.records.cells import (ENGINE_FLOOR, REFERENCE_RUN, SETTING_KEYS, is_machine_limit,
+from results.records.cells import (ENGINE_FLOOR, ENGINE_FLOOR_RUNS, REFERENCE_RUN, SETTING_KEYS,
+                                   is_machine_limit,
                                    reducer_of, role_of, setting_of, sort_key, workers_of)
 from results.report.summary import groups as _groups, reference_of  # noqa: E402
 from strategies import COMPARED, REGISTRY  # noqa: E402
@@ -110,18 +111,32 @@ def scaling(rows, throughput_path, efficiency_path):
                 ax.set_ylabel("throughput (examples/s)")
             if kind == "efficiency":
                 ax.axhline(100, color="k", ls="--", label="ideal (100 %)")
-                ax.set_ylabel("parallel efficiency (%) vs 1 worker")
+                ax.set_ylabel("efficiency (%): speedup over one device on 1 core / N")
+                ax.set_ylim(0, max(110, ax.get_ylim()[1]))
             ax.set_xticks(ns)
             ax.set_xlabel("workers / replicas (N)")
-            ax.set_title(f"{kind.capitalize()} vs N: {title(setting)}")
-            ax.legend(fontsize=8)
+            ax.set_title(f"{kind.capitalize()} vs N: {title(setting)}", fontsize=10)
+            if kind == "throughput":
+                ax.set_ylim(bottom=0)
+            ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         figs[kind] = save(fig, path)
     return figs
 
 
+def _curve_label(r, n, role):
+    """A curve's name inside its strategy's panel: N, and which single process it is."""
+    threads = r.get("threads_per_task")
+    if role_of(r) in ENGINE_FLOOR_RUNS or r["strategy"] == ENGINE_FLOOR:
+        return f"N={n}, {threads} thread{'s' * (threads != 1)}"
+    return f"N={n}" + (" (all cores)" if role == REFERENCE_RUN else "") + (
+        f", {reducer_of(r)}" if reducer_of(r) != "none" else "")
+
+
 def curves(records, path):
-    """Eval accuracy and train loss per epoch, one line per (strategy, N) (first repeat)."""
-    fig, (acc, loss) = plt.subplots(1, 2, figsize=(12, 4.2))
+    """Eval accuracy (top) and train loss (bottom) per epoch, a column per strategy (small
+    multiples: each panel holds a few lines, its legend under it), first repeat of each run;
+    a column per model and strategy when the records hold several models."""
+    panels = collections.defaultdict(list)  # (model, strategy) -> [(label, record)]
     seen = set()
     for r in records:
         key = (r["strategy"], workers_of(r), role_of(r), r.get("threads_per_task"),
@@ -129,19 +144,29 @@ def curves(records, path):
         if key in seen or r.get("sharing"):  # the sharing calibration's "epochs" are rounds
             continue
         seen.add(key)
-        label = f"{r['model']} {r['strategy']} N={key[1]}" + (
-            " (all cores)" if key[2] == REFERENCE_RUN else "") + (
-            f" {key[5]}" if key[5] != "none" else "")
-        epochs = [e["epoch"] for e in r["epochs"]]
-        # eval / train figures may be null in a valid record: plotted as gaps
-        acc.plot(epochs, [e["eval_accuracy"] * 100 if e["eval_accuracy"] is not None
-                          else float("nan") for e in r["epochs"]], "o-", label=label)
-        loss.plot(epochs, [e["train_loss"] if e["train_loss"] is not None else float("nan")
-                           for e in r["epochs"]], "o-", label=label)
-    acc.set(title="Eval accuracy per epoch", xlabel="epoch", ylabel="eval accuracy (%)")
-    loss.set(title="Train loss per epoch", xlabel="epoch", ylabel="train loss (cross-entropy)")
-    acc.legend(fontsize=7)
-    loss.legend(fontsize=7)
+        panels[r["model"], r["strategy"]].append((_curve_label(r, key[1], key[2]), r))
+    models = {m for m, _ in panels}
+    order = sorted(panels, key=lambda k: (k[0], list(REGISTRY).index(k[1])
+                                          if k[1] in REGISTRY else -1))
+    fig, axes = plt.subplots(2, max(1, len(order)), figsize=(3.4 * max(1, len(order)), 6.4),
+                             squeeze=False, sharey="row")
+    for col, key in enumerate(order):
+        acc, loss = axes[0][col], axes[1][col]
+        for label, r in panels[key]:
+            epochs = [e["epoch"] for e in r["epochs"]]
+            # eval / train figures may be null in a valid record: plotted as gaps
+            acc.plot(epochs, [e["eval_accuracy"] * 100 if e["eval_accuracy"] is not None
+                              else float("nan") for e in r["epochs"]], "o-", label=label)
+            loss.plot(epochs, [e["train_loss"] if e["train_loss"] is not None
+                               else float("nan") for e in r["epochs"]], "o-", label=label)
+        name = "TF loop" if key[1] == ENGINE_FLOOR else REGISTRY[key[1]].short \
+            if key[1] in REGISTRY else key[1]
+        acc.set_title(f"{key[0]}: {name}" if len(models) > 1 else name, fontsize=10)
+        loss.set_xlabel("epoch")
+        loss.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.25), frameon=False)
+    axes[0][0].set_ylabel("eval accuracy (%)")
+    axes[1][0].set_ylabel("train loss (cross-entropy)")
+    fig.suptitle("Eval accuracy and train loss per epoch, by strategy")
     return save(fig, path)
 
 
@@ -163,7 +188,7 @@ def size_sweep(rows, path):
         axes[1].plot(xs, [r["speedup"] or 0 for r in group], "o-", label=label)
         axes[2].plot(xs, [(r["efficiency"] or 0) * 100 for r in group], "o-", label=label)
     for ax, (title, unit) in zip(axes, (("Epoch time", "epoch time (s)"),
-                                        ("Speedup vs 1 worker", "speedup (x)"),
+                                        ("Speedup vs one device", "speedup (x)"),
                                         ("Parallel efficiency", "efficiency (%)"))):
         ax.set(title=f"{title} vs dataset size", xlabel="training examples per epoch",
                ylabel=unit)
@@ -224,15 +249,15 @@ def projection(rows, path):
         if ideal:
             ns = [r["n"] for r in proj]
             tput.plot(ns, [ideal[0]["examples_per_sec"] / ideal[0]["speedup"] * n for n in ns],
-                      "k:", lw=1)
+                      ":", color=color, lw=1, label=f"{label}: ideal, N x one worker")
     for ax in (tput, eff):
         ax.set_xscale("log", base=2)
         ax.set_xlabel("workers (N)")
     tput.set_yscale("log")
-    tput.set(title="Throughput: projected (lines), measured (dots), ideal (dotted)",
-             ylabel="examples/s")
-    eff.axhline(100, color="k", ls=":", lw=1)
-    eff.set(title="Parallel efficiency vs 1 worker", ylabel="efficiency (%)")
-    eff.set_ylim(bottom=0)
-    tput.legend(fontsize=7)
+    tput.set(title="Throughput: projected (lines), measured (dots)", ylabel="examples/s")
+    eff.axhline(100, color="k", ls=":", lw=1, label="ideal (100%)")
+    eff.set(title="Efficiency: speedup over one device / N", ylabel="efficiency (%)")
+    eff.set_ylim(0, 110)
+    tput.legend(fontsize=7, loc="upper left", bbox_to_anchor=(0, -0.15), ncol=2, frameon=False)
+    eff.legend(fontsize=7, loc="upper left", bbox_to_anchor=(0, -0.15), ncol=2, frameon=False)
     return save(fig, path)

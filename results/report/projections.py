@@ -5,6 +5,7 @@ projection.csv and .png, and the profile-*.json of each fitted setting.
 from results.records.cells import SETTING_KEYS
 from results.records.store import write_text_atomic
 from results.report.tables import Section, csv_text, markdown_table
+from strategies import kind
 
 PROJECT_NS = (1, 2, 4, 8, 16, 32, 64)
 COLUMNS = (*SETTING_KEYS, "strategy", "n", "kind", "step_time_s", "compute_s",
@@ -13,8 +14,8 @@ _KEY = len(SETTING_KEYS) + 3  # setting, strategy, N, kind
 UNPHYSICAL = "above 100%: not physical, see the scaling model's notes on compute"
 
 
-FASTER_N1 = ("the N=1 runs stepped faster than the profile's one worker (its compute and "
-             "overhead): see the one-worker check")
+FASTER_N1 = ("the N=1 runs stepped faster than the profile's compute alone: see the "
+             "one-worker check")
 
 
 def _flag(row):
@@ -42,7 +43,7 @@ def projection_rows(fits, net, ns=PROJECT_NS):
     probe behind compute)."""
     rows = []
     for f in fits:
-        one_worker = f.batch / (f.t_comp + f.overhead)  # one worker alone, at compute + overhead
+        one_device = f.batch / f.t_comp  # one device computing alone: every efficiency's base
         for n in ns:
             rows.append(_flag(dict(zip(COLUMNS[:_KEY], (*f.setting, f.strategy, n, "projected")),
                                    **f.project(n, net))))
@@ -52,8 +53,8 @@ def projection_rows(fits, net, ns=PROJECT_NS):
             rows.append(_flag(dict(zip(COLUMNS[:_KEY], (*f.setting, f.strategy, n, "measured")),
                                    step_time_s=step, compute_s=compute, communication_s=probe,
                                    overhead_s=max(0.0, step - compute - probe), examples_per_sec=rate,
-                                   speedup=rate / one_worker,
-                                   efficiency=rate / one_worker / n)))
+                                   speedup=rate / one_device,
+                                   efficiency=rate / one_device / n)))
     return rows
 
 
@@ -126,7 +127,7 @@ def markdown(fits, rows, net):
     parts += ["", "Notes:", ""] + [f"- {f.model}, {f.train_examples} examples, {f.strategy}: "
                                    f"{'; '.join(f.notes)}." for f in fits if f.notes]
     parts += [f"- {r['model']}, {r['train_examples']} examples, {r['strategy']} N={r['n']} "
-              f"({r['kind']}): efficiency {r['efficiency'] * 100:.0f}% vs one worker, "
+              f"({r['kind']}): efficiency {r['efficiency'] * 100:.0f}% vs one device, "
               f"{r['note']}."
               for r in rows if r["note"]]
     projected = [[r["model"], str(r["train_examples"]), r["strategy"], str(r["n"]),
@@ -135,9 +136,31 @@ def markdown(fits, rows, net):
                   f"{r['communication_s'] / r['step_time_s'] * 100:.0f}%"]
                  for r in rows if r["kind"] == "projected" and r["n"] >= 4]
     parts += ["", markdown_table(["model", "examples", "strategy", "N", "projected ex/s",
-                                  "speedup vs 1 worker", "efficiency", "comm share of step"],
+                                  "speedup vs one device", "efficiency", "comm share of step"],
                                  projected)]
     return "\n".join(parts)
+
+
+def assumption_line(net):
+    """The projections' assumptions in one line (the appendix gives the model)."""
+    return (f"Projected: one worker per host on {net.bandwidth_gbps:g} Gbit/s links, "
+            f"{net.latency_us:g} µs per message (`--network_gbps`, `--network_latency_us`), "
+            f"compute and overlap as measured here, every worker equally fast; the model and "
+            f"its checks are in the appendix.")
+
+
+def compact(rows):
+    """Per strategy its projected examples/s and efficiency at each N >= 2: the answer's
+    projection table."""
+    projected = [r for r in rows if r["kind"] == "projected" and r["n"] >= 2]
+    ns = sorted({r["n"] for r in projected})
+    by = {(r["strategy"], r["n"]): r for r in projected}
+    cells = [[kind(strategy).short] + [f"{by[strategy, n]['examples_per_sec']:,.0f} "
+                           f"({by[strategy, n]['efficiency'] * 100:.0f}%)"
+                           if (strategy, n) in by else "–" for n in ns]
+             for strategy in sorted({r["strategy"] for r in projected})]
+    return markdown_table(["projected ex/s (efficiency)", *(f"N={n}" for n in ns)], cells) \
+        if cells else ""
 
 
 def section(fits, net, path):

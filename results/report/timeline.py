@@ -196,7 +196,7 @@ def section(records, path):
             shown = 4 if blocks else 12  # a pipeline's steps have 4M blocks a stage
             first = {k: v[:shown] for k, v in trace.items()}
             plots.append(plot(first, lockstep, path(_name(r) + ".png"),
-                              f"{where}: the first stamped steps of the last epoch",
+                              f"{_cell(r)} ({r['model']}): {shown} steps of the last epoch",
                               {k: v[:shown] for k, v in (blocks or {}).items()}, micro))
             files.append(write_text_atomic(path(_name(r) + ".json"), trace_json(
                 trace, lockstep, run_events(r), blocks, micro)))

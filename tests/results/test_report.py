@@ -65,11 +65,32 @@ def test_summary_csv_matches_definitions(results_dir):
     assert float(ps["time_to_target_s"]) == pytest.approx(80.0)
 
 
+def test_the_report_opens_with_its_decision_and_a_compact_table(results_dir):
+    """Before the appendix: at most six decision lines, the first naming the fastest run (the
+    all-cores reference, 7 s an epoch, against MWMS's 8), then one table of at most 8 columns
+    whose first row is that run; the definitions and the full table only in the appendix; and
+    the same decision lines in what `build` gives the terminal."""
+    _, _, notes = build(str(results_dir), target_accuracy=None)
+    text = (results_dir / "report.md").read_text()
+    answer, appendix = text.split("## Appendix")
+    said = [line[2:] for line in answer.splitlines() if line.startswith("- ")]
+    assert 1 <= len(said) <= 6 and all(len(line) <= 160 for line in said)
+    assert said[0].startswith("Use one device (all cores): 146 examples/s, 1.57x one device on 1 core")
+    assert any(line.startswith("MWMS N=2: 0.88x the best") for line in said)
+    assert any(line.startswith("PSS N=2: 0.35x the best") for line in said)
+    table = [line for line in answer.splitlines() if line.startswith("|")]
+    assert 3 <= len(table) and len(table[0].strip("|").split("|")) <= 8
+    assert table[2].startswith("| one device (all cores) | 146")
+    assert "Speedup = T1/TN" in appendix and "Speedup = T1/TN" not in answer
+    assert [n.strip() for n in notes if n.startswith("  ")] == said
+
+
 def test_report_sections_and_plots(results_dir):
     paths, _, _ = build(str(results_dir), target_accuracy=None)
     text = (results_dir / "report.md").read_text()
-    for section in ("# Strategy comparison", "## cnn, synthetic, 1024", "## Findings", "## Plots",
-                    "## Skipped records", "broken.json"):
+    for section in ("# Strategy comparison", "cnn, synthetic, 1024", "## Appendix",
+                    "### All runs: cnn, synthetic, 1024", "### Findings", "### Plots",
+                    "### Skipped records", "broken.json"):
         assert section in text
     assert "parameter_server N=2 is slower than one device (0.55x the 1-thread baseline)" in text
     assert "only adds communication" not in text and "costs more than the compute" not in text
@@ -180,7 +201,7 @@ def test_report_completes_with_records_it_cannot_read(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
     assert "skipped record null_name.json: run_name is null" in proc.stdout
-    assert f"wrote {tmp_path / 'report.md'}" in proc.stdout.splitlines()
+    assert proc.stdout.splitlines()[-1].endswith(f"; read {tmp_path / 'report.md'}")
     assert "## Skipped records" in (tmp_path / "report.md").read_text()
 
 

@@ -200,7 +200,7 @@ def test_the_projection_to_one_worker_is_shown_against_the_measured_n1(results_d
     (one,) = [r for r in rows if r["kind"] == "measured" and r["n"] == 1]
     assert one["strategy"] == "multi_worker_mirrored"
     assert one["examples_per_sec"] == pytest.approx(64 * 20 / 2.2)
-    assert one["speedup"] == pytest.approx(0.109 / 0.11)  # against compute + overhead
+    assert one["speedup"] == pytest.approx(0.1 / 0.11)  # against one device's compute alone
     assert not one["note"]
     faster = projections._flag(dict(one, efficiency=1.03))  # no scaling: not "not physical"
     assert faster["note"] == projections.FASTER_N1
