@@ -1,8 +1,7 @@
 """The plan of a comparison: which cells run, in which order, with which flags, and which
 recorded runs already count as done (resuming).
 
-    plan(models=["cnn"], workers=[1, 2], sizes=[8192], strategies=[...], num_ps=1, repeats=1)
-    -> [(run_name, [module, flags...]), ...]
+    plan(PRESETS["default"]) -> [(run_name, [module, flags...]), ...]
 """
 import os
 
@@ -138,25 +137,23 @@ def _pinned(run_flags, cores, available):
     return [*run_flags, f"--pin_cores={min(cores or available, available)}"]
 
 
-def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scaling",),
-         delays=(), straggler_workers=2, threads=1, pin_cores=False, available_cores=None,
-         bandwidths=(), floors=True, datasets=None, accumulation=(1,), batch=64, reducers=()):
-    """[(run_name, [module, flags...])] in execution order. `threads`: intra-op threads of every
-    worker (and of the baseline); pin_cores: each cell pinned to the cores its workers get.
-    accumulation: --accumulation_steps values, every cell run at each (K=1 keeps the names
-    without a K, so older results directories resume; the plain-loop floors run at K=1 only).
-    sizes: a list for every model, or {model: list}; floors: the engine-floor cells;
-    datasets: {model: dataset} (each run gets --dataset=...; None: the runs' common flags say);
-    batch: the per-replica batch (the parallelism cells hold 2 x batch as the global batch);
-    reducers: the reducers experiment's --compression forms; bandwidths: a list, or per model.
-    """
+def plan(config, available_cores=None):
+    """[(run_name, [module, flags...])] of Comparison `config` in execution order: every cell
+    of its experiments for each model and size, at each K (config.accumulation_steps; K=1 keeps
+    the names without a K, so older results directories resume; the plain-loop floors run at
+    K=1 only) and repeat. Every worker (and the baseline) gets config.threads_per_worker
+    threads; under config.pin_cores each cell is held to the cores its workers get.
+    available_cores: the cores this machine gives (None: this process's)."""
     available = available_cores or len(os.sched_getaffinity(0))
+    threads, batch, num_ps = config.threads_per_worker, config.batch_size_per_replica, \
+        config.num_ps
+    strategies, experiments = config.strategies, config.experiments
 
     def cell_cores(n):
         # the cores a cell of N workers gets, within which their --pin_workers is decided: all
         # available ones, or under pin_cores N x threads (one PSS worker held there leaves its
         # ps and chief no core, and is not called pinned)
-        return min(n * threads or available, available) if pin_cores else available
+        return min(n * threads or available, available) if config.pin_cores else available
 
     def workers_flags(strategy, n):
         return strategy_flags(strategy, n, num_ps, threads, cell_cores(n))
@@ -165,20 +162,20 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
     run, floor, sharing = "experiments.run", "experiments.comparison.floor", \
         "experiments.comparison.sharing"
     runs = []
-    for model in models:
-        data = [f"--dataset={datasets[model]}"] if datasets else []
-        shaped_at = bandwidths.get(model, ()) if isinstance(bandwidths, dict) else bandwidths
-        for size in (sizes[model] if isinstance(sizes, dict) else sizes):
+    for model in config.models:
+        data = [f"--dataset={config.dataset_of(model)}"]
+        shaped_at = config.bandwidths_of(model)
+        for size in config.train_examples_of(model):
             cells = []  # (name, module, flags, cores the cell should use: 0 = all)
             if "scaling" in experiments:
-                if floors:
+                if config.floors:
                     cells += [("engine_floor", floor, [f"--threads={threads}"], threads),
                               ("engine_floor_all", floor, ["--threads=0"], 0)]
                 cells += [("baseline", run, ["--strategy=one_device", f"--threads={threads}"],
                            threads),
                           ("hardware_reference", run, ["--strategy=one_device", "--threads=0"], 0)]
-                for n in workers:
-                    if floors and n >= 2 and threads and any(
+                for n in config.workers:
+                    if config.floors and n >= 2 and threads and any(
                             not kind(s).local_replicas for s in strategies):
                         # Before the N-worker clusters: N plain loops at once, the machine's
                         # limit for N workers (the report's row; pinned as the N workers are:
@@ -190,9 +187,9 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
                     cells += [(f"{s}-n{n}", run, workers_flags(s, n),
                                n * threads) for s in strategies]
             if "straggler" in experiments:
-                n = straggler_workers
+                n = config.straggler_workers
                 for s in (s for s in strategies if not kind(s).local_replicas):
-                    for d in delays:
+                    for d in config.straggler_delays:
                         slow = [f"--straggler_task=worker:{n - 1}",
                                 f"--straggler_delay_ms={d}"] if d else []
                         cells.append((f"straggler-{s}-n{n}-d{d}", run,
@@ -224,7 +221,7 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
                 # reducers table predicts from) and under each shaped bandwidth
                 for b in shaped_at:
                     shaped = [f"--emulate_bandwidth_gbps={b:g}"] if b else []
-                    for form in ("none", *reducers):
+                    for form in ("none", *config.reducers):
                         how = reducer_flag(form)
                         cells.append((f"reducers-{form.replace(':', '')}-n2-b{b:g}", run,
                                       workers_flags(REDUCERS_STRATEGY, 2) + shaped +
@@ -241,8 +238,8 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
                 cells += [(name, run, extra, 2 * threads) for name, extra in _adaptive_cells(
                     threads, batch, ADAPTIVE_SCHEDULES.get(model, DEFAULT_ADAPTIVE_SCHEDULES),
                     ADAPTIVE_STRAGGLERS.get(model, DEFAULT_ADAPTIVE_STRAGGLER), two_workers)]
-            for k in accumulation:
-                for repeat in range(repeats):
+            for k in config.accumulation_steps:
+                for repeat in range(config.repeats):
                     for cell, module, extra, cores in cells:
                         if k != 1 and (module in (floor, sharing) or cell.startswith(
                                 (COLLECTIVES_CELL, "adaptive-"))):
@@ -251,7 +248,7 @@ def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scal
                             continue
                         name = f"{cell}/{model}/{size}/" + (f"k{k}/" if k != 1 else "") + \
                             f"r{repeat}"
-                        extra = _pinned(extra, cores, available) if pin_cores else extra
+                        extra = _pinned(extra, cores, available) if config.pin_cores else extra
                         extra = [*extra, f"--accumulation_steps={k}"] if k != 1 else extra
                         runs.append((name, [module, f"--model={model}", f"--train_examples={size}",
                                             *data, *extra]))
