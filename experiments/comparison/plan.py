@@ -10,7 +10,7 @@ from experiments.comparison.presets import (ADAPTIVE_CLUSTER, ADAPTIVE_SCHEDULES
                                             DEFAULT_ADAPTIVE_STRAGGLER, THIS_HOST_CLUSTER)
 from results.records.cells import COLLECTIVES_CELL, is_collectives_run
 from strategies import ALL_REDUCE, kind
-from tf_config.cores import pinned_cluster, pinned_workers
+from tf_config.cores import placement
 
 # The reducers experiment's strategy: whole replicas per worker that all-reduce (MWMS)
 REDUCERS_STRATEGY = next(n for n in ALL_REDUCE if not kind(n).pipelined)
@@ -37,12 +37,13 @@ OVERLAP_CALIBRATION = 2
 
 def strategy_flags(strategy, n, num_ps, threads, available=None):
     """Every strategy at N gets `threads` per worker (N workers = N x threads cores of work);
-    with `available` cores known, workers that fit get cores of their own (pinned_cluster: the
-    rule every local cluster the toolkit starts follows)."""
+    with `available` cores known, the cell's cluster placed on them as every local cluster the
+    toolkit starts is (tf_config.cores.placement): workers that fit get cores of their own."""
     strategy_kind = kind(strategy)
     if strategy_kind.local_replicas:  # one process feeding N replicas: the cores of N workers
         return [f"--strategy={strategy}", f"--num_replicas={n}", f"--threads={n * threads}"]
-    pin = ["--pin_workers"] if pinned_cluster(strategy, n, num_ps, available, threads) else []
+    where = placement(strategy, n, num_ps, threads, available or 0)
+    pin = ["--pin_workers"] if where.pinned else []
     if not strategy_kind.parameter_servers:  # all-reduce workers (one worker runs in-process)
         return [f"--strategy={strategy}", f"--num_workers={n}", f"--threads={threads}",
                 f"--threads_per_worker={threads}", *pin]
@@ -106,7 +107,7 @@ def _adaptive_cells(threads, batch, schedules, straggler, available=None):
     steady network, the last worker slowed by `straggler`, its --straggler_schedule). The
     single-process cells have no network to shape and no second host to slow: they run once
     and stand in all. MWMS and PSS pinned where they fit `available` cores, as --adapt's own
-    segments are (tf_config.cores.pinned_cluster)."""
+    segments are (tf_config.cores.placement)."""
     same = [f"--global_batch_size={2 * batch}"]
     pipe = ["--num_stages=2", "--stage_cost=time", "--microbatches=4"]
     out = [("adaptive-one_device", ["--strategy=one_device", f"--threads={2 * threads}", *same]),
@@ -178,9 +179,10 @@ def plan(config, available_cores=None):
                     if config.floors and n >= 2 and threads and any(
                             not kind(s).local_replicas for s in strategies):
                         # Before the N-worker clusters: N plain loops at once, the machine's
-                        # limit for N workers (the report's row; pinned as the N workers are:
-                        # loop k on worker k's cores)
-                        pin = ["--pin_loops"] if pinned_workers(n, threads, available) else []
+                        # limit for N workers (the report's row; placed as N all-reduce workers
+                        # are: loop k on worker k's cores)
+                        loops = placement("multi_worker_mirrored", n, 0, threads, cell_cores(n))
+                        pin = ["--pin_loops"] if loops.pinned else []
                         cells.append(("engine_floor_shared", sharing,
                                       [f"--threads={threads}", f"--processes={n}", *pin],
                                       n * threads))

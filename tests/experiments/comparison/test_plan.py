@@ -401,7 +401,7 @@ def test_the_size_calibration_times_the_comparisons_dataset(monkeypatch):
 def test_the_presets_two_worker_cells_are_pinned_as_their_auto_cells_are(available, pinned):
     """The parallelism, transformer and adaptive presets' MWMS and PSS N=2 cells pin their
     workers by the rule the --strategy=auto / --adapt cells beside them follow
-    (tf_config.cores.pinned_cluster): one device, pipelines and hybrids never."""
+    (tf_config.cores.placement): one device, pipelines and hybrids never."""
     runs = dict(plan(_config(["cnn"], [2], [4096], ["multi_worker_mirrored"],
                              threads_per_worker=1,
                              experiments=("parallelism", "transformers", "adaptive")),
