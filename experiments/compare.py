@@ -33,6 +33,7 @@ formula.
 Every run is an ordinary `python -m experiments.run` record tagged with its cell (`--run_name`), so
 an interrupted comparison continues with `--resume` (cells already recorded are skipped).
 """
+import dataclasses
 import signal
 import sys
 
@@ -46,75 +47,102 @@ from experiments.config import network_flags  # noqa: E402
 from experiments.config.cli import bad_input, parse_flags  # noqa: E402
 from experiments.config import ConfigError  # noqa: E402
 from experiments.comparison import options, runner  # noqa: E402
+from experiments.comparison.config import FLAG_FIELDS, Comparison  # noqa: E402
 from experiments.comparison.plan import plan, same_run, size_started  # noqa: E402
-from experiments.comparison.presets import PRESETS, REDUCERS  # noqa: E402
+from experiments.comparison.presets import PRESETS  # noqa: E402
 
 from models import MODELS  # noqa: E402
 from results.records.store import load_records  # noqa: E402
 
+# The flags' defaults are the default preset's (a list flag's as its strings): a flag given
+# replaces the preset's value (options.resolve), one not given leaves it.
+DEFAULT = Comparison()
+
+
+def _strings(values):
+    return [f"{v:g}" if isinstance(v, float) else str(v) for v in values]
+
+
 _PRESET = flags.DEFINE_enum("preset", "default", list(PRESETS), "Sweep size; lists below override.")
-_MODELS = flags.DEFINE_list("models", None, f"Models to compare ({', '.join(MODELS)}).")
-_WORKERS = flags.DEFINE_list("workers", None, "Worker / replica counts N, e.g. 1,2,4.")
-_SIZES = flags.DEFINE_list("train_examples", None, "Training examples per epoch (size sweep).")
-_REPEATS = flags.DEFINE_integer("repeats", None, "Runs per configuration.", lower_bound=1)
-_EPOCHS = flags.DEFINE_integer("epochs", None, "Epochs per run (>= 2: the first is warm-up).",
-                               lower_bound=2)
-_STRATEGIES = flags.DEFINE_list("strategies", "mirrored,multi_worker_mirrored,parameter_server",
-                                "Strategies to compare against the baseline.")
-_NUM_PS = flags.DEFINE_integer("num_ps", 1, "Parameter servers for parameter_server.",
-                               lower_bound=1)
-_BATCH = flags.DEFINE_integer("batch_size_per_replica", 64, "Per-replica batch.", lower_bound=1)
-_DATASET = flags.DEFINE_string("dataset", "", "Dataset name (see experiments.run); "
-                               "when not given, each model trains its own dataset, as "
-                               "experiments.run does (models.MODEL_DATASETS: resnet "
-                               "synthetic_cifar, embedding synthetic_tokens, gpt and gpt_small "
-                               "synthetic_sequences, any other model synthetic).")
+flags.DEFINE_list("models", None, f"Models to compare ({', '.join(MODELS)}).")
+flags.DEFINE_list("workers", None, "Worker / replica counts N, e.g. 1,2,4.")
+flags.DEFINE_list("train_examples", None, "Training examples per epoch (size sweep).")
+flags.DEFINE_integer("repeats", None, "Runs per configuration.", lower_bound=1)
+flags.DEFINE_integer("epochs", None, "Epochs per run (>= 2: the first is warm-up).", lower_bound=2)
+flags.DEFINE_list("strategies", _strings(DEFAULT.strategies),
+                  "Strategies to compare against the baseline.")
+flags.DEFINE_integer("num_ps", DEFAULT.num_ps, "Parameter servers for parameter_server.",
+                     lower_bound=1)
+flags.DEFINE_integer("batch_size_per_replica", DEFAULT.batch_size_per_replica,
+                     "Per-replica batch.", lower_bound=1)
+flags.DEFINE_string("dataset", DEFAULT.dataset, "Dataset name (see experiments.run); "
+                    "when not given, each model trains its own dataset, as "
+                    "experiments.run does (models.MODEL_DATASETS: resnet "
+                    "synthetic_cifar, embedding synthetic_tokens, gpt and gpt_small "
+                    "synthetic_sequences, any other model synthetic).")
 _DRY_RUN = flags.DEFINE_bool("dry_run", False, "Print the runs the comparison would make and exit.")
-_RESULTS_DIR = flags.DEFINE_string("results_dir", "runs/compare", "Records, report and plots "
-                                   "(--preset=zoo / parallelism: runs/zoo / runs/parallelism "
-                                   "unless given).")
+flags.DEFINE_string("results_dir", DEFAULT.results_dir, "Records, report and plots "
+                    "(--preset=zoo / parallelism: runs/zoo / runs/parallelism "
+                    "unless given).")
 _RESUME = flags.DEFINE_bool("resume", True, "Skip configurations already recorded.")
-_TARGET = flags.DEFINE_float("target_accuracy", 0.9, "Eval accuracy for time-to-accuracy.")
-_EXPERIMENTS = flags.DEFINE_list("experiments", "scaling",
-                                 "scaling: baseline, reference and every strategy per N; "
-                                 "straggler: MWMS and PSS with one worker slowed by each delay; "
-                                 "network: MWMS and PSS at N=2 under each --bandwidths; "
-                                 "parallelism: one device, data, model and hybrid parallelism; "
-                                 "reducers: MWMS N=2 plain and under each --reducers at each "
-                                 "--bandwidths.")
-_BANDWIDTHS = flags.DEFINE_list("bandwidths", "0.02,0.1,0.5,0", "Network and reducers "
-                                "experiments: emulated bandwidths (Gbit/s, shared by the "
-                                "cluster's links; 0: the real loopback, which the model is fitted "
-                                "to; --preset=reducers: 0.1,1,0).")
-_REDUCERS = flags.DEFINE_list("reducers", list(REDUCERS), "Reducers experiment: the "
-                              "--compression forms run against plain MWMS, packs:BYTES (the "
-                              "plain all-reduce in packs, --bytes_per_pack) and zero:1 (the "
-                              "sharded optimizer, --zero=1).")
-_DELAYS = flags.DEFINE_list("straggler_delays", "0,25,50,100",
-                            "Straggler experiment: per-step delays (ms) of the last worker.")
-_STRAGGLER_WORKERS = flags.DEFINE_integer("straggler_workers", 2,
-                                          "Straggler experiment: workers per cluster.",
-                                          lower_bound=2)
-_STEPS_PER_EXECUTION = flags.DEFINE_integer(
-    "steps_per_execution", 8, "Training steps per tf.function call in every run (same for "
-    "every strategy; docs/benchmarks.md: 8 against 1).", lower_bound=1)
-_RUN_TIMEOUT = flags.DEFINE_float("run_timeout", 1800, "Seconds before one run is abandoned.")
-_THREADS = flags.DEFINE_integer("threads_per_worker", 1, "Intra-op threads of every worker of every "
-                                "strategy at every N, and of the baseline (mirrored: N x this in "
-                                "its one process). The hardware reference and engine_floor_all "
-                                "use all cores.", lower_bound=1)
+flags.DEFINE_float("target_accuracy", DEFAULT.target_accuracy,
+                   "Eval accuracy for time-to-accuracy.")
+flags.DEFINE_list("experiments", _strings(DEFAULT.experiments),
+                  "scaling: baseline, reference and every strategy per N; "
+                  "straggler: MWMS and PSS with one worker slowed by each delay; "
+                  "network: MWMS and PSS at N=2 under each --bandwidths; "
+                  "parallelism: one device, data, model and hybrid parallelism; "
+                  "reducers: MWMS N=2 plain and under each --reducers at each "
+                  "--bandwidths.")
+flags.DEFINE_list("bandwidths", _strings(DEFAULT.bandwidths), "Network and reducers "
+                  "experiments: emulated bandwidths (Gbit/s, shared by the "
+                  "cluster's links; 0: the real loopback, which the model is fitted "
+                  "to; --preset=reducers: 0.1,1,0).")
+flags.DEFINE_list("reducers", _strings(DEFAULT.reducers), "Reducers experiment: the "
+                  "--compression forms run against plain MWMS, packs:BYTES (the "
+                  "plain all-reduce in packs, --bytes_per_pack) and zero:1 (the "
+                  "sharded optimizer, --zero=1).")
+flags.DEFINE_list("straggler_delays", _strings(DEFAULT.straggler_delays),
+                  "Straggler experiment: per-step delays (ms) of the last worker.")
+flags.DEFINE_integer("straggler_workers", DEFAULT.straggler_workers,
+                     "Straggler experiment: workers per cluster.", lower_bound=2)
+flags.DEFINE_integer(
+    "steps_per_execution", DEFAULT.steps_per_execution, "Training steps per tf.function call "
+    "in every run (same for every strategy; docs/benchmarks.md: 8 against 1).", lower_bound=1)
+flags.DEFINE_float("run_timeout", DEFAULT.run_timeout, "Seconds before one run is abandoned.")
+flags.DEFINE_integer("threads_per_worker", DEFAULT.threads_per_worker, "Intra-op threads of "
+                     "every worker of every strategy at every N, and of the baseline (mirrored: "
+                     "N x this in its one process). The hardware reference and engine_floor_all "
+                     "use all cores.", lower_bound=1)
 _VERBOSE = flags.DEFINE_bool("verbose", False, "Show TensorFlow's start-up messages of every run.")
-_BUDGET = flags.DEFINE_float("time_budget_min", 5.0, "Default preset without --train_examples: "
-                              "size the epochs from a short calibration run (the plain loop, 1 "
-                              "thread) so the whole comparison takes about this long (0: off).",
-                              lower_bound=0.0)
-_ACCUMULATION = flags.DEFINE_list("accumulation_steps", "1", "Sweep of experiments.run's "
-                                  "--accumulation_steps (K micro-batches per update and per "
-                                  "synchronization) over every cell but the engine floors; each K "
-                                  "is a setting of its own in the report.")
-_PIN = flags.DEFINE_bool("pin_cores", False, "Pin each configuration to the cores its workers "
-                         "get (N workers x threads; ps and chief inside that set): N workers on "
-                         "N cores, even on a bigger machine.")
+flags.DEFINE_float("time_budget_min", DEFAULT.time_budget_min, "Default preset without "
+                   "--train_examples: size the epochs from a short calibration run (the plain "
+                   "loop, 1 thread) so the whole comparison takes about this long (0: off).",
+                   lower_bound=0.0)
+flags.DEFINE_list("accumulation_steps", _strings(DEFAULT.accumulation_steps), "Sweep of "
+                  "experiments.run's --accumulation_steps (K micro-batches per update and per "
+                  "synchronization) over every cell but the engine floors; each K "
+                  "is a setting of its own in the report.")
+flags.DEFINE_bool("pin_cores", DEFAULT.pin_cores, "Pin each configuration to the cores its "
+                  "workers get (N workers x threads; ps and chief inside that set): N workers "
+                  "on N cores, even on a bigger machine.")
+
+
+def _calibrated(config, recorded):
+    """config with the examples per epoch its one model runs at: the size the comparison in
+    `recorded` started with, else one sized to its time budget by a calibration run."""
+    model = config.models[0]
+    # Resuming keeps the size the comparison started with: a new calibration could pick
+    # another, and then no cell would match and the report would mix two settings.
+    size = size_started(recorded, model)
+    if size:
+        print(f"compare: resuming with the recorded size {size} (no calibration; "
+              f"remove {config.results_dir} to start afresh)", flush=True)
+    else:
+        size = runner.calibrate(model, config.epochs, len(plan(config)),
+                                config.time_budget_min * 60, max(config.train_examples_of(model)),
+                                config.threads_per_worker, config.dataset_of(model))
+    return dataclasses.replace(config, train_examples=(size,))
 
 
 def main(argv):
@@ -125,47 +153,19 @@ def main(argv):
         bad_input(f"unexpected arguments {argv[1:]}; all options are --flags")
     tf_settings.show_startup_messages(_VERBOSE.value)
     try:
-        opts = options.resolve(
-            _PRESET.value, models=_MODELS.value, dataset=_DATASET.value or None,
-            strategies=_STRATEGIES.value, experiments=_EXPERIMENTS.value if
-            _EXPERIMENTS.present else None,
-            bandwidth_list=_BANDWIDTHS.value if _BANDWIDTHS.present else None,
-            reducers=_REDUCERS.value, default_bandwidths=",".join(_BANDWIDTHS.default),
-            delays=_DELAYS.value, workers=_WORKERS.value, accumulation=_ACCUMULATION.value,
-            sizes=_SIZES.value, repeats=_REPEATS.value, epochs=_EPOCHS.value,
-            results_dir=_RESULTS_DIR.value, results_dir_given=_RESULTS_DIR.present,
-            default_experiments=",".join(_EXPERIMENTS.default))
+        config = options.resolve(_PRESET.value, **{
+            name: flags.FLAGS[name].value for name in FLAG_FIELDS if flags.FLAGS[name].present})
     except (ValueError, ConfigError) as e:
         bad_input(e)
-    preset = PRESETS[_PRESET.value]
-    models, strategies, experiments = opts.models, opts.strategies, opts.experiments
-    sizes, workers, repeats, epochs = opts.sizes, opts.workers, opts.repeats, opts.epochs
-    bandwidths, delays, accumulation = opts.bandwidths, opts.delays, opts.accumulation
-    results_dir = opts.results_dir
+    results_dir = config.results_dir
     recorded = load_records(results_dir)[0] if _RESUME.value and not _DRY_RUN.value else []
-    if _PRESET.value == "default" and not _SIZES.value and _BUDGET.value and len(models) == 1 \
+    if config.calibrate and config.time_budget_min and len(config.models) == 1 \
             and not _DRY_RUN.value:  # a dry run prints the preset's sizes, uncalibrated
-        # Resuming keeps the size the comparison started with: a new calibration could pick
-        # another, and then no cell would match and the report would mix two settings.
-        started = size_started(recorded, models[0])
-        if started:
-            sizes = [started]
-            print(f"compare: resuming with the recorded size {sizes[0]} (no calibration; "
-                  f"remove {results_dir} to start afresh)", flush=True)
-        else:
-            count = len(plan(models, workers, sizes, strategies, _NUM_PS.value, repeats,
-                             experiments, delays, _STRAGGLER_WORKERS.value,
-                             bandwidths=bandwidths, accumulation=accumulation,
-                             reducers=opts.reducers))
-            sizes = [runner.calibrate(models[0], epochs, count, _BUDGET.value * 60, max(sizes),
-                                      _THREADS.value, opts.datasets.get(models[0], ""))]
-    runs = plan(models, workers, sizes, strategies, _NUM_PS.value, repeats, experiments,
-                delays, _STRAGGLER_WORKERS.value, _THREADS.value, _PIN.value,
-                bandwidths=bandwidths, floors=preset.get("floors", True), datasets=opts.datasets,
-                accumulation=accumulation, batch=_BATCH.value, reducers=opts.reducers)
-    common = [f"--epochs={epochs}", f"--batch_size_per_replica={_BATCH.value}",
-              f"--steps_per_execution={_STEPS_PER_EXECUTION.value}"]
-    runs = [(name, [*argv, *common]) for name, argv in runs]
+        config = _calibrated(config, recorded)
+    common = [f"--epochs={config.epochs}",
+              f"--batch_size_per_replica={config.batch_size_per_replica}",
+              f"--steps_per_execution={config.steps_per_execution}"]
+    runs = [(name, [*argv, *common]) for name, argv in plan(config)]
     if _DRY_RUN.value:
         for name, argv in runs:
             print(f"{name}: python -m {' '.join(argv)} --results_dir={results_dir}")
@@ -175,10 +175,10 @@ def main(argv):
             if not any(same_run(r, name, argv[1:]) for r in recorded)]
     print(f"compare: {len(runs)} runs planned, {len(runs) - len(todo)} already recorded, "
           f"{len(todo)} to go -> {results_dir}", flush=True)
-    failures = runner.run_cells(todo, results_dir, _RUN_TIMEOUT.value, _VERBOSE.value)
+    failures = runner.run_cells(todo, results_dir, config.run_timeout, _VERBOSE.value)
     from results.report.build import build_and_say
 
-    build_and_say(results_dir, _TARGET.value or None, network_flags.network())
+    build_and_say(results_dir, config.target_accuracy or None, network_flags.network())
     if failures:
         print(f"compare: {len(failures)} run(s) failed: {', '.join(failures)}")
         sys.exit(1)

@@ -19,7 +19,6 @@ from experiments.engine import tf_settings
 tf_settings.apply()  # before TensorFlow loads: quiet start-up, the toolkit's kernels
 
 import dataclasses  # noqa: E402
-import functools  # noqa: E402
 
 from absl import app, flags  # noqa: E402
 
@@ -87,9 +86,10 @@ def main(argv):
         if dataset:
             check_dataset(dataset)
         # a cluster on one machine: its command pinned as a comparison's cluster there is
-        target = planned_run.CommandTarget(model, profile.batch, dataset, functools.partial(
-            auto.pinned, available=cluster.machine_cores, cores=cluster.machine_cores)
-            if cluster.machine_cores else None)
+        cores = cluster.machine_cores
+        target = planned_run.CommandTarget(model, profile.batch, dataset, (
+            lambda values: auto.placement_of(values, cores, machine_cores=cores).pinned)
+            if cores else None)
         planned = planner.plan(profile, cluster)
     except (ValueError, ConfigError) as e:  # SpecError too
         bad_input(e)

@@ -45,7 +45,7 @@ from results.records.store import is_url  # noqa: E402
 from strategies import all_reduce_workers, kind, needs_cluster  # noqa: E402
 from tf_config import TFConfigError, check_strategy_fits, role_from_env  # noqa: E402
 from tf_config import launch, netns, netshape, rendezvous  # noqa: E402
-from tf_config.cores import available_cores  # noqa: E402
+from tf_config.cores import placement, usable_cpus  # noqa: E402
 
 # Every flag is a field of RunConfig or LaunchConfig (experiments/config/run_config.py).
 config_flags.define(RunConfig)
@@ -174,6 +174,10 @@ def main(argv):
     if os.environ.get("AIP_TENSORBOARD_LOG_DIR"):
         cfg = dataclasses.replace(cfg, tensorboard_dir=os.environ["AIP_TENSORBOARD_LOG_DIR"])
     extra_config = launch_cfg.recorded()
+    # The CPUs this run's local clusters may use (--pin_cores): every placement below (the
+    # choice, --adapt's segments, the cluster launched here) is made on them.
+    cpus = usable_cpus(cfg.pin_cores)
+    where = None  # the launched cluster's Placement, where --strategy=auto made it
     written = []  # a profile measured here for --strategy=auto (taken back on bad input)
     if cfg.adapt and not os.environ.get(segment.ADAPT_ENV):  # the chain of segments
         try:  # every check a segment would make, on the first one, before anything is written
@@ -181,7 +185,7 @@ def main(argv):
             _schedule(launch_cfg)  # whatever the first configuration (one process ignores it)
             cfg.straggler_delays()  # the same: parsed before any profiling run
             cfg = _profiled(cfg, written)
-            first, plan, _, _ = auto.resolve(cfg, available_cores(cfg.pin_cores))
+            first, plan, _, _ = auto.resolve(cfg, cpus)
             supervisor.first_configuration(cfg, plan)  # one it can switch from fits
             # a one-process configuration runs without the straggler (supervisor.UNSHAPED)
             validate(first if needs_cluster(first.strategy, first.num_workers) else
@@ -193,7 +197,7 @@ def main(argv):
                 os.environ.pop(netshape.APPLIED_ENV, None)
         except ConfigError as e:
             _refuse(e, written)
-        sys.exit(supervisor.supervise(cfg, sys.argv, launch_cfg.emulate_bandwidth_schedule,
+        sys.exit(supervisor.supervise(cfg, sys.argv, cpus, launch_cfg.emulate_bandwidth_schedule,
                                       launch_cfg.threads_per_worker))
     try:
         if cfg.strategy == auto.AUTO:
@@ -205,11 +209,10 @@ def main(argv):
                 raise ConfigError("--strategy=auto: TF_CONFIG names a single task; unset it to "
                                   "plan a cluster on this machine")
             else:
-                cfg, plan, choice, pin = auto.resolve(_profiled(cfg, written),
-                                                      available_cores(cfg.pin_cores),
-                                                      launch_cfg.threads_per_worker)
+                cfg, plan, choice, where = auto.resolve(_profiled(cfg, written), cpus,
+                                                        launch_cfg.threads_per_worker)
                 # the local cluster pinned as the choice says, as its profile's runs were
-                launch_cfg = dataclasses.replace(launch_cfg, pin_workers=pin)
+                launch_cfg = dataclasses.replace(launch_cfg, pin_workers=where.pinned)
                 extra_config.update(launch_cfg.recorded())
             chosen = plan["chosen"]
             print(f"auto: {chosen['configuration']} ({chosen['predicted_examples_per_sec']:.0f} "
@@ -269,7 +272,9 @@ def main(argv):
         launch.maybe_isolate(this_command, launch_cfg.isolate_network)
         sys.exit(launch.run(launch.LaunchOptions(
             num_workers=cfg.num_workers, num_ps=cfg.num_ps, chief=kind(cfg.strategy).parameter_servers,
-            threads_per_task=launch_cfg.threads_per_worker, pin_workers=launch_cfg.pin_workers,
+            placement=where or placement(cfg.strategy, cfg.num_workers, cfg.num_ps,
+                                         launch_cfg.threads_per_worker, cpus,
+                                         pin=launch_cfg.pin_workers),
             cluster_timeout_s=launch_cfg.cluster_timeout, verbose=launch_cfg.verbose,
             watchdog_s=launch_cfg.watchdog_s, watchdog_factor=launch_cfg.watchdog_factor,
             max_restarts=launch_cfg.max_restarts, cluster_restarts=bool(cfg.checkpoint_dir),

@@ -4,7 +4,7 @@ and let a platform's tasks meet before TensorFlow starts (rendezvous: --strategy
 - spec.py: cluster specs and TF_CONFIG (parse, validate, this task's role).
 - launch.py: `python -m tf_config.launch` and run(): a local cluster from start to stop, its
   restarts (recovery.py), Ctrl-C and SIGTERM, the private network namespace (netns.py);
-  attempt.py: one attempt's tasks, supervised; cores.py: each task's threads and pinned cores;
+  attempt.py: one attempt's tasks, supervised; cores.py: a cluster's Placement (threads, CPUs);
   task_process.py and task_output.py: one task's process, its console lines and log file;
   events.py: the markers and environment a launcher and its tasks share; watchdog.py: hangs.
 - netshape.py and schedules.py: the emulated network and straggler of a local cluster.

@@ -11,7 +11,6 @@ import time
 import psutil
 
 from tf_config import events, recovery, watchdog
-from tf_config.cores import default_threads, pinned_env, spare_env
 from tf_config.events import (ATTEMPT_ENV, BAD_INPUT_EXIT_CODE, EVENTS_ENV, DONE_MARK, FAULT_MARK,
                               FAULT_SIGNALS, FINISHED_MARK, LAUNCH_T0_ENV, PHASE_MARK,
                               PREEMPTED_EXIT_CODE, RESUMED_MARK, RUN_TAG_ENV, STEP_MARK)
@@ -57,9 +56,8 @@ class Cluster:
         self.last_step = 0  # the chief's, from its step markers
         self.watchdog = watchdog.Watchdog(opts.watchdog_s, opts.watchdog_factor)
         self.finished = set()  # tasks that said they did all their work (events.FINISHED_MARK)
-        threads = opts.threads_per_task or default_threads(
-            sum(len(v) for v in cluster.values()))
-        self.threads = threads
+        where = opts.placement  # launch.run's: every attempt places its tasks alike
+        threads = self.threads = where.threads
         # Servers first, chief last: the chief is the one that waits for everyone else.
         for kind in ("ps", "worker", "chief"):
             for index, address in enumerate(cluster.get(kind, [])):
@@ -75,9 +73,7 @@ class Cluster:
                             ATTEMPT_ENV: str(attempt), EVENTS_ENV: state.journal.path,
                             "TMPDIR": state.tmp_dir,
                             watchdog.STACKS_ENV: watchdog.stacks_path(state.log_dir, kind, index)})
-                if opts.pin_workers:
-                    env.update(pinned_env(index, threads) if kind == "worker" else
-                               spare_env(len(cluster.get("worker", [])), threads))
+                env.update(where.env(kind, index))
                 name = f"{kind}:{index}"
                 if name not in state.logs:
                     state.logs[name] = TaskLog(state.log_dir, name)

@@ -25,6 +25,7 @@ import tempfile
 
 from tf_config import netns, recovery, watchdog
 from tf_config.attempt import Cluster, LaunchState
+from tf_config.cores import Placement, default_threads
 from tf_config.events import BAD_INPUT_EXIT_CODE
 from tf_config.spec import local_cluster
 
@@ -34,9 +35,10 @@ class LaunchOptions:
     num_workers: int
     num_ps: int = 0
     chief: bool = False
-    threads_per_task: int = 0  # 0: cores // tasks, at least 1
-    # worker i on its own threads_per_task cores, the chief and ps on the rest (tf_config.cores)
-    pin_workers: bool = False
+    # Each task's threads, and where pinned workers go, the chief and ps on the CPUs they leave
+    # (tf_config.cores.placement, made where the cluster was planned); None: not pinned,
+    # cores // tasks threads each (at least 1)
+    placement: object = None
     cluster_timeout_s: float = 60.0
     isolate_network: bool = True
     port_retries: int = 2
@@ -70,6 +72,9 @@ def run(opts, out=_print):
         stop_requested.append(signum)
         raise KeyboardInterrupt
 
+    if opts.placement is None:
+        tasks = opts.num_workers + opts.num_ps + (1 if opts.chief else 0)
+        opts = dataclasses.replace(opts, placement=Placement(default_threads(tasks)))
     log_dir = opts.log_dir or tempfile.mkdtemp(prefix="tfdist-launch-")
     created = _missing_dirs(log_dir)  # removed again after bad input: nothing written
     os.makedirs(log_dir, exist_ok=True)
@@ -201,7 +206,8 @@ def main():
             sys.exit(2)
         maybe_isolate([sys.executable, "-m", "tf_config.launch"] + sys.argv[1:], isolate.value)
         sys.exit(run(LaunchOptions(num_workers=workers.value, num_ps=ps.value, chief=chief.value,
-                                   threads_per_task=threads.value,
+                                   placement=Placement(threads.value) if threads.value
+                                   else None,
                                    cluster_timeout_s=timeout.value,
                                    max_restarts=max_restarts.value,
                                    cluster_restarts=restart_cluster.value, log_dir=log_dir.value,

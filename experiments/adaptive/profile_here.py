@@ -12,7 +12,7 @@ example costs over all tasks). For a cluster on this one machine (the spec's mac
 cores) also: a brief sharing calibration at each worker count the planner may use
 (experiments/comparison/sharing.py: plain loops in lockstep, 2 rounds of 8 steps; pinned where
 a comparison's are: K one-thread loops on K cores; the cluster auto then runs follows
-tf_config.cores.pinned_cluster with the launcher's threads, which agree where one-thread
+tf_config.cores.placement with the launcher's threads, which agree where one-thread
 workers fill the machine), the profile's `sharing`; and one device at K threads and the batch
 it will train (the fixed --global_batch_size, else the per-replica batch), the profile's
 `one_process`. The profile
@@ -39,7 +39,7 @@ from results.model import planner
 from results.model.workload_profile import profile_of, step_batch_of, step_time_of
 from results.records import store as records_io
 from results.records.cells import setting_of
-from tf_config.cores import available_cores, pinned_cluster, pinned_workers
+from tf_config.cores import placement, usable_cpus
 from tf_config.events import BAD_INPUT_EXIT_CODE
 
 STEPS = 16  # per epoch: two steady epochs of 16 steps each, after the tracing one
@@ -69,37 +69,41 @@ def one_process_batch(cfg):
 def path_for(cfg, cluster=None):
     """profile-<model>-b<batch>-<what else it trains, and this machine's figures a cluster on
     its cores asks for: a short hash>-here.json"""
+    return _path(cfg, cluster, _placements(cfg, cluster))
+
+
+def _path(cfg, cluster, where):
+    """path_for, with the profiling runs' placements (_placements) made already."""
     # sharing calibrated with pinned loops (since the calibration pins as the comparison's does)
     # is not a profile of unpinned ones
     local = [sharing_processes(cluster), cluster.machine_cores, one_process_batch(cfg),
-             ["pinned" if _loops_pinned(cfg, k) else "unpinned"
+             ["pinned" if where[f"sharing-{k}"].pinned else "unpinned"
               for k in sharing_processes(cluster)]] \
         if cluster and cluster.machine_cores else []
     # a profile whose PSS worker had a second core is not this one
     what = json.dumps([cfg.dataset, cfg.optimizer, cfg.learning_rate, cfg.float_dtype,
                        cfg.gradient_sync_dtype, cfg.model_weights, cfg.steps_per_execution,
-                       "pss-worker-pinned" if _pss_worker_pinned(cfg) else "pss-unpinned"] +
-                      ([local] if local else []))
+                       "pss-worker-pinned" if where["parameter_server"].pinned
+                       else "pss-unpinned"] + ([local] if local else []))
     return os.path.join(cfg.results_dir,
                         f"profile-{cfg.model.replace(':', '_').replace('/', '_')}"
                         f"-b{cfg.batch_size_per_replica}-"
                         f"{hashlib.sha1(what.encode()).hexdigest()[:8]}-here.json")
 
 
-def _pss_worker_pinned(cfg):
-    """Whether the PSS profiling run's one worker gets a core of its own (tf_config.cores
-    pinned_cluster: a core is left for its ps and chief), as a comparison's and as
-    --strategy=auto's own PSS run with one worker."""
-    return pinned_cluster("parameter_server", 1, 1, available_cores(cfg.pin_cores), 1)
+def _placements(cfg, cluster):
+    """{run: Placement} of the profiling runs that start clusters, on the CPUs this run may use
+    (--pin_cores), each as a comparison places the same cluster (tf_config.cores.placement):
+    the PSS run's one worker (on a core of its own where one is left for its ps and chief, as
+    --strategy=auto's own PSS run with one worker) and the sharing calibration's K loops at
+    each K (pinned where K one-thread workers would be)."""
+    cpus = usable_cpus(cfg.pin_cores)
+    return {"parameter_server": placement("parameter_server", 1, 1, 1, cpus),
+            **{f"sharing-{k}": placement("multi_worker_mirrored", k, 0, 1, cpus)
+               for k in sharing_processes(cluster)}}
 
 
-def _loops_pinned(cfg, k):
-    """Whether the sharing calibration's K loops are pinned, as a comparison's are: where K
-    one-thread workers get cores of their own."""
-    return pinned_workers(k, 1, available_cores(cfg.pin_cores))
-
-
-def _runs(cfg, cores, sharing):
+def _runs(cfg, cores, sharing, where):
     """{name: [module, flags...]} of the profiling runs (see the module doc). Each says its
     own strategy after the user's --strategy=auto (absl keeps a flag's last value): the
     sharing calibration's plain loops are one device each."""
@@ -109,7 +113,7 @@ def _runs(cfg, cores, sharing):
             "parameter_server": ["experiments.run", "--strategy=parameter_server",
                                  "--num_workers=1", "--num_ps=1",
                                  # its worker on one core, as the comparison's (tf_config.cores)
-                                 bool_flag("pin_workers", _pss_worker_pinned(cfg))]}
+                                 bool_flag("pin_workers", where["parameter_server"].pinned)]}
     if cores:  # one process with the machine's cores, at the batch it will train
         batch = one_process_batch(cfg)
         runs["one_process"] = ["experiments.run", "--strategy=one_device", f"--threads={cores}",
@@ -119,7 +123,7 @@ def _runs(cfg, cores, sharing):
         runs[f"sharing-{k}"] = ["experiments.comparison.sharing", "--strategy=one_device",
                                 f"--processes={k}", f"--rounds={SHARING_ROUNDS}",
                                 f"--steps_per_round={SHARING_STEPS}",
-                                bool_flag("pin_loops", _loops_pinned(cfg, k))]
+                                bool_flag("pin_loops", where[f"sharing-{k}"].pinned)]
     return runs
 
 
@@ -127,7 +131,8 @@ def measure(cfg, argv, out=print, cluster=None):
     """The path of the profile of cfg's model at its per-replica batch: reused, or measured
     now. argv: the command's own flags (the model's and data's settings ride along); cluster:
     the ClusterSpec planned for (machine_cores: this machine's figures are measured too)."""
-    path = path_for(cfg, cluster)
+    where = _placements(cfg, cluster)
+    path = _path(cfg, cluster, where)
     sharing = sharing_processes(cluster)
     cores = cluster.machine_cores if cluster else 0
     if os.path.exists(path):
@@ -152,7 +157,7 @@ def measure(cfg, argv, out=print, cluster=None):
     # TF_CONFIG, nor the platform's output directories.
     env = {k: v for k, v in os.environ.items() if k != "TF_CONFIG" and not k.startswith("AIP_")}
     with tempfile.TemporaryDirectory(prefix="tfdist-profile-") as tmp:
-        for name, (module, *what) in _runs(cfg, cores, sharing).items():
+        for name, (module, *what) in _runs(cfg, cores, sharing, where).items():
             code, stopped, (stdout, stderr) = supervisor.run_child(
                 [sys.executable, "-m", module, *argv[1:], *brief, *what,
                  f"--results_dir={os.path.join(tmp, name)}"], env=env, stdout=subprocess.PIPE,

@@ -30,7 +30,6 @@ from results.model import planner, specs
 from results.records.store import write_json_atomic
 from strategies import needs_cluster
 from tf_config import task_process
-from tf_config.cores import available_cores
 
 # A single process has no network to shape and no second host to slow: its segment (and a
 # profiling run) goes without the emulation flags.
@@ -67,13 +66,13 @@ def checkpoint_dir(cfg):
     return os.path.join(cfg.results_dir, "checkpoints", f"adapt-{stamp}")
 
 
-def _segment_flags(config, global_batch, directory, available, threads_per_worker=0):
+def _segment_flags(config, global_batch, directory, cpus, threads_per_worker=0):
     """The flags a segment in `config` runs with after the user's: the configuration, pinned
-    as a comparison pins it on `available` cores (auto.pin_flag), the run's global batch and
-    checkpoints, and no emulated network for one process."""
+    as a comparison pins it on `cpus` (ids, or how many: auto.pin_flag), the run's global batch
+    and checkpoints, and no emulated network for one process."""
     values = planned_run.settings(config)
     flags = [f"--{key}={value}" for key, value in values.items()]
-    flags += [auto.pin_flag(values, available, threads_per_worker),
+    flags += [auto.pin_flag(values, cpus, threads_per_worker),
               f"--global_batch_size={global_batch}", f"--checkpoint_dir={directory}"]
     strategy, workers = values["strategy"], values["num_workers"]
     return flags + ([] if needs_cluster(strategy, workers) else UNSHAPED)
@@ -129,8 +128,9 @@ def inferred(journal, key):
                  if s["verdict"].get(key) is not None), None)
 
 
-def supervise(cfg, argv, schedule="", threads_per_worker=0):
-    """Runs the chain; returns the exit code of the command (the last segment's). schedule:
+def supervise(cfg, argv, cpus, schedule="", threads_per_worker=0):
+    """Runs the chain; returns the exit code of the command (the last segment's). cpus: the
+    CPUs its local clusters may use (tf_config.cores.usable_cpus); schedule:
     --emulate_bandwidth_schedule, noted in the journal (a one-device segment's record has no
     network to say it); threads_per_worker: the launcher's (0: its default)."""
     _, plan = auto.choose(cfg.plan_profile, cfg.plan_cluster)
@@ -161,8 +161,8 @@ def supervise(cfg, argv, schedule="", threads_per_worker=0):
                                     "started_at": time.time()})
         os.makedirs(directory, exist_ok=True)
         write_json_atomic(journal_path, journal)
-        flags = _segment_flags(current, journal["global_batch"], directory,
-                               available_cores(cfg.pin_cores), threads_per_worker)
+        flags = _segment_flags(current, journal["global_batch"], directory, cpus,
+                               threads_per_worker)
         print(f"adapt: segment {len(journal['segments'])}: {current.name} ({' '.join(flags)})",
               flush=True)
         env = dict(os.environ)

@@ -1,34 +1,18 @@
-"""What a comparison is asked to run: the preset (presets.py) with the command line's lists laid
-over it, each list checked (bad input: a ValueError or ConfigError naming the bad value and the
-valid choices, which `experiments.compare` turns into one line and exit 2).
+"""The command line laid over a preset: each value `experiments.compare` was given checked and
+typed, then put in place of the preset's (a Comparison, config.py) with dataclasses.replace. Bad
+input is a ValueError or ConfigError naming the bad value and the valid choices, which
+`experiments.compare` turns into one line and exit 2.
 
-    opts = options.resolve("default", models=["cnn"], workers=["1", "2"])
+    config = options.resolve("default", models=["cnn"], workers=["1", "2"])
 """
 import dataclasses
 
+from experiments.comparison.config import FLAG_FIELDS
 from experiments.comparison.plan import PACKS, REDUCERS_STRATEGY, ZERO
-from experiments.comparison.presets import (EXPERIMENT_NAMES, PRESETS,
-                                            REDUCER_BANDWIDTHS, REDUCERS, ZOO_SIZES)
+from experiments.comparison.presets import EXPERIMENT_NAMES, PRESETS
 from experiments.config import check_dataset, check_model
-from models import MODELS, default_dataset
+from models import MODELS
 from strategies import COMPARED, LOCAL_REPLICAS, compression
-
-
-@dataclasses.dataclass(frozen=True)
-class Options:
-    models: list
-    datasets: dict  # model -> dataset
-    strategies: list
-    experiments: list
-    bandwidths: object  # Gbit/s, 0 the real loopback: a list, or {model: list} (--preset=reducers)
-    reducers: list  # the reducers experiment's --compression forms
-    delays: list  # straggler ms
-    workers: list
-    accumulation: list
-    sizes: object  # [examples per epoch], or {model: [examples]} (the zoo)
-    repeats: int
-    epochs: int
-    results_dir: str
 
 
 def ints(name, values, minimum=1):
@@ -38,7 +22,7 @@ def ints(name, values, minimum=1):
         raise ValueError(f"--{name}={','.join(values)} must be a comma-separated list of integers")
     if not out or min(out) < minimum:
         raise ValueError(f"--{name}={','.join(values)} must list integers >= {minimum}")
-    return out
+    return tuple(out)
 
 
 def bandwidths(values):
@@ -54,49 +38,15 @@ def bandwidths(values):
         out.append(b)
     if out and 0.0 not in out:
         raise ValueError("--bandwidths needs 0 (the real loopback): the model is fitted to it")
-    return out
+    return tuple(out)
 
 
-def resolve(preset_name, *, models=None, dataset=None, strategies, experiments=None,
-            bandwidth_list=None, delays=(), workers=None, reducers=REDUCERS, accumulation=("1",), sizes=None,
-            repeats=None, epochs=None, results_dir="runs/compare", results_dir_given=False,
-            default_experiments="scaling", default_bandwidths=""):
-    """Options of preset `preset_name` with the given lists over it (None: the preset's);
-    dataset / experiments / bandwidth_list None: not given on the command line. The zoo and parallelism presets
-    write to runs/<preset> unless results_dir was given."""
-    preset = PRESETS[preset_name]
-    models = models or preset["models"].split(",")
-    for model in models:  # built-in names, or your MODULE:FUNCTION / PATH.keras
-        if model not in MODELS and not (":" in model or model.endswith(".keras")):
-            raise ValueError(f"--models={','.join(models)}: {model!r} is not valid; choose "
-                             f"from {', '.join(MODELS)}, or MODULE:FUNCTION, or PATH.keras")
-        check_model(model)
-    if dataset is not None:
-        check_dataset(dataset)
-    bad = [s for s in strategies if s not in COMPARED]
-    if bad:
-        raise ValueError(f"--strategies: {bad[0]!r} is not valid; choose from "
-                         f"{', '.join(COMPARED)}")
-    experiments = experiments if experiments is not None else \
-        preset.get("experiments", default_experiments).split(",")
-    bad = [e for e in experiments if e not in EXPERIMENT_NAMES]
-    if bad or not experiments:
-        raise ValueError(f"--experiments={','.join(experiments)}: choose from "
-                         f"{', '.join(EXPERIMENT_NAMES)}")
-    if "reducers" in experiments and REDUCERS_STRATEGY not in strategies:
-        raise ValueError(f"--experiments=reducers needs {REDUCERS_STRATEGY} in --strategies")
-    for experiment in ("straggler", "network"):
-        if experiment in experiments and set(strategies) <= set(LOCAL_REPLICAS):
-            raise ValueError(f"--experiments={experiment} needs multi_worker_mirrored or "
-                             "parameter_server in --strategies")
-    # checked in the order compare always checked them: the first bad one is the one named
-    if bandwidth_list is not None or "bandwidths" not in preset:
-        bandwidth_list = bandwidths(bandwidth_list if bandwidth_list is not None else
-                                    [b for b in default_bandwidths.split(",") if b])
-    else:  # the preset's, per model
-        bandwidth_list = {m: bandwidths(REDUCER_BANDWIDTHS.get(m, preset["bandwidths"]).split(","))
-                          for m in models}
-    for form in reducers:
+_CHECKED_HERE = ("models", "dataset", "strategies", "experiments", "bandwidths", "reducers",
+                 "straggler_delays", "workers", "accumulation_steps", "train_examples")
+
+
+def _check_reducers(forms):
+    for form in forms:
         if form.startswith(PACKS):  # a packed plain all-reduce: --bytes_per_pack
             if not form[len(PACKS):].isdigit() or int(form[len(PACKS):]) < 1:
                 raise ValueError(f"--reducers: {form!r} is not valid; packs:BYTES takes a "
@@ -115,19 +65,61 @@ def resolve(preset_name, *, models=None, dataset=None, strategies, experiments=N
             raise ValueError(f"--reducers: {form!r} is not a reducer; the experiment runs plain "
                              f"MWMS (none) itself and bf16 is --gradient_sync_dtype's cast; "
                              f"choose int8, topk:RATIO or powersgd:RANK")
-    delays = ints("straggler_delays", delays, minimum=0)
-    workers = ints("workers", workers or preset["workers"].split(","))
-    accumulation = ints("accumulation_steps", accumulation)
-    if sizes or preset["train_examples"]:
-        sizes = ints("train_examples", sizes or preset["train_examples"].split(","))
-    else:  # the zoo: each model its own examples per epoch
-        sizes = {m: [ZOO_SIZES.get(m, 4096)] for m in models}
-    return Options(
-        models=models,
-        datasets={m: dataset if dataset is not None else default_dataset(m) for m in models},
-        strategies=list(strategies), experiments=experiments, bandwidths=bandwidth_list,
-        reducers=list(reducers),
-        delays=delays, workers=workers, accumulation=accumulation, sizes=sizes,
-        repeats=repeats or preset["repeats"], epochs=epochs or preset["epochs"],
-        results_dir=results_dir if results_dir_given or preset_name in ("default", "full")
-        else f"runs/{preset_name}")
+    return tuple(forms)
+
+
+def resolve(preset_name, **given):
+    """Preset `preset_name` with the command line's values over it: `given` holds what the
+    command line said, by Comparison field (config.FLAG_FIELDS), a list field as its strings.
+    An empty --models, --workers, --train_examples or --dataset keeps the preset's; given
+    --train_examples are every model's, and end the size calibration; given --bandwidths every
+    model's too. The values are checked in one order (the first bad one is the one named) and
+    the cross-checks on what the comparison then is."""
+    preset = PRESETS[preset_name]
+    unknown = set(given) - set(FLAG_FIELDS)
+    if unknown:
+        raise TypeError(f"not settings of the command line: {sorted(unknown)}")
+    # the numbers and paths as absl read them (it checked their bounds); the rest below
+    over = {key: value for key, value in given.items() if key not in _CHECKED_HERE}
+    if given.get("models"):
+        over["models"] = tuple(given["models"])
+    models = over.get("models", preset.models)
+    for model in models:  # built-in names, or your MODULE:FUNCTION / PATH.keras
+        if model not in MODELS and not (":" in model or model.endswith(".keras")):
+            raise ValueError(f"--models={','.join(models)}: {model!r} is not valid; choose "
+                             f"from {', '.join(MODELS)}, or MODULE:FUNCTION, or PATH.keras")
+        check_model(model)
+    if given.get("dataset"):
+        check_dataset(given["dataset"])
+        over["dataset"] = given["dataset"]
+    strategies = tuple(given.get("strategies", preset.strategies))
+    bad = [s for s in strategies if s not in COMPARED]
+    if bad:
+        raise ValueError(f"--strategies: {bad[0]!r} is not valid; choose from "
+                         f"{', '.join(COMPARED)}")
+    experiments = tuple(given.get("experiments", preset.experiments))
+    bad = [e for e in experiments if e not in EXPERIMENT_NAMES]
+    if bad or not experiments:
+        raise ValueError(f"--experiments={','.join(experiments)}: choose from "
+                         f"{', '.join(EXPERIMENT_NAMES)}")
+    over.update(strategies=strategies, experiments=experiments)
+    if "reducers" in experiments and REDUCERS_STRATEGY not in strategies:
+        raise ValueError(f"--experiments=reducers needs {REDUCERS_STRATEGY} in --strategies")
+    for experiment in ("straggler", "network"):
+        if experiment in experiments and set(strategies) <= set(LOCAL_REPLICAS):
+            raise ValueError(f"--experiments={experiment} needs multi_worker_mirrored or "
+                             "parameter_server in --strategies")
+    if "bandwidths" in given:  # every model's: the preset's per-model ones go
+        over.update(bandwidths=bandwidths(given["bandwidths"]), model_bandwidths={})
+    if "reducers" in given:
+        over["reducers"] = _check_reducers(given["reducers"])
+    if "straggler_delays" in given:
+        over["straggler_delays"] = ints("straggler_delays", given["straggler_delays"], minimum=0)
+    if given.get("workers"):
+        over["workers"] = ints("workers", given["workers"])
+    if "accumulation_steps" in given:
+        over["accumulation_steps"] = ints("accumulation_steps", given["accumulation_steps"])
+    if given.get("train_examples"):
+        over.update(train_examples=ints("train_examples", given["train_examples"]),
+                    calibrate=False)
+    return dataclasses.replace(preset, **over)

@@ -1,17 +1,17 @@
 """The plan of a comparison: which cells run, in which order, with which flags, and which
 recorded runs already count as done (resuming).
 
-    plan(models=["cnn"], workers=[1, 2], sizes=[8192], strategies=[...], num_ps=1, repeats=1)
-    -> [(run_name, [module, flags...]), ...]
+    plan(PRESETS["default"]) -> [(run_name, [module, flags...]), ...]
 """
 import os
 
 from experiments.comparison.presets import (ADAPTIVE_CLUSTER, ADAPTIVE_SCHEDULES,
                                             ADAPTIVE_STRAGGLERS, DEFAULT_ADAPTIVE_SCHEDULES,
-                                            DEFAULT_ADAPTIVE_STRAGGLER, THIS_HOST_CLUSTER)
+                                            DEFAULT_ADAPTIVE_STRAGGLER, EXPERIMENT_NAMES,
+                                            THIS_HOST_CLUSTER)
 from results.records.cells import COLLECTIVES_CELL, is_collectives_run
 from strategies import ALL_REDUCE, kind
-from tf_config.cores import pinned_cluster, pinned_workers
+from tf_config.cores import placement
 
 # The reducers experiment's strategy: whole replicas per worker that all-reduce (MWMS)
 REDUCERS_STRATEGY = next(n for n in ALL_REDUCE if not kind(n).pipelined)
@@ -38,12 +38,13 @@ OVERLAP_CALIBRATION = 2
 
 def strategy_flags(strategy, n, num_ps, threads, available=None):
     """Every strategy at N gets `threads` per worker (N workers = N x threads cores of work);
-    with `available` cores known, workers that fit get cores of their own (pinned_cluster: the
-    rule every local cluster the toolkit starts follows)."""
+    with `available` cores known, the cell's cluster placed on them as every local cluster the
+    toolkit starts is (tf_config.cores.placement): workers that fit get cores of their own."""
     strategy_kind = kind(strategy)
     if strategy_kind.local_replicas:  # one process feeding N replicas: the cores of N workers
         return [f"--strategy={strategy}", f"--num_replicas={n}", f"--threads={n * threads}"]
-    pin = ["--pin_workers"] if pinned_cluster(strategy, n, num_ps, available, threads) else []
+    where = placement(strategy, n, num_ps, threads, available or 0)
+    pin = ["--pin_workers"] if where.pinned else []
     if not strategy_kind.parameter_servers:  # all-reduce workers (one worker runs in-process)
         return [f"--strategy={strategy}", f"--num_workers={n}", f"--threads={threads}",
                 f"--threads_per_worker={threads}", *pin]
@@ -107,7 +108,7 @@ def _adaptive_cells(threads, batch, schedules, straggler, available=None):
     steady network, the last worker slowed by `straggler`, its --straggler_schedule). The
     single-process cells have no network to shape and no second host to slow: they run once
     and stand in all. MWMS and PSS pinned where they fit `available` cores, as --adapt's own
-    segments are (tf_config.cores.pinned_cluster)."""
+    segments are (tf_config.cores.placement)."""
     same = [f"--global_batch_size={2 * batch}"]
     pipe = ["--num_stages=2", "--stage_cost=time", "--microbatches=4"]
     out = [("adaptive-one_device", ["--strategy=one_device", f"--threads={2 * threads}", *same]),
@@ -138,120 +139,132 @@ def _pinned(run_flags, cores, available):
     return [*run_flags, f"--pin_cores={min(cores or available, available)}"]
 
 
-def plan(models, workers, sizes, strategies, num_ps, repeats, experiments=("scaling",),
-         delays=(), straggler_workers=2, threads=1, pin_cores=False, available_cores=None,
-         bandwidths=(), floors=True, datasets=None, accumulation=(1,), batch=64, reducers=()):
-    """[(run_name, [module, flags...])] in execution order. `threads`: intra-op threads of every
-    worker (and of the baseline); pin_cores: each cell pinned to the cores its workers get.
-    accumulation: --accumulation_steps values, every cell run at each (K=1 keeps the names
-    without a K, so older results directories resume; the plain-loop floors run at K=1 only).
-    sizes: a list for every model, or {model: list}; floors: the engine-floor cells;
-    datasets: {model: dataset} (each run gets --dataset=...; None: the runs' common flags say);
-    batch: the per-replica batch (the parallelism cells hold 2 x batch as the global batch);
-    reducers: the reducers experiment's --compression forms; bandwidths: a list, or per model.
-    """
+RUN, FLOOR, SHARING = "experiments.run", "experiments.comparison.floor", \
+    "experiments.comparison.sharing"
+# The order a model's experiments run in (each one's cells: the _Cells method of its name)
+_RUN_ORDER = ("scaling", "straggler", "network", "reducers", "parallelism", "transformers",
+              "adaptive")
+assert sorted(_RUN_ORDER) == sorted(EXPERIMENT_NAMES)
+
+
+class _Cells:
+    """The cells of one model under `config`, experiment by experiment: (name, module, flags,
+    cores the cell should use: 0 = all). A cluster's cell is placed on the cores it gets
+    (cores): all `available` ones, or under pin_cores N x threads (one PSS worker held there
+    leaves its ps and chief no core, and is not called pinned)."""
+
+    def __init__(self, config, model, available):
+        self.config, self.model, self.available = config, model, available
+        self.threads = config.threads_per_worker
+        self.shaped_at = config.bandwidths_of(model)
+        self.clusters = [s for s in config.strategies if not kind(s).local_replicas]
+
+    def cores(self, n):
+        return min(n * self.threads or self.available, self.available) \
+            if self.config.pin_cores else self.available
+
+    def workers(self, strategy, n):
+        return strategy_flags(strategy, n, self.config.num_ps, self.threads, self.cores(n))
+
+    def scaling(self):
+        threads, config = self.threads, self.config
+        cells = [("engine_floor", FLOOR, [f"--threads={threads}"], threads),
+                 ("engine_floor_all", FLOOR, ["--threads=0"], 0)] if config.floors else []
+        cells += [("baseline", RUN, ["--strategy=one_device", f"--threads={threads}"], threads),
+                  ("hardware_reference", RUN, ["--strategy=one_device", "--threads=0"], 0)]
+        for n in config.workers:
+            if config.floors and n >= 2 and threads and self.clusters:
+                # Before the N-worker clusters: N plain loops at once, the machine's limit for N
+                # workers (the report's row; placed as N all-reduce workers are: loop k on
+                # worker k's cores)
+                loops = placement("multi_worker_mirrored", n, 0, threads, self.cores(n))
+                pin = ["--pin_loops"] if loops.pinned else []
+                cells.append(("engine_floor_shared", SHARING,
+                              [f"--threads={threads}", f"--processes={n}", *pin], n * threads))
+            cells += [(f"{s}-n{n}", RUN, self.workers(s, n), n * threads)
+                      for s in config.strategies]
+        return cells
+
+    def straggler(self):
+        n = self.config.straggler_workers
+        return [(f"straggler-{s}-n{n}-d{d}", RUN, self.workers(s, n) + (
+            [f"--straggler_task=worker:{n - 1}", f"--straggler_delay_ms={d}"] if d else []),
+            n * self.threads) for s in self.clusters for d in self.config.straggler_delays]
+
+    def network(self):
+        # N=1 and the real loopback (b=0) give the model its t_comp and t_sync; the shaped N=2
+        # runs are what it must predict (results/report/network.py).
+        cells, threads, shaped_at = [], self.threads, self.shaped_at
+        for s in self.clusters:
+            cells.append((f"network-{s}-n1", RUN, self.workers(s, 1), threads))
+            for b in shaped_at:
+                shaped = [f"--emulate_bandwidth_gbps={b:g}"] if b else []
+                cells.append((f"network-{s}-n2-b{b:g}", RUN, self.workers(s, 2) + shaped,
+                              2 * threads))
+            if kind(s).all_reduce and any(shaped_at):
+                # How much of the all-reduce's own loopback cost hides behind the shaped
+                # transfer: its probe under a bandwidth none of the predicted runs has
+                # (results/report/network.py, hidden_share), a collectives cell.
+                b = OVERLAP_CALIBRATION * max(shaped_at)
+                cells.append((f"{COLLECTIVES_CELL}{s}-n2-b{b:g}", RUN,
+                              [*self.workers(s, 2), f"--emulate_bandwidth_gbps={b:g}",
+                               f"--train_examples={COLLECTIVES_EXAMPLES * 2}",
+                               "--eval_examples=256"], 2 * threads))
+        return cells
+
+    def reducers(self):
+        # MWMS N=2, plain and each reducer, on the real loopback (b=0: what the reducers table
+        # predicts from) and under each shaped bandwidth
+        return [(f"reducers-{form.replace(':', '')}-n2-b{b:g}", RUN,
+                 self.workers(REDUCERS_STRATEGY, 2) +
+                 ([f"--emulate_bandwidth_gbps={b:g}"] if b else []) + [reducer_flag(form)],
+                 2 * self.threads)
+                for b in self.shaped_at for form in ("none", *self.config.reducers)]
+
+    def parallelism(self):
+        return [(name, RUN, extra, 2 * self.threads) for name, extra in _parallelism_cells(
+            self.threads, self.config.batch_size_per_replica, self.cores(2))]
+
+    def transformers(self):
+        return [(name, RUN, extra, 2 * self.threads) for name, extra in _transformer_cells(
+            self.threads, self.config.batch_size_per_replica, self.cores(2))]
+
+    def adaptive(self):
+        return [(name, RUN, extra, 2 * self.threads) for name, extra in _adaptive_cells(
+            self.threads, self.config.batch_size_per_replica,
+            ADAPTIVE_SCHEDULES.get(self.model, DEFAULT_ADAPTIVE_SCHEDULES),
+            ADAPTIVE_STRAGGLERS.get(self.model, DEFAULT_ADAPTIVE_STRAGGLER), self.cores(2))]
+
+
+def plan(config, available_cores=None):
+    """[(run_name, [module, flags...])] of Comparison `config` in execution order: every cell
+    of its experiments for each model and size, at each K (config.accumulation_steps; K=1 keeps
+    the names without a K, so older results directories resume; the plain-loop floors run at
+    K=1 only) and repeat. Every worker (and the baseline) gets config.threads_per_worker
+    threads; under config.pin_cores each cell is held to the cores its workers get.
+    available_cores: the cores this machine gives (None: this process's)."""
     available = available_cores or len(os.sched_getaffinity(0))
-
-    def cell_cores(n):
-        # the cores a cell of N workers gets, within which their --pin_workers is decided: all
-        # available ones, or under pin_cores N x threads (one PSS worker held there leaves its
-        # ps and chief no core, and is not called pinned)
-        return min(n * threads or available, available) if pin_cores else available
-
-    def workers_flags(strategy, n):
-        return strategy_flags(strategy, n, num_ps, threads, cell_cores(n))
-
-    two_workers = cell_cores(2)  # the presets' 2-worker cells
-    run, floor, sharing = "experiments.run", "experiments.comparison.floor", \
-        "experiments.comparison.sharing"
     runs = []
-    for model in models:
-        data = [f"--dataset={datasets[model]}"] if datasets else []
-        shaped_at = bandwidths.get(model, ()) if isinstance(bandwidths, dict) else bandwidths
-        for size in (sizes[model] if isinstance(sizes, dict) else sizes):
-            cells = []  # (name, module, flags, cores the cell should use: 0 = all)
-            if "scaling" in experiments:
-                if floors:
-                    cells += [("engine_floor", floor, [f"--threads={threads}"], threads),
-                              ("engine_floor_all", floor, ["--threads=0"], 0)]
-                cells += [("baseline", run, ["--strategy=one_device", f"--threads={threads}"],
-                           threads),
-                          ("hardware_reference", run, ["--strategy=one_device", "--threads=0"], 0)]
-                for n in workers:
-                    if floors and n >= 2 and threads and any(
-                            not kind(s).local_replicas for s in strategies):
-                        # Before the N-worker clusters: N plain loops at once, the machine's
-                        # limit for N workers (the report's row; pinned as the N workers are:
-                        # loop k on worker k's cores)
-                        pin = ["--pin_loops"] if pinned_workers(n, threads, available) else []
-                        cells.append(("engine_floor_shared", sharing,
-                                      [f"--threads={threads}", f"--processes={n}", *pin],
-                                      n * threads))
-                    cells += [(f"{s}-n{n}", run, workers_flags(s, n),
-                               n * threads) for s in strategies]
-            if "straggler" in experiments:
-                n = straggler_workers
-                for s in (s for s in strategies if not kind(s).local_replicas):
-                    for d in delays:
-                        slow = [f"--straggler_task=worker:{n - 1}",
-                                f"--straggler_delay_ms={d}"] if d else []
-                        cells.append((f"straggler-{s}-n{n}-d{d}", run,
-                                      workers_flags(s, n) + slow,
-                                      n * threads))
-            if "network" in experiments:
-                # N=1 and the real loopback (b=0) give the model its t_comp and t_sync; the
-                # shaped N=2 runs are what it must predict (results/report/network.py).
-                for s in (s for s in strategies if not kind(s).local_replicas):
-                    cells.append((f"network-{s}-n1", run, workers_flags(s, 1),
-                                  threads))
-                    for b in shaped_at:
-                        shaped = [f"--emulate_bandwidth_gbps={b:g}"] if b else []
-                        cells.append((f"network-{s}-n2-b{b:g}", run,
-                                      workers_flags(s, 2) + shaped,
-                                      2 * threads))
-                    if kind(s).all_reduce and any(shaped_at):
-                        # How much of the all-reduce's own loopback cost hides behind the
-                        # shaped transfer: its probe under a bandwidth none of the predicted
-                        # runs has (results/report/network.py, hidden_share), a collectives cell.
-                        b = OVERLAP_CALIBRATION * max(shaped_at)
-                        cells.append((f"{COLLECTIVES_CELL}{s}-n2-b{b:g}", run,
-                                      [*workers_flags(s, 2),
-                                       f"--emulate_bandwidth_gbps={b:g}",
-                                       f"--train_examples={COLLECTIVES_EXAMPLES * 2}",
-                                       "--eval_examples=256"], 2 * threads))
-            if "reducers" in experiments:
-                # MWMS N=2, plain and each reducer, on the real loopback (b=0: what the
-                # reducers table predicts from) and under each shaped bandwidth
-                for b in shaped_at:
-                    shaped = [f"--emulate_bandwidth_gbps={b:g}"] if b else []
-                    for form in ("none", *reducers):
-                        how = reducer_flag(form)
-                        cells.append((f"reducers-{form.replace(':', '')}-n2-b{b:g}", run,
-                                      workers_flags(REDUCERS_STRATEGY, 2) + shaped +
-                                      [how], 2 * threads))
-            if "parallelism" in experiments:
-                cells += [(name, run, extra, 2 * threads)
-                          for name, extra in _parallelism_cells(threads, batch, two_workers)]
-            if "transformers" in experiments:
-                made = {cell[0] for cell in cells}
-                cells += [(name, run, extra, 2 * threads)
-                          for name, extra in _transformer_cells(threads, batch, two_workers)
-                          if name not in made]
-            if "adaptive" in experiments:
-                cells += [(name, run, extra, 2 * threads) for name, extra in _adaptive_cells(
-                    threads, batch, ADAPTIVE_SCHEDULES.get(model, DEFAULT_ADAPTIVE_SCHEDULES),
-                    ADAPTIVE_STRAGGLERS.get(model, DEFAULT_ADAPTIVE_STRAGGLER), two_workers)]
-            for k in accumulation:
-                for repeat in range(repeats):
+    for model in config.models:
+        of = _Cells(config, model, available)
+        cells = []
+        for experiment in _RUN_ORDER:  # whatever order the command line named them in
+            if experiment in config.experiments:
+                made = {cell[0] for cell in cells}  # cells two experiments share run once
+                cells += [c for c in getattr(of, experiment)() if c[0] not in made]
+        data = [f"--dataset={config.dataset_of(model)}"]
+        for size in config.train_examples_of(model):
+            for k in config.accumulation_steps:
+                for repeat in range(config.repeats):
                     for cell, module, extra, cores in cells:
-                        if k != 1 and (module in (floor, sharing) or cell.startswith(
+                        if k != 1 and (module in (FLOOR, SHARING) or cell.startswith(
                                 (COLLECTIVES_CELL, "adaptive-"))):
                             # calibrations: K=1 only (no step in them); --adapt holds one
                             # global batch with K=1, and its table compares at it
                             continue
                         name = f"{cell}/{model}/{size}/" + (f"k{k}/" if k != 1 else "") + \
                             f"r{repeat}"
-                        extra = _pinned(extra, cores, available) if pin_cores else extra
+                        extra = _pinned(extra, cores, available) if config.pin_cores else extra
                         extra = [*extra, f"--accumulation_steps={k}"] if k != 1 else extra
                         runs.append((name, [module, f"--model={model}", f"--train_examples={size}",
                                             *data, *extra]))

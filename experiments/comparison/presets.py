@@ -1,36 +1,62 @@
-"""What `experiments.compare` runs when told only a preset: models, worker counts, sizes,
-repeats and epochs, and which experiments (docs/comparison.md, "Presets")."""
+"""What `experiments.compare` runs when told only a preset: each preset a Comparison
+(config.py) registered by name; the command line lays its flags over one (options.resolve).
+docs/comparison.md, "Presets". Below them, the constants the presets' experiments plan with."""
 import os
 
-PRESETS = {
-    # The CNN at N = 1 and 2, 4 epochs (3 steady); examples per epoch (at most 16384) sized to
-    # --time_budget_min.
-    "default": dict(models="cnn", workers="1,2", train_examples="16384", repeats=1, epochs=4),
-    "full": dict(models="mlp,cnn", workers="1,2,4,8", train_examples="5000,10000,20000,40000",
-                 repeats=3, epochs=5),
-    # 5 runs per model, 3 epochs (2 steady) sized per model below.
-    "zoo": dict(models="resnet,wide_mlp,embedding", workers="2", train_examples="", repeats=1,
-                epochs=3, floors=False),
-    # 5 runs per model, 3 epochs (2 steady).
-    "parallelism": dict(models="cnn,wide_mlp", workers="2", train_examples="", repeats=1,
-                        epochs=3, floors=False, experiments="parallelism"),
-    # MWMS N=2 plain and under each --reducers at each of the model's bandwidths (the real
-    # loopback and 2 shaped ones: REDUCER_BANDWIDTHS): 15 runs per model, 3 epochs (2 steady).
-    "reducers": dict(models="cnn,wide_mlp,embedding", workers="2", train_examples="",
-                     repeats=1, epochs=3, floors=False, experiments="reducers",
-                     bandwidths="0.1,1,0"),
-    # The seed's Table I here: one device, data parallel, model parallel, hybrid and --adapt,
-    # steady, with the network slowed after 2 epochs (ADAPTIVE_SCHEDULES), and with a
-    # straggler after 2 epochs (ADAPTIVE_STRAGGLERS): 14 runs per model, 6 epochs (the slowed
-    # network dominates its time).
-    "adaptive": dict(models="cnn,resnet", workers="2", train_examples="", repeats=1, epochs=6,
-                     floors=False, experiments="adaptive"),
-    # The seed's Table I for a transformer: the ViT and the GPT on one device, data parallel,
-    # pipelined (GPipe and 1F1B), tensor parallel, data x tensor parallel and the planner's
-    # choice for this machine as one host of 2 devices: 8 runs per model, 3 epochs (2 steady).
-    "transformers": dict(models="vit,gpt", workers="2", train_examples="", repeats=1, epochs=3,
-                         floors=False, experiments="transformers"),
-}
+from experiments.comparison.config import Comparison
+
+PRESETS = {}
+
+
+def register(name, comparison):
+    """Makes `comparison` the preset `name` (--preset=NAME)."""
+    if name in PRESETS:
+        raise ValueError(f"preset {name!r} is registered already")
+    PRESETS[name] = comparison
+    return comparison
+
+
+# The zoo's examples per epoch: a few seconds per steady epoch of each model on 2 cores.
+ZOO_SIZES = {"resnet": 1536, "wide_mlp": 3072, "embedding": 8192, "vit": 2048, "gpt": 2048}
+# The reducers preset's bandwidths (Gbit/s) per model where the preset's own do not suit it:
+# wide_mlp's plain step moves ~40 MB through the shaper, 7 s a step at 0.1 Gbit/s.
+REDUCER_BANDWIDTHS = {"wide_mlp": (1.0, 5.0, 0.0)}
+
+
+def _per_model(models, epochs, **settings):
+    """A preset of one worker count (N=2), one repeat and the zoo's examples per epoch, without
+    the engine floors or a size calibration."""
+    return Comparison(models=models, workers=(2,), train_examples=(), model_examples=ZOO_SIZES,
+                      repeats=1, epochs=epochs, floors=False, calibrate=False, **settings)
+
+
+# The CNN at N = 1 and 2, 4 epochs (3 steady); examples per epoch (at most 16384) sized to
+# --time_budget_min.
+register("default", Comparison())
+register("full", Comparison(models=("mlp", "cnn"), workers=(1, 2, 4, 8),
+                            train_examples=(5000, 10000, 20000, 40000), repeats=3, epochs=5,
+                            calibrate=False))
+# 5 runs per model, 3 epochs (2 steady) sized per model.
+register("zoo", _per_model(("resnet", "wide_mlp", "embedding"), 3, results_dir="runs/zoo"))
+# 5 runs per model, 3 epochs (2 steady).
+register("parallelism", _per_model(("cnn", "wide_mlp"), 3, experiments=("parallelism",),
+                                   results_dir="runs/parallelism"))
+# MWMS N=2 plain and under each --reducers at each of the model's bandwidths (the real
+# loopback and 2 shaped ones: REDUCER_BANDWIDTHS): 15 runs per model, 3 epochs (2 steady).
+register("reducers", _per_model(("cnn", "wide_mlp", "embedding"), 3, experiments=("reducers",),
+                                bandwidths=(0.1, 1.0, 0.0), model_bandwidths=REDUCER_BANDWIDTHS,
+                                results_dir="runs/reducers"))
+# The seed's Table I here: one device, data parallel, model parallel, hybrid and --adapt,
+# steady, with the network slowed after 2 epochs (ADAPTIVE_SCHEDULES), and with a
+# straggler after 2 epochs (ADAPTIVE_STRAGGLERS): 14 runs per model, 6 epochs (the slowed
+# network dominates its time).
+register("adaptive", _per_model(("cnn", "resnet"), 6, experiments=("adaptive",),
+                                results_dir="runs/adaptive"))
+# The seed's Table I for a transformer: the ViT and the GPT on one device, data parallel,
+# pipelined (GPipe and 1F1B), tensor parallel, data x tensor parallel and the planner's
+# choice for this machine as one host of 2 devices: 8 runs per model, 3 epochs (2 steady).
+register("transformers", _per_model(("vit", "gpt"), 3, experiments=("transformers",),
+                                    results_dir="runs/transformers"))
 # What the transformers preset's planner's choice plans for: this machine as one host whose
 # 2 cores are 2 devices sharing its memory
 THIS_HOST_CLUSTER = os.path.normpath(os.path.join(
@@ -52,15 +78,7 @@ DEFAULT_ADAPTIVE_STRAGGLER = "0:0,2:200"
 ADAPTIVE_CLUSTER = os.path.normpath(os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "examples",
     "cluster_this_machine_2_workers_10g.json"))
-# The zoo's examples per epoch: a few seconds per steady epoch of each model on 2 cores.
-ZOO_SIZES = {"resnet": 1536, "wide_mlp": 3072, "embedding": 8192, "vit": 2048, "gpt": 2048}
 # The experiments a comparison can run (--experiments); each adds its cells to the plan
 # (plan.py) and its section to the report (results/report/build.py).
 EXPERIMENT_NAMES = ("scaling", "straggler", "network", "parallelism", "reducers", "adaptive",
                     "transformers")
-# The reducers preset's bandwidths (Gbit/s) per model where the preset's own do not suit it:
-# wide_mlp's plain step moves ~40 MB through the shaper, 7 s a step at 0.1 Gbit/s.
-REDUCER_BANDWIDTHS = {"wide_mlp": "1,5,0"}
-# The reducers experiment's forms unless --reducers says otherwise (experiments.run's
-# --compression; strategies/compression.py).
-REDUCERS = ("int8", "topk:0.01", "powersgd:4", "packs:262144", "zero:1")

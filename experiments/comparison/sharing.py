@@ -45,7 +45,7 @@ from experiments.config.cli import parse_flags  # noqa: E402
 from results.records import metrics  # noqa: E402
 from results.records.cells import ENGINE_FLOOR  # noqa: E402
 from experiments.workload.user_code import UserCodeError  # noqa: E402
-from tf_config.cores import pinned_env  # noqa: E402
+from tf_config.cores import placement  # noqa: E402
 from tf_config.task_process import die_with_parent  # noqa: E402
 
 _PROCESSES = flags.DEFINE_integer("processes", 2, "Plain loops run at once (K).", lower_bound=2)
@@ -188,13 +188,13 @@ def _process(rank, cfg, processes, rounds, steps_per_round, barrier, results, pi
     _write_record(cfg, loop, per_rank, free_sums, steps, pinned)
 
 
-def _child(rank, cfg, processes, rounds, steps_per_round, barrier, results, pinned):
+def _child(rank, cfg, processes, rounds, steps_per_round, barrier, results, where):
     die_with_parent()  # a parent killed outright (compare's timeout) takes its loops along
-    if pinned:  # before TensorFlow starts its thread pools: every one of them inherits it
-        os.environ.update(pinned_env(rank, cfg.threads))  # as a --pin_workers worker is
+    if where.pinned:  # before TensorFlow starts its thread pools: every one of them inherits it
+        os.environ.update(where.env("worker", rank))  # as a --pin_workers worker is
         tf_settings.apply()
     try:
-        _process(rank, cfg, processes, rounds, steps_per_round, barrier, results, pinned)
+        _process(rank, cfg, processes, rounds, steps_per_round, barrier, results, where.pinned)
     except UserCodeError as e:  # your model or data, found bad once TensorFlow runs it
         barrier.abort()
         print(f"error: {e}", file=sys.stderr, flush=True)
@@ -207,13 +207,15 @@ def _child(rank, cfg, processes, rounds, steps_per_round, barrier, results, pinn
 def measure(cfg, processes, rounds, steps_per_round, pin=False):
     """Runs the K processes; returns their exit codes (all 0 when process 0 wrote the record).
     The first to fail stops the others: none is left waiting for it. pin: loop k on the cores
-    worker k of a --pin_workers cluster gets (tf_config.cores.worker_cpus)."""
+    worker k of a --pin_workers cluster gets (tf_config.cores.placement, the K loops placed as
+    K all-reduce workers of --threads threads)."""
+    where = placement("multi_worker_mirrored", processes, 0, cfg.threads, pin=bool(pin))
     ctx = multiprocessing.get_context("spawn")  # fresh interpreters: TF is not fork-safe
     # A peer that dies without a word (SIGKILL, out of memory) cannot abort the barrier: the
     # timeout breaks it instead.
     barrier, results = ctx.Barrier(processes, timeout=_WAIT_S), ctx.Queue()
     procs = [ctx.Process(target=_child, args=(rank, cfg, processes, rounds, steps_per_round,
-                                               barrier, results, bool(pin)), daemon=True)
+                                               barrier, results, where), daemon=True)
              for rank in range(processes)]
     for p in procs:
         p.start()

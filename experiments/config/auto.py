@@ -20,7 +20,7 @@ from experiments.config.cli import bool_flag
 from experiments.config.run_config import AUTO, ConfigError
 from experiments.config import planned_run
 from results.model import planner, specs
-from tf_config.cores import pinned_cluster
+from tf_config.cores import placement
 
 PLAN_ENV = "TFDIST_AUTO_PLAN"  # the launcher's tasks: the plan the chief records
 
@@ -55,33 +55,32 @@ def choose(profile_path, cluster_path, cluster=None, runnable=None):
     return planned_run.settings(best.config), summary
 
 
-def resolve(cfg, available, threads_per_worker=0):
+def resolve(cfg, cpus, threads_per_worker=0):
     """(cfg with the plan's choice in place of auto, the plan's summary, the flags that say the
-    choice, --[no]pin_workers last, and whether the local cluster is pinned): what
+    choice, --[no]pin_workers last, and the local cluster's Placement): what
     `experiments.run --strategy=auto` trains without TF_CONFIG (with it:
-    experiments/adaptive/on_workers.py) on a local cluster of `available` cores
-    (tf_config.cores.available_cores)."""
+    experiments/adaptive/on_workers.py) on a local cluster of `cpus` (placement_of)."""
     values, plan = choose(cfg.plan_profile, cfg.plan_cluster)
-    pin = pinned(values, available, threads_per_worker)
+    where = placement_of(values, cpus, threads_per_worker)
     return apply(cfg, values), plan, [f"--{k}={v}" for k, v in values.items()] + \
-        [bool_flag("pin_workers", pin)], pin
+        [bool_flag("pin_workers", where.pinned)], where
 
 
-def pin_flag(values, available, threads_per_worker=0):
+def pin_flag(values, cpus, threads_per_worker=0):
     """--pin_workers or --nopin_workers for a local cluster of the planned_run.settings `values`
-    on `available` cores: pinned as a comparison pins the same cluster
-    (tf_config.cores.pinned_cluster), so the run is the kind the profile measured: its PSS
-    worker and its sharing calibration pinned where a comparison's are
-    (experiments/adaptive/profile_here.py); pinned and unpinned clusters run at different
-    speeds (docs/benchmarks.md, "Workers on cores of their own")."""
-    return bool_flag("pin_workers", pinned(values, available, threads_per_worker))
+    on `cpus` (placement_of)."""
+    return bool_flag("pin_workers", placement_of(values, cpus, threads_per_worker).pinned)
 
 
-def pinned(values, available, threads_per_worker=0, cores=None):
-    """Whether pin_flag pins (see there); cores: the machine the launcher will count its default
-    threads on (None: this one)."""
-    return pinned_cluster(values["strategy"], values["num_workers"], values["num_ps"],
-                          available, threads_per_worker, cores)
+def placement_of(values, cpus, threads_per_worker=0, machine_cores=None):
+    """Where a local cluster of the planned_run.settings `values` goes on `cpus` (ids, or how
+    many; tf_config.cores.placement), pinned as a comparison pins the same cluster, so the run
+    is the kind the profile measured: its PSS worker and its sharing calibration pinned where a
+    comparison's are (experiments/adaptive/profile_here.py); pinned and unpinned clusters run at
+    different speeds (docs/benchmarks.md, "Workers on cores of their own"). machine_cores: the
+    machine the launcher will count its default threads on (None: this one)."""
+    return placement(values["strategy"], values["num_workers"], values["num_ps"],
+                     threads_per_worker, cpus, machine_cores=machine_cores)
 
 
 def apply(cfg, values):

@@ -15,7 +15,7 @@ class CommandTarget:
     """What the printed commands train: the model (a toolkit model or MODULE:FUNCTION), its
     dataset ("": the run's default) and the profile's batch per replica per step; `pinned`,
     for a cluster on one machine (the spec's machine_cores): settings -> whether its local
-    cluster pins its workers (experiments/config/auto.py pinned, as a comparison would)."""
+    cluster pins its workers (experiments/config/auto.py placement_of, as a comparison would)."""
     model: str
     batch: int
     dataset: str = ""

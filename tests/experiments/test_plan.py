@@ -121,7 +121,7 @@ def test_a_plan_for_this_machine_prints_its_command_pinned_as_a_comparison_would
         tmp_path):
     """A cluster spec with machine_cores (the whole cluster on one machine of 2 cores): the
     printed command pins its workers where a comparison pins that cluster on 2 cores (MWMS N=2
-    of one thread each: tf_config.cores.pinned_cluster, counted on the spec's cores, not the
+    of one thread each: tf_config.cores.placement, counted on the spec's cores, not the
     planning machine's); a spec without machine_cores prints no pinning."""
     here = "--cluster=docs/examples/cluster_this_machine_2_workers_10g.json"
     profile = "--profile=docs/default_report/profile-cnn-11264-b64-k1-float32.json"

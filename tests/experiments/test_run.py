@@ -271,8 +271,8 @@ def test_auto_trains_the_plans_choice_and_records_it(tmp_path, cluster, strategy
     assert plan["profile"] == str(profile) and plan["configurations"] > 3
     # the cluster pinned as a comparison's on these cores (2 one-thread MWMS workers on 2),
     # said in the choice, recorded, and done: the chief ran on its own core
-    from tf_config.cores import pinned_cluster
-    pin = pinned_cluster(strategy, 2, 0, len(os.sched_getaffinity(0)))
+    from tf_config.cores import placement
+    pin = placement(strategy, 2, 0, 0, len(os.sched_getaffinity(0))).pinned
     assert bool_flag("pin_workers", pin) in proc.stdout.split("auto: ")[1].splitlines()[0]
     assert record["config"]["pin_workers"] is pin
     if pin:  # each worker on its own cores: the launcher's threads for 2 tasks

@@ -113,10 +113,23 @@ def test_a_pinned_clusters_other_tasks_get_the_cores_its_workers_leave(monkeypat
     from tf_config import cores
     from tf_config.events import PIN_CPUS_ENV, RUN_CPUS_ENV
     monkeypatch.setattr(cores.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
-    assert cores.spare_env(1, 1) == {PIN_CPUS_ENV: "1,2,3", RUN_CPUS_ENV: "4"}
-    assert cores.spare_env(1, 2) == {PIN_CPUS_ENV: "2,3", RUN_CPUS_ENV: "4"}
-    assert cores.spare_env(2, 2) == {}  # the workers take every core: the others unpinned
-    assert cores.spare_env(5, 1) == {}  # round robin over every core
+
+    def spare(workers, threads):  # the chief's and the ps' environment alike
+        where = cores.placement("parameter_server", workers, 1, threads, pin=True)
+        assert where.env("chief", 0) == where.env("ps", 0)
+        return where.env("ps", 0)
+
+    assert spare(1, 1) == {PIN_CPUS_ENV: "1,2,3", RUN_CPUS_ENV: "4"}
+    assert spare(1, 2) == {PIN_CPUS_ENV: "2,3", RUN_CPUS_ENV: "4"}
+    assert spare(2, 2) == {}  # the workers take every core: the others unpinned
+    assert spare(5, 1) == {}  # round robin over every core
+    where = cores.placement("multi_worker_mirrored", 3, 0, 1, pin=True)
+    assert [where.env("worker", i)[PIN_CPUS_ENV] for i in range(3)] == ["0", "1", "2"]
+    assert where.env("worker", 0)[RUN_CPUS_ENV] == "4"
+    # a run told --nopin_workers (or --pin_cores=2: the first two CPUs) places its tasks so
+    assert not cores.placement("multi_worker_mirrored", 2, 0, 1, pin=False).env("worker", 0)
+    assert cores.placement("multi_worker_mirrored", 2, 0, 1, cores.usable_cpus(2)).worker_cpus \
+        == ((0,), (1,))
 
 
 @pytest.mark.parametrize("strategy, workers, ps, available, threads, pinned", [
@@ -133,17 +146,23 @@ def test_a_pinned_clusters_other_tasks_get_the_cores_its_workers_leave(monkeypat
     ("multi_worker_mirrored", 2, 0, 0, 1, False),  # cores not known
 ])
 def test_one_rule_pins_every_local_cluster(strategy, workers, ps, available, threads, pinned):
-    """tf_config.cores.pinned_cluster: the comparison's cells, --strategy=auto's choice and
+    """tf_config.cores.placement: the comparison's cells, --strategy=auto's choice and
     profile, --adapt's segments and the plan's command for this machine ask it."""
-    from tf_config.cores import pinned_cluster
-    assert pinned_cluster(strategy, workers, ps, available, threads) is pinned
+    from tf_config.cores import placement
+    where = placement(strategy, workers, ps, threads, available)
+    assert where.pinned is pinned and where.threads == threads
+    assert len(where.worker_cpus) == (workers if pinned else 0)
 
 
 def test_the_rule_takes_the_launchers_threads_when_none_are_given(monkeypatch):
     from tf_config import cores
     monkeypatch.setattr(cores.os, "cpu_count", lambda: 8)
     # the launcher's default: 8 cores // 2 tasks = 4 threads each, 8 of work: pinned
-    assert cores.pinned_cluster("multi_worker_mirrored", 2, 0, 8)
+    assert cores.placement("multi_worker_mirrored", 2, 0, 0, 8).pinned
     # PSS: 2 workers + ps + chief = 4 tasks, 2 threads each: 4 of work on 8 cores
-    assert cores.pinned_cluster("parameter_server", 2, 1, 8)
-    assert not cores.pinned_cluster("multi_worker_mirrored", 2, 0, 6)  # 8 threads on 6 cores
+    pss = cores.placement("parameter_server", 2, 1, 0, 8)
+    assert pss.pinned and pss.threads == 2 and pss.spare_cpus == (4, 5, 6, 7)
+    # 8 threads on 6 cores
+    assert not cores.placement("multi_worker_mirrored", 2, 0, 0, 6).pinned
+    # a plan for another machine counts the launcher's threads on its cores
+    assert cores.placement("multi_worker_mirrored", 2, 0, 0, 2, machine_cores=2).pinned

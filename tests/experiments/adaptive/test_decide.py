@@ -108,7 +108,10 @@ def test_a_profile_measured_here_before_is_reused(tmp_path, monkeypatch):
         profile_here.path_for(cfg, here)
     # ... and one whose sharing loops ran unpinned (before they were pinned as a comparison's)
     pinned = profile_here.path_for(cfg, here)
-    monkeypatch.setattr(profile_here, "_loops_pinned", lambda cfg, k: False)
+    placed = profile_here._placements
+    monkeypatch.setattr(profile_here, "_placements", lambda cfg, cluster: {
+        run: dataclasses.replace(where, pinned=where.pinned and not run.startswith("sharing-"))
+        for run, where in placed(cfg, cluster).items()})
     if len(os.sched_getaffinity(0)) >= 2:  # (K=2 loops are pinned only where 2 cores are)
         assert profile_here.path_for(cfg, here) != pinned
     assert profile_here.path_for(cfg) == path  # no sharing: the same profile as before

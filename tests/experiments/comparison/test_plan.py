@@ -1,9 +1,18 @@
 """The comparison's run plan: which cells run, with which flags, and what counts as done."""
+import dataclasses
 import os
 
 import pytest
 
+from experiments.comparison.config import Comparison
 from experiments.comparison.plan import plan, same_run
+
+
+def _config(models, workers, train_examples, strategies, **settings):
+    """The default comparison with these models, worker counts, sizes and strategies (and any
+    other settings)."""
+    return dataclasses.replace(Comparison(), models=models, workers=workers,
+                               train_examples=train_examples, strategies=strategies, **settings)
 
 
 def _flags(argv):
@@ -12,7 +21,7 @@ def _flags(argv):
 
 
 def test_scaling_plan_has_floors_baseline_reference_and_each_strategy_per_n():
-    runs = dict(plan(["mlp"], [1, 2], [4096], ["mirrored", "parameter_server"], 1, 1,
+    runs = dict(plan(_config(["mlp"], [1, 2], [4096], ["mirrored", "parameter_server"]),
                      available_cores=2))
     assert list(runs) == ["engine_floor/mlp/4096/r0", "engine_floor_all/mlp/4096/r0",
                           "baseline/mlp/4096/r0", "hardware_reference/mlp/4096/r0",
@@ -25,24 +34,24 @@ def test_scaling_plan_has_floors_baseline_reference_and_each_strategy_per_n():
     # right before the 2-worker clusters: how two 1-thread workers share this machine's cores
     # (pinned as the workers are: test_workers_that_fit_the_cores_get_cores_of_their_own)
     assert runs["engine_floor_shared/mlp/4096/r0"] == [
-        "experiments.comparison.sharing", "--model=mlp", "--train_examples=4096", "--threads=1",
-        "--processes=2", "--pin_loops"]
+        "experiments.comparison.sharing", "--model=mlp", "--train_examples=4096",
+        "--dataset=synthetic", "--threads=1", "--processes=2", "--pin_loops"]
     # one process with local replicas only (no cluster to predict), or no floors: no calibration
     for kwargs in ({"strategies": ["mirrored"]}, {"floors": False}):
-        names = dict(plan(["mlp"], [1, 2], [4096], kwargs.get("strategies", [
-            "parameter_server"]), 1, 1, floors=kwargs.get("floors", True)))
+        names = dict(plan(_config(["mlp"], [1, 2], [4096], kwargs.get("strategies", [
+            "parameter_server"]), floors=kwargs.get("floors", True))))
         assert not any(n.startswith("engine_floor_shared") for n in names)
     assert runs["baseline/mlp/4096/r0"][0] == "experiments.run"
     assert "--num_ps=1" in runs["parameter_server-n2/mlp/4096/r0"]
 
 
 def test_central_storage_runs_like_mirrored_one_process_n_replicas_n_threads():
-    runs = dict(plan(["mlp"], [1, 2], [4096], ["central_storage", "multi_worker_mirrored"], 1, 1,
-                     experiments=("scaling", "straggler", "network"), threads=2,
-                     bandwidths=(0.1,), delays=(0, 25)))
+    runs = dict(plan(_config(["mlp"], [1, 2], [4096], ["central_storage", "multi_worker_mirrored"],
+                             experiments=("scaling", "straggler", "network"),
+                             threads_per_worker=2, bandwidths=(0.1,), straggler_delays=(0, 25))))
     assert runs["central_storage-n2/mlp/4096/r0"][1:] == [
-        "--model=mlp", "--train_examples=4096", "--strategy=central_storage", "--num_replicas=2",
-        "--threads=4"]
+        "--model=mlp", "--train_examples=4096", "--dataset=synthetic",
+        "--strategy=central_storage", "--num_replicas=2", "--threads=4"]
     assert _flags(runs["central_storage-n1/mlp/4096/r0"])["num_replicas"] == "1"
     # One process: no cluster to slow down or to put on a shaped network.
     assert not [name for name in runs if name.startswith(("straggler-central", "network-central"))]
@@ -53,8 +62,9 @@ def test_central_storage_runs_like_mirrored_one_process_n_replicas_n_threads():
 def test_every_strategy_at_n_gets_the_same_threads_per_worker(threads):
     # On an 8-core machine the launcher's default (cores // tasks) gave MWMS workers 4 threads,
     # PSS workers 2 (chief and ps counted) and the baseline 1: the plan sets them explicitly.
-    runs = dict(plan(["cnn"], [2], [4096], ["mirrored", "multi_worker_mirrored",
-                                             "parameter_server"], 1, 1, threads=threads))
+    runs = dict(plan(_config(["cnn"], [2], [4096], ["mirrored", "multi_worker_mirrored",
+                                                     "parameter_server"],
+                             threads_per_worker=threads)))
     assert _flags(runs["baseline/cnn/4096/r0"])["threads"] == str(threads)
     assert _flags(runs["multi_worker_mirrored-n2/cnn/4096/r0"])["threads_per_worker"] == \
         _flags(runs["parameter_server-n2/cnn/4096/r0"])["threads_per_worker"] == str(threads)
@@ -70,10 +80,10 @@ def test_workers_that_fit_the_cores_get_cores_of_their_own(threads, available, p
     MWMS worker, mirrored's replicas, the floors)."""
     strategies = ["mirrored", "multi_worker_mirrored", "parameter_server"]
     # a list: the calibration's cells at each N share one name
-    runs = plan(["cnn"], [1, 2, 3, 4], [4096], strategies, 1, 1, threads=threads,
-                available_cores=available,
-                experiments=("scaling", "straggler", "network", "reducers"),
-                delays=(0, 25), bandwidths=(0, 0.1), reducers=("int8",))
+    runs = plan(_config(["cnn"], [1, 2, 3, 4], [4096], strategies, threads_per_worker=threads,
+                        experiments=("scaling", "straggler", "network", "reducers"),
+                        straggler_delays=(0, 25), bandwidths=(0, 0.1), reducers=("int8",)),
+                available_cores=available)
     for name, argv in runs:
         cell = name.split("/")[0]
         n = int(_flags(argv).get("num_workers") or _flags(argv).get("processes") or 1)
@@ -94,19 +104,19 @@ def test_workers_that_fit_the_cores_get_cores_of_their_own(threads, available, p
 
 
 def test_pinned_plan_gives_each_cell_its_workers_cores():
-    runs = dict(plan(["cnn"], [1, 2], [4096], ["parameter_server"], 1, 1, pin_cores=True,
+    runs = dict(plan(_config(["cnn"], [1, 2], [4096], ["parameter_server"], pin_cores=True),
                      available_cores=8))
     pins = {name.split("/")[0]: _flags(argv)["pin_cores"] for name, argv in runs.items()}
     assert pins == {"engine_floor": "1", "engine_floor_all": "8", "baseline": "1",
                     "hardware_reference": "8", "parameter_server-n1": "1",
                     "engine_floor_shared": "2", "parameter_server-n2": "2"}
-    assert not any("pin_cores" in f for argv in dict(plan(["cnn"], [2], [4096], [
-        "parameter_server"], 1, 1)).values() for f in argv)
+    assert not any("pin_cores" in f for argv in dict(plan(_config(["cnn"], [2], [4096], [
+        "parameter_server"]))).values() for f in argv)
     # one PSS worker held to one core has none to leave its ps and chief: not called pinned;
     # two workers on their two cores still are
     assert "--pin_workers" not in runs["parameter_server-n1/cnn/4096/r0"]
     assert "--pin_workers" in runs["parameter_server-n2/cnn/4096/r0"]
-    unpinned = dict(plan(["cnn"], [1], [4096], ["parameter_server"], 1, 1, available_cores=8))
+    unpinned = dict(plan(_config(["cnn"], [1], [4096], ["parameter_server"]), available_cores=8))
     assert "--pin_workers" in unpinned["parameter_server-n1/cnn/4096/r0"]
 
 
@@ -135,8 +145,10 @@ def test_a_cell_is_done_only_with_the_same_flags(monkeypatch):
 
 
 def test_straggler_plan_slows_the_last_worker_of_each_multi_worker_strategy():
-    runs = dict(plan(["mlp"], [1], [4096], ["mirrored", "multi_worker_mirrored",
-                                            "parameter_server"], 1, 1, ["straggler"], [0, 50], 3))
+    runs = dict(plan(_config(["mlp"], [1], [4096], ["mirrored", "multi_worker_mirrored",
+                                                    "parameter_server"],
+                             experiments=["straggler"], straggler_delays=[0, 50],
+                             straggler_workers=3)))
     assert sorted(runs) == ["straggler-multi_worker_mirrored-n3-d0/mlp/4096/r0",
                             "straggler-multi_worker_mirrored-n3-d50/mlp/4096/r0",
                             "straggler-parameter_server-n3-d0/mlp/4096/r0",
@@ -161,13 +173,11 @@ def test_calibrated_size_fits_the_budget_on_slow_and_fast_machines():
 
 def test_zoo_plan_runs_each_model_on_its_data_without_floors():
     from experiments.comparison.presets import ZOO_SIZES
-    from models import MODEL_DATASETS
 
     models = ["resnet", "wide_mlp", "embedding"]
-    datasets = {m: MODEL_DATASETS.get(m, "synthetic") for m in models}
-    runs = dict(plan(models, [2], {m: [ZOO_SIZES[m]] for m in models},
-                     ["mirrored", "multi_worker_mirrored", "parameter_server"], 1, 1,
-                     floors=False, datasets=datasets))
+    runs = dict(plan(_config(models, [2], (), ["mirrored", "multi_worker_mirrored",
+                                               "parameter_server"],
+                             model_examples=ZOO_SIZES, floors=False)))
     assert len(runs) == 15 and not any(n.startswith("engine_floor") for n in runs)
     assert _flags(runs["baseline/embedding/8192/r0"])["dataset"] == "synthetic_tokens"
     assert _flags(runs["parameter_server-n2/resnet/1536/r0"])["dataset"] == "synthetic_cifar"
@@ -214,8 +224,8 @@ def test_resuming_keeps_the_size_the_comparison_started_with():
 
 
 def test_network_plan_fits_on_the_real_loopback_and_shapes_the_two_worker_runs():
-    runs = plan(["cnn"], [1, 2], [4096], ["mirrored", "multi_worker_mirrored"], 1, 1,
-                experiments=("network",), bandwidths=[0.1, 0.0])
+    runs = plan(_config(["cnn"], [1, 2], [4096], ["mirrored", "multi_worker_mirrored"],
+                        experiments=("network",), bandwidths=[0.1, 0.0]))
     by_name = {name.split("/")[0]: argv for name, argv in runs}
     assert sorted(by_name) == ["collectives-multi_worker_mirrored-n2-b0.2",
                                "network-multi_worker_mirrored-n1",
@@ -227,15 +237,15 @@ def test_network_plan_fits_on_the_real_loopback_and_shapes_the_two_worker_runs()
     # the all-reduce's calibration: a collectives cell under twice the fastest shaped bandwidth
     calibration = by_name["collectives-multi_worker_mirrored-n2-b0.2"]
     assert {"--emulate_bandwidth_gbps=0.2", "--num_workers=2"} <= set(calibration)
-    pss = plan(["cnn"], [1, 2], [4096], ["parameter_server"], 1, 1, experiments=("network",),
-               bandwidths=[0.1, 0.0])
+    pss = plan(_config(["cnn"], [1, 2], [4096], ["parameter_server"], experiments=("network",),
+                       bandwidths=[0.1, 0.0]))
     assert not any(name.startswith("collectives-") for name, _ in pss)  # measured: in series
 
 
 def test_accumulation_sweep_runs_every_cell_at_each_k_but_the_calibrations():
-    runs = dict(plan(["mlp"], [2], [4096], ["multi_worker_mirrored"], 1, 1,
-                     accumulation=(1, 4), experiments=("scaling", "network"),
-                     bandwidths=(0.1,)))
+    runs = dict(plan(_config(["mlp"], [2], [4096], ["multi_worker_mirrored"],
+                             accumulation_steps=(1, 4), experiments=("scaling", "network"),
+                             bandwidths=(0.1,))))
     assert list(runs) == ["engine_floor/mlp/4096/r0", "engine_floor_all/mlp/4096/r0",
                           "baseline/mlp/4096/r0", "hardware_reference/mlp/4096/r0",
                           "engine_floor_shared/mlp/4096/r0",
@@ -267,8 +277,8 @@ def test_accumulation_sweep_cli_dry_run_and_bad_input(tmp_path):
 
 
 def test_parallelism_plan_runs_every_configuration_at_one_global_batch_and_core_budget():
-    runs = dict(plan(["cnn"], [2], [4096], [], 1, 1, experiments=("parallelism",),
-                     floors=False, threads=1, batch=64))
+    runs = dict(plan(_config(["cnn"], [2], [4096], [], experiments=("parallelism",),
+                             floors=False, threads_per_worker=1, batch_size_per_replica=64)))
     assert list(runs) == [f"parallel-{c}/cnn/4096/r0" for c in (
         "one_device", "mwms-n2", "model_parallel-s2-m1", "model_parallel-s2-m4",
         "hybrid-n2-s2-m4")]
@@ -285,8 +295,8 @@ def test_parallelism_plan_runs_every_configuration_at_one_global_batch_and_core_
 
 
 def test_transformers_plan_splits_the_blocks_and_shares_cells_with_parallelism():
-    runs = dict(plan(["vit"], [2], [2048], [], 1, 1, experiments=("transformers",),
-                     floors=False, threads=1, batch=64))
+    runs = dict(plan(_config(["vit"], [2], [2048], [], experiments=("transformers",),
+                             floors=False, threads_per_worker=1, batch_size_per_replica=64)))
     flags = {name.split("/")[0]: _flags(argv) for name, argv in runs.items()}
     assert list(flags) == [f"parallel-{c}" for c in (
         "one_device", "mwms-n2", "model_parallel-s2-m4", "model_parallel-s2-m4-1f1b",
@@ -297,8 +307,8 @@ def test_transformers_plan_splits_the_blocks_and_shares_cells_with_parallelism()
     assert flags["parallel-hybrid-n2-t2"]["strategy"] == "hybrid"
     assert flags["parallel-auto"]["plan_cluster"].endswith("cluster_this_machine_1x2.json")
     # with the parallelism experiment too: one run per name, the same flags under each name
-    both = plan(["vit"], [2], [2048], [], 1, 1, experiments=("parallelism", "transformers"),
-                floors=False, threads=1, batch=64)
+    both = plan(_config(["vit"], [2], [2048], [], experiments=("parallelism", "transformers"),
+                        floors=False, threads_per_worker=1, batch_size_per_replica=64))
     names = [name for name, _ in both]
     assert len(names) == len(set(names)) == 5 + 4  # 3 of the 7 are parallelism's
     assert dict(both)["parallel-model_parallel-s2-m4/vit/2048/r0"] == \
@@ -323,8 +333,8 @@ def test_a_flag_given_twice_resumes_by_its_last_value_and_sweeps_do_not_set_the_
     --train_examples and then its own: absl keeps the last, and so must resuming; and a
     comparison resumed after one keeps its own size."""
     from experiments.comparison.plan import size_started
-    runs = dict(plan(["cnn"], [1, 2], [8192], ["multi_worker_mirrored"], 1, 1,
-                     experiments=("network",), bandwidths=(0.1,)))
+    runs = dict(plan(_config(["cnn"], [1, 2], [8192], ["multi_worker_mirrored"],
+                             experiments=("network",), bandwidths=(0.1,))))
     name = "collectives-multi_worker_mirrored-n2-b0.2/cnn/8192/r0"
     argv = runs[name]
     assert [f for f in argv if f.startswith("--train_examples=")] == [
@@ -342,16 +352,17 @@ def test_a_flag_given_twice_resumes_by_its_last_value_and_sweeps_do_not_set_the_
 def test_reducers_plan_runs_plain_mwms_and_each_reducer_at_each_bandwidth():
     from experiments.comparison import options
 
-    resolve = lambda **kw: options.resolve(  # noqa: E731 - what compare passes besides
-        "reducers", strategies=["multi_worker_mirrored"], delays=["0"], **kw)
+    resolve = lambda **kw: options.resolve(  # noqa: E731
+        "reducers", strategies=["multi_worker_mirrored"], **kw)
     opts = resolve(reducers=["int8", "packs:4096"])
     # each model at its own bandwidths (wide_mlp's plain step would take 7 s at 0.1)
-    assert opts.bandwidths == {"cnn": [0.1, 1.0, 0.0], "wide_mlp": [1.0, 5.0, 0.0],
-                               "embedding": [0.1, 1.0, 0.0]}
-    assert opts.experiments == ["reducers"]
-    assert resolve(bandwidth_list=["0.5", "0"]).bandwidths == [0.5, 0.0]  # the command line's
-    runs = dict(plan(["cnn", "wide_mlp"], [2], [4096], opts.strategies, 1, 1, opts.experiments,
-                     bandwidths=opts.bandwidths, floors=False, reducers=opts.reducers))
+    assert {m: opts.bandwidths_of(m) for m in opts.models} == {
+        "cnn": (0.1, 1.0, 0.0), "wide_mlp": (1.0, 5.0, 0.0), "embedding": (0.1, 1.0, 0.0)}
+    assert opts.experiments == ("reducers",)
+    given = resolve(bandwidths=["0.5", "0"])  # the command line's: every model's
+    assert {given.bandwidths_of(m) for m in given.models} == {(0.5, 0.0)}
+    runs = dict(plan(dataclasses.replace(opts, models=("cnn", "wide_mlp"), workers=(2,),
+                                         train_examples=(4096,))))
     assert len(runs) == 18  # (plain, int8, packs) x 3 bandwidths x 2 models
     assert "reducers-int8-n2-b5/wide_mlp/4096/r0" in runs
     int8 = _flags(runs["reducers-int8-n2-b0.1/cnn/4096/r0"])
@@ -390,10 +401,11 @@ def test_the_size_calibration_times_the_comparisons_dataset(monkeypatch):
 def test_the_presets_two_worker_cells_are_pinned_as_their_auto_cells_are(available, pinned):
     """The parallelism, transformer and adaptive presets' MWMS and PSS N=2 cells pin their
     workers by the rule the --strategy=auto / --adapt cells beside them follow
-    (tf_config.cores.pinned_cluster): one device, pipelines and hybrids never."""
-    runs = dict(plan(["cnn"], [2], [4096], ["multi_worker_mirrored"], 1, 1, threads=1,
-                     available_cores=available,
-                     experiments=("parallelism", "transformers", "adaptive")))
+    (tf_config.cores.placement): one device, pipelines and hybrids never."""
+    runs = dict(plan(_config(["cnn"], [2], [4096], ["multi_worker_mirrored"],
+                             threads_per_worker=1,
+                             experiments=("parallelism", "transformers", "adaptive")),
+                     available_cores=available))
     two = {name.split("/")[0] for name in runs if name.split("/")[0].endswith(("-mwms-n2",
                                                                                "-pss-n2"))}
     assert len(two) == 7  # parallel-mwms-n2 and the three scenarios' MWMS and PSS
@@ -403,3 +415,23 @@ def test_the_presets_two_worker_cells_are_pinned_as_their_auto_cells_are(availab
             assert ("--pin_workers" in argv) is pinned, (name, argv)
         elif not cell.endswith("-auto"):
             assert "--pin_workers" not in argv, (name, argv)
+
+
+def test_presets_are_comparisons_and_the_command_line_lays_its_values_over_one():
+    from experiments.comparison import options
+    from experiments.comparison.presets import PRESETS, ZOO_SIZES, register
+
+    for name, preset in PRESETS.items():  # each passes the command line's checks
+        assert options.resolve(name) == preset
+    with pytest.raises(ValueError, match="registered already"):
+        register("zoo", Comparison())
+    # an empty list keeps the preset's; given sizes are every model's and end the calibration
+    zoo = options.resolve("zoo", models=[], workers=[], threads_per_worker=2)
+    assert (zoo.models, zoo.workers, zoo.threads_per_worker, zoo.results_dir) == (
+        PRESETS["zoo"].models, (2,), 2, "runs/zoo")
+    assert zoo.train_examples_of("resnet") == (ZOO_SIZES["resnet"],)
+    sized = options.resolve("default", train_examples=["2048", "4096"])
+    assert sized.train_examples_of("cnn") == (2048, 4096) and not sized.calibrate
+    assert PRESETS["default"].calibrate
+    with pytest.raises(TypeError, match="floors"):  # a preset's own setting
+        options.resolve("default", floors=False)

@@ -33,7 +33,7 @@ def test_auto_runs_the_plans_best(tmp_path, cluster, strategy, pin):
     profile, spec = _files(tmp_path, cluster)
     cfg = RunConfig(strategy="auto", plan_profile=profile, plan_cluster=spec, model="mlp",
                     results_dir=str(tmp_path), num_ps=1)
-    chosen, plan, flags, pinned = auto.resolve(cfg, 2)
+    chosen, plan, flags, placed = auto.resolve(cfg, 2)
     best = planner.best(planner.plan(specs.load_profile(profile),
                                      specs.load_cluster(spec)))
     assert chosen.strategy == strategy == planned_run.settings(best.config)["strategy"]
@@ -43,7 +43,7 @@ def test_auto_runs_the_plans_best(tmp_path, cluster, strategy, pin):
                                       for r in plan["runners_up"])
     assert f"--strategy={strategy}" in flags
     # the local cluster pinned as a comparison's would be on 2 cores (tf_config.cores)
-    assert flags[-1] == ("--pin_workers" if pin else "--nopin_workers") and pinned is pin
+    assert flags[-1] == ("--pin_workers" if pin else "--nopin_workers") and placed.pinned is pin
     assert chosen.num_ps == planned_run.settings(best.config)["num_ps"]  # the user's 1 replaced
     validate(chosen)  # what it trains is a valid run
     assert dataclasses.replace(chosen, strategy="auto") != cfg or strategy == "one_device"

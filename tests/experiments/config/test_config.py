@@ -61,9 +61,7 @@ def test_a_run_without_a_dataset_trains_its_comparison_cells_dataset(tmp_path, m
     assert cfg.dataset == dataset
     if ":" not in model:
         from experiments.comparison.options import resolve
-        cell = resolve("default", models=[model], strategies=["multi_worker_mirrored"],
-                       delays=["0"])  # what compare passes besides
-        assert cell.datasets[model] == dataset
+        assert resolve("default", models=[model]).dataset_of(model) == dataset
         validate(dataclasses.replace(cfg, results_dir=str(tmp_path)))  # token models included
     # a dataset named on the command line is the one trained
     values(["prog", f"--model={model}", "--dataset=synthetic_cifar"])
