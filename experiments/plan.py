@@ -9,8 +9,11 @@ and the exact command of the best (results/model/planner.py; results/report/plan
     python -m experiments.plan --results_dir=runs/compare --hosts=4 --devices_per_host=1 \
         --network_gbps=10 --accelerator_speedup=20 --device_memory_mb=16000
 
-The profile is a comparison's measured one (--results_dir, as experiments.recommend fits it) or a
-file (--profile: a comparison's profile-*.json, or written by hand). The cluster is a cluster spec
+The profile is a file (--profile: a comparison's profile-*.json, or written by hand), a
+comparison's measured one (--results_dir, as experiments.recommend fits it), or, with neither,
+measured here first for --model (three short runs, as --strategy=auto measures it):
+
+    python -m experiments.plan --model=cnn --hosts=8 --network_gbps=25 The cluster is a cluster spec
 (--cluster, specs.ClusterSpec's fields) or the flags below; --device_memory_mb overrides a
 spec's cap.
 """
@@ -49,6 +52,24 @@ _CLUSTER_FLAGS = ("hosts", "devices_per_host", "network_gbps", "network_latency_
                   "accelerator_speedup")
 
 
+def _measured_here(model, dataset):
+    """The path of --model's profile measured on this machine (reused when measured before),
+    under --out_dir; exits 1 in one line when a profiling run fails."""
+    import sys
+
+    from experiments.adaptive import profile_here
+    from experiments.config import RunConfig, check_model
+
+    check_model(model)
+    cfg = RunConfig(model=model, dataset=dataset, results_dir=_OUT_DIR.value)
+    argv = ["experiments.plan", f"--model={model}", *([f"--dataset={dataset}"] if dataset else [])]
+    try:
+        return profile_here.measure(cfg, argv, out=lambda line: print(
+            line.replace("auto: ", "plan: "), flush=True))
+    except profile_here.ProfilingFailed as e:
+        sys.exit(str(e).replace("auto: ", "plan: "))
+
+
 def main(argv):
     if len(argv) > 1:
         bad_input(f"unexpected arguments {argv[1:]}; all options are --flags")
@@ -71,9 +92,13 @@ def main(argv):
             profile, note = specs.load_profile(_PROFILE.value), f"from {_PROFILE.value}"
         else:
             records, _ = load_records(_RESULTS_DIR.value)
-            fit, note = recommendation.latest_fit(records, _MODEL.value)
-            profile = fit.profile
-            dataset = dataset or fit.setting[SETTING_KEYS.index("dataset")]
+            if records or not _MODEL.value:
+                fit, note = recommendation.latest_fit(records, _MODEL.value)
+                profile = fit.profile
+                dataset = dataset or fit.setting[SETTING_KEYS.index("dataset")]
+            else:  # no homework: the profile measured here, as --strategy=auto measures it
+                path = _measured_here(_MODEL.value, dataset)
+                profile, note = specs.load_profile(path), f"measured here ({path})"
         model = _MODEL.value or profile.model
         try:
             check_model(model)
@@ -100,9 +125,16 @@ def main(argv):
         print(f"plan: no configuration fits {cluster.memory_per_device_mb:g} MB per device "
               f"(see {paths[0]})")
     else:
-        print(f"plan: best of {len(planned)} configurations: {best.config.name}, "
-              f"{best.prediction.examples_per_sec:.0f} examples/s predicted")
+        print(f"plan: best of {len(planned)} configurations that train what the profile "
+              f"trained: {best.config.name}, {best.prediction.examples_per_sec:.0f} examples/s "
+              f"predicted")
         print("  " + commands[0])
+        faster = next((p for p in planned if not p.dropped and p.changes), None)
+        if faster is not None and faster.prediction.examples_per_sec > \
+                best.prediction.examples_per_sec:
+            print(f"plan: faster if your training allows it: {faster.config.name}, "
+                  f"{faster.prediction.examples_per_sec:.0f} examples/s ({faster.changes}; "
+                  f"plan.md ranks it apart)")
     for p in paths:
         print(f"wrote {p}")
 

@@ -41,7 +41,7 @@ from experiments.config import flags as config_flags  # noqa: E402
 from experiments.config.cli import bad_input, parse_flags  # noqa: E402
 from experiments.config.validation import check_fields  # noqa: E402
 from results.model import specs  # noqa: E402
-from results.records.store import is_url  # noqa: E402
+from results.records.store import is_url, write_text_atomic  # noqa: E402
 from strategies import all_reduce_workers, kind, needs_cluster  # noqa: E402
 from tf_config import TFConfigError, check_strategy_fits, role_from_env  # noqa: E402
 from tf_config import launch, netns, netshape, rendezvous  # noqa: E402
@@ -103,6 +103,20 @@ def _emulation(cfg, launch_cfg, role):
         os.environ[netshape.APPLIED_ENV] = json.dumps(netshape.unshaped(str(e)))
         return None
     return gbps, latency, best_effort, schedule
+
+
+def _this_machine(cfg, cpus, written):
+    """--strategy=auto (or --adapt) without --plan_cluster: this machine's cluster spec
+    (auto.this_machine) written beside the results, and planned for."""
+    if cfg.plan_cluster or os.environ.get("TF_CONFIG", "").strip():
+        return cfg
+    spec = auto.this_machine(len(cpus), auto.visible_gpus())
+    path = os.path.join(cfg.results_dir, "cluster_this_machine.json")
+    written += [p for p in (cfg.results_dir, path) if not os.path.exists(p)]
+    os.makedirs(cfg.results_dir, exist_ok=True)
+    write_text_atomic(path, spec.to_json())
+    print(f"auto: no --plan_cluster: planning for {spec.name} ({path})", flush=True)
+    return dataclasses.replace(cfg, plan_cluster=path)
 
 
 def _profiled(cfg, written):
@@ -184,7 +198,7 @@ def main(argv):
             supervisor.check(cfg, bool(os.environ.get("TF_CONFIG", "").strip()))
             _schedule(launch_cfg)  # whatever the first configuration (one process ignores it)
             cfg.straggler_delays()  # the same: parsed before any profiling run
-            cfg = _profiled(cfg, written)
+            cfg = _profiled(_this_machine(cfg, cpus, written), written)
             first, plan, _, _ = auto.resolve(cfg, cpus)
             supervisor.first_configuration(cfg, plan)  # one it can switch from fits
             # a one-process configuration runs without the straggler (supervisor.UNSHAPED)
@@ -209,8 +223,9 @@ def main(argv):
                 raise ConfigError("--strategy=auto: TF_CONFIG names a single task; unset it to "
                                   "plan a cluster on this machine")
             else:
-                cfg, plan, choice, where = auto.resolve(_profiled(cfg, written), cpus,
-                                                        launch_cfg.threads_per_worker)
+                cfg, plan, choice, where = auto.resolve(
+                    _profiled(_this_machine(cfg, cpus, written), written), cpus,
+                    launch_cfg.threads_per_worker)
                 # the local cluster pinned as the choice says, as its profile's runs were
                 launch_cfg = dataclasses.replace(launch_cfg, pin_workers=where.pinned)
                 extra_config.update(launch_cfg.recorded())

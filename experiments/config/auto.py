@@ -5,7 +5,9 @@ runners-up and their predicted figures (record: config.plan).
     python -m experiments.run --strategy=auto --plan_profile=runs/compare/profile-cnn-...json \
         --plan_cluster=my_cluster.json --model=cnn --epochs=3
 
-Without --plan_profile the profile is measured here first (experiments/adaptive/profile_here.py:
+Without --plan_cluster it plans for this machine (this_machine: its GPUs as one host's devices;
+without GPUs its cores as one-core workers sharing its loopback and its cores). Without
+--plan_profile the profile is measured here first (experiments/adaptive/profile_here.py:
 three short one-thread runs: one device, one MWMS and one PSS worker), and reused by later runs.
 
 The choice is the plan's best (the fastest configuration that fits and trains what the profile
@@ -15,6 +17,9 @@ links to them, and the plan is chosen among what those tasks can run
 (experiments/adaptive/on_workers.py).
 """
 import dataclasses
+import os
+import shutil
+import subprocess
 
 from experiments.config.cli import bool_flag
 from experiments.config.run_config import AUTO, ConfigError
@@ -53,6 +58,37 @@ def choose(profile_path, cluster_path, cluster=None, runnable=None):
     summary = {**planned_run.summary(planned), "profile": profile_path, "cluster": cluster_path,
                "profile_model": profile.model, "profile_batch": profile.batch}
     return planned_run.settings(best.config), summary
+
+
+def visible_gpus():
+    """How many GPUs this process may use, without importing TensorFlow: CUDA_VISIBLE_DEVICES
+    when set, else the GPUs `nvidia-smi -L` lists (0 without the driver's tool)."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return len([d for d in visible.split(",") if d.strip() and d.strip() != "-1"])
+    if not shutil.which("nvidia-smi"):
+        return 0
+    try:
+        listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True,
+                                timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+    return sum(line.startswith("GPU ") for line in listed.splitlines())
+
+
+def this_machine(cpus, gpus):
+    """The cluster spec of this machine (--strategy=auto and --adapt without --plan_cluster):
+    its `gpus` as the devices of one host; without GPUs, its `cpus` (how many) as one-core
+    workers on one loopback that every link shares (the emulated network's 10 Gbit/s: a
+    loopback is no slower) and on its cores (machine_cores: the cost model counts the cores
+    they share)."""
+    if gpus:
+        return specs.ClusterSpec(name=f"this machine: {gpus} GPU(s) in one host", hosts=1,
+                                 devices_per_host=gpus)
+    return specs.ClusterSpec(
+        name=f"this machine: {cpus} one-core worker(s) on its loopback", hosts=cpus,
+        devices_per_host=1, inter_host_gbps=10.0, intra_host_gbps=10.0, shared_medium=True,
+        machine_cores=cpus)
 
 
 def resolve(cfg, cpus, threads_per_worker=0):

@@ -56,28 +56,35 @@ def markdown(planned, profile, cluster, commands, dtype_note=""):
              f"({sync_dtypes(profile)[0]}, {profile.gradient_kind})"
              + (f"; {dtype_note}" if dtype_note else "") + ".", "",
              f"{len(planned)} configurations predicted through results/model/cost_model.py; "
-             f"{len(fits)} fit, {len(dropped)} dropped (memory). Ranked by predicted examples/s; "
-             "machines counts the workers' hosts and parameter servers on hosts of their own; "
-             "the last column says what a configuration changes besides speed (check its "
-             "accuracy before you rely on it).", ""]
-    table = []
-    for i, p in enumerate(fits[:25], 1):
-        pr = p.prediction
-        table.append([str(i), p.config.name, str(machines(p.config, cluster)),
-                      str(p.global_batch), f"{pr.examples_per_sec:.0f}",
-                      f"{pr.step_s * 1e3:.2f}", f"{pr.communication_share * 100:.0f}%",
-                      f"{pr.efficiency * 100:.0f}%",
-                      f"{pr.memory_per_device_bytes / 1e6:.0f}", p.changes or "–"])
-    lines.append(markdown_table(["rank", "configuration", "machines", "global batch",
-                                 "examples/s", "step ms",
-                                 "communication share", "efficiency", "memory / device MB",
-                                 "changes"], table))
-    if len(fits) > 25:
-        lines += ["", f"({len(fits) - 25} more in plan.csv)"]
+             f"{len(fits)} fit, {len(dropped)} dropped (memory). Ranked by predicted examples/s "
+             "in two groups: those that train what the profile trained (same batch per update, "
+             "same gradient rounding: the same training math), then those that change it "
+             "(accumulation, 16-bit or compressed gradients: faster, but check the accuracy "
+             "before you rely on them). Machines counts the workers' hosts and parameter "
+             "servers on hosts of their own.", ""]
+    same = [p for p in fits if not p.changes]
+    changed = [p for p in fits if p.changes]
+    for title, group in (("Same training math", same), ("Changes the training math", changed)):
+        if not group:
+            continue
+        table = []
+        for i, p in enumerate(group[:15], 1):
+            pr = p.prediction
+            table.append([str(i), p.config.name, str(machines(p.config, cluster)),
+                          str(p.global_batch), f"{pr.examples_per_sec:.0f}",
+                          f"{pr.step_s * 1e3:.2f}", f"{pr.communication_share * 100:.0f}%",
+                          f"{pr.efficiency * 100:.0f}%",
+                          f"{pr.memory_per_device_bytes / 1e6:.0f}", p.changes or "–"])
+        lines += [f"## {title}", "", markdown_table(
+            ["rank", "configuration", "machines", "global batch", "examples/s", "step ms",
+             "communication share", "efficiency", "memory / device MB", "changes"], table)]
+        if len(group) > 15:
+            lines += ["", f"({len(group) - 15} more in plan.csv)"]
+        lines.append("")
     best_per_n = {}
-    for p in fits:
+    for p in same:
         best_per_n.setdefault(p.config.workers, p)
-    lines += ["", "Best at each device count: " + "; ".join(
+    lines += ["Best at each device count (same training math): " + "; ".join(
         f"{n}: {p.config.name} ({p.prediction.examples_per_sec:.0f} ex/s)"
         for n, p in sorted(best_per_n.items())) + "."]
     if dropped:
