@@ -7,7 +7,7 @@ import pytest
 from results.model import cost_model, recommendation, specs
 from results.records import store as records
 from tests.helpers import ROOT, run_module
-from tests.results.test_scaling_model import _record
+from tests.results.model.test_scaling_model import _record
 
 M = 1_000_000
 

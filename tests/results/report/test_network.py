@@ -9,7 +9,7 @@ from results.model import cost_model, specs
 from results.records import store as records
 from results.report import network
 from results.report.build import build
-from tests.results.test_scaling_model import _record
+from tests.results.model.test_scaling_model import _record
 
 M = 1_000_000  # gradient bytes of the fixture records
 
