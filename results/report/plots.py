@@ -255,9 +255,17 @@ def projection(rows, path):
         ax.set_xlabel("workers (N)")
     tput.set_yscale("log")
     tput.set(title="Throughput: projected (lines), measured (dots)", ylabel="examples/s")
-    eff.axhline(100, color="k", ls=":", lw=1, label="ideal (100%)")
+    eff.axhline(100, color="k", ls=":", lw=1)
     eff.set(title="Efficiency: speedup over one device / N", ylabel="efficiency (%)")
     eff.set_ylim(0, 110)
-    tput.legend(fontsize=7, loc="upper left", bbox_to_anchor=(0, -0.15), ncol=2, frameon=False)
-    eff.legend(fontsize=7, loc="upper left", bbox_to_anchor=(0, -0.15), ncol=2, frameon=False)
+    # one legend for both panels: a colour per strategy (and setting), a style per kind of line
+    from matplotlib.lines import Line2D
+
+    handles = {h.get_label().split(": ")[0]: Line2D([], [], color=h.get_color(), lw=2)
+               for h in tput.get_lines() if ": " in h.get_label()}
+    handles.update({"projected": Line2D([], [], color="k"),
+                    "measured here": Line2D([], [], color="k", marker="o", ls=""),
+                    "ideal: N x one device (100%)": Line2D([], [], color="k", ls=":")})
+    fig.legend(handles.values(), handles.keys(), loc="lower center", ncol=len(handles),
+               fontsize=8, frameon=False, bbox_to_anchor=(0.5, -0.06))
     return save(fig, path)
