@@ -110,8 +110,8 @@ def calibrate(model, epochs_planned, runs, budget_s, largest, threads, dataset="
     rate = record["steady_state"]["examples_per_sec"]["median"]
     overhead = max(0.0, wall - sum(e["time_s"] for e in record["epochs"][1:]))
     size = calibrated_size(budget_s, runs, epochs_planned, rate, overhead, largest)
-    print(f"compare: calibration: the plain loop runs {model} at {rate:.0f} examples/s on "
-          f"{threads} thread(s), {overhead:.1f} s per run besides epochs -> {size} examples per "
-          f"epoch for {runs} runs in about {budget_s / 60:g} min (--time_budget_min; "
-          f"--train_examples to choose)", flush=True)
+    print(f"compare: {model} runs at {rate:.0f} examples/s on {threads} thread(s), "
+          f"{overhead:.1f} s per run besides epochs: {size} examples per epoch for {runs} runs "
+          f"in about {budget_s / 60:g} min", flush=True)
+    print("  (--time_budget_min sets the time, --train_examples the size)", flush=True)
     return size

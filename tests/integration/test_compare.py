@@ -18,6 +18,12 @@ def test_tiny_comparison_and_rebuild(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "run 7/7" in proc.stdout and "left" in proc.stdout  # progress with an estimate
     assert "cuInit" not in proc.stdout  # start-up chatter stays out of the console
+    # the terminal ends with the decision (the report's first lines), then where the files are
+    lines = proc.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 160, max(lines, key=len)
+    assert lines[-1].startswith("wrote ") and lines[-1].endswith(f"read {tmp_path}/report.md")
+    decision = [line.strip() for line in lines[-9:-1] if line.startswith("  ")]
+    assert decision[0].startswith("Use ") and 2 <= len(decision) <= 6
     recs = records_in(tmp_path)
     assert sorted(r["run_name"].split("/")[0] for r in recs) == [
         "baseline", "engine_floor", "engine_floor_all", "engine_floor_shared",

@@ -28,7 +28,7 @@ def test_superlinear_from_extra_cores_is_flagged_and_fastest_carries_it():
     lines = _lines(_base() + [fake.record("w", "multi_worker_mirrored", 2, 0.4, cpu=_cpu(3.5))])
     (flag,) = _about(lines, "multi_worker_mirrored N=2: superlinear")
     assert "scaling 125%" in flag and "burns 3.5 cores against N = 2" in flag
-    (head,) = _about(lines, "fastest distributed setup")
+    (head,) = _about(lines, "fastest strategy run")
     assert "multi_worker_mirrored with N=2" in head and "FLAGGED superlinear" in head
 
 
@@ -72,10 +72,10 @@ def test_a_margin_within_the_epochs_spread_is_neither_a_win_nor_a_flag():
             fake.record("p", "parameter_server", 4, 0.31, spread=spread)])
     wide = lines(0.10)
     (ref,) = _about(wide, "The fastest single process")
-    assert ref.endswith("no distributed setup beats it beyond the epochs' spread; "
+    assert ref.endswith("no multi-process setup beats it beyond the epochs' spread; "
                         "multi_worker_mirrored N=4 faster on the median only, within the spread.")
     assert not _about(wide, "superlinear")
-    (head,) = _about(wide, "fastest distributed setup")
+    (head,) = _about(wide, "fastest strategy run")
     assert "multi_worker_mirrored with N=4" in head
     assert "tied with parameter_server N=4 within the epochs' spread" in head
     narrow = lines(0.01)

@@ -94,7 +94,7 @@ def test_report_sections_and_plots(results_dir):
         assert section in text
     assert "parameter_server N=2 is slower than one device (0.55x the 1-thread baseline)" in text
     assert "only adds communication" not in text and "costs more than the compute" not in text
-    assert "no distributed setup beats it" in text  # the all-cores reference (7 s) beats MWMS (8 s)
+    assert "no multi-process setup beats it" in text  # the all-cores reference (7 s) beats MWMS (8 s)
     pngs = [p for p in paths if p.endswith(".png")]
     assert len(pngs) == 4
     for p in pngs:
