@@ -13,8 +13,8 @@ Sub-packages, one idea each (their __init__ says what each holds and may import)
     workload/    built-in and user models and data, and their tf.data input pipelines
     engine/      one process's run: its role (task), what it builds, the Trainer, GPipe,
                  checkpoints, the record
-    measure/     what a run measures besides time: communication, CPU, memory, profile, versions;
-                 and the host check (do busy processes at once get every core?)
+    measure/     what a run measures besides time: communication, CPU, memory, FLOPs, profile,
+                 versions
     comparison/  the comparison's presets, plan of cells, runner, and its plain-loop cells
     adaptive/    --adapt: a run as a chain of configurations, switched when the network drifts
     cloud/       job specs for platforms that set TF_CONFIG (Vertex AI, Kubeflow TFJob)

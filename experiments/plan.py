@@ -13,9 +13,10 @@ The profile is a file (--profile: a comparison's profile-*.json, or written by h
 comparison's measured one (--results_dir, as experiments.recommend fits it), or, with neither,
 measured here first for --model (three short runs, as --strategy=auto measures it):
 
-    python -m experiments.plan --model=cnn --hosts=8 --network_gbps=25 The cluster is a cluster spec
-(--cluster, specs.ClusterSpec's fields) or the flags below; --device_memory_mb overrides a
-spec's cap.
+    python -m experiments.plan --model=cnn --hosts=8 --network_gbps=25
+
+The cluster is a cluster spec (--cluster, specs.ClusterSpec's fields) or the flags below;
+--device_memory_mb overrides a spec's cap.
 """
 from experiments.engine import tf_settings
 
@@ -52,7 +53,7 @@ _CLUSTER_FLAGS = ("hosts", "devices_per_host", "network_gbps", "network_latency_
                   "accelerator_speedup")
 
 
-def _measured_here(model, dataset):
+def _measured_here(model, dataset, cluster):
     """The path of --model's profile measured on this machine (reused when measured before),
     under --out_dir; exits 1 in one line when a profiling run fails."""
     import sys
@@ -65,7 +66,7 @@ def _measured_here(model, dataset):
     argv = ["experiments.plan", f"--model={model}", *([f"--dataset={dataset}"] if dataset else [])]
     try:
         return profile_here.measure(cfg, argv, out=lambda line: print(
-            line.replace("auto: ", "plan: "), flush=True))
+            line.replace("auto: ", "plan: "), flush=True), cluster=cluster)
     except profile_here.ProfilingFailed as e:
         sys.exit(str(e).replace("auto: ", "plan: "))
 
@@ -92,12 +93,17 @@ def main(argv):
             profile, note = specs.load_profile(_PROFILE.value), f"from {_PROFILE.value}"
         else:
             records, _ = load_records(_RESULTS_DIR.value)
-            if records or not _MODEL.value:
+            try:
                 fit, note = recommendation.latest_fit(records, _MODEL.value)
                 profile = fit.profile
                 dataset = dataset or fit.setting[SETTING_KEYS.index("dataset")]
-            else:  # no homework: the profile measured here, as --strategy=auto measures it
-                path = _measured_here(_MODEL.value, dataset)
+            except ValueError:
+                if not _MODEL.value:
+                    raise
+                # no homework: the model's profile measured here, as --strategy=auto does
+                if dataset:
+                    check_dataset(dataset)
+                path = _measured_here(_MODEL.value, dataset, cluster)
                 profile, note = specs.load_profile(path), f"measured here ({path})"
         model = _MODEL.value or profile.model
         try:

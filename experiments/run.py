@@ -107,13 +107,22 @@ def _emulation(cfg, launch_cfg, role):
 
 def _this_machine(cfg, cpus, written):
     """--strategy=auto (or --adapt) without --plan_cluster: this machine's cluster spec
-    (auto.this_machine) written beside the results, and planned for."""
+    (auto.this_machine) written beside the results (a gs:// run's: in a local temporary
+    directory, gone at exit), and planned for."""
     if cfg.plan_cluster or os.environ.get("TF_CONFIG", "").strip():
         return cfg
-    spec = auto.this_machine(len(cpus), auto.visible_gpus())
-    path = os.path.join(cfg.results_dir, "cluster_this_machine.json")
-    written += [p for p in (cfg.results_dir, path) if not os.path.exists(p)]
-    os.makedirs(cfg.results_dir, exist_ok=True)
+    spec = auto.this_machine(len(cpus), *auto.visible_gpus())
+    where = cfg.results_dir
+    if is_url(where):  # an input of the run's, not one of its results
+        import atexit
+        import shutil
+        import tempfile
+
+        where = tempfile.mkdtemp(prefix="tfdist-cluster-")
+        atexit.register(shutil.rmtree, where, True)
+    path = os.path.join(where, "cluster_this_machine.json")
+    written += [p for p in (path, where) if not os.path.exists(p)]
+    os.makedirs(where, exist_ok=True)
     write_text_atomic(path, spec.to_json())
     print(f"auto: no --plan_cluster: planning for {spec.name} ({path})", flush=True)
     return dataclasses.replace(cfg, plan_cluster=path)
@@ -152,8 +161,9 @@ def _planned_on_workers(cfg, role, written):
 
 def _refuse(error, written):
     """Bad input found after a profile was measured for it: the profile (and the results
-    directory it made) go again, so bad input leaves nothing written."""
-    for path in written:
+    directory it made) go again, so bad input leaves nothing written: files first, then the
+    directories they emptied."""
+    for path in sorted(written, key=os.path.isdir):
         if os.path.isdir(path):
             try:
                 os.rmdir(path)  # only if empty: a directory the user had is not in `written`

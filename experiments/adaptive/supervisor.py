@@ -41,7 +41,7 @@ def check(cfg, in_cluster):
     """ConfigError (one line) when --adapt cannot run as asked."""
     if cfg.strategy != AUTO:
         raise ConfigError(f"--adapt switches between the plan's configurations: it needs "
-                          f"--strategy=auto with --plan_profile and --plan_cluster (got "
+                          f"--strategy=auto (got "
                           f"--strategy={cfg.strategy})")
     if in_cluster:
         raise ConfigError("--adapt relaunches the cluster it trains on: TF_CONFIG already fixes "

@@ -48,8 +48,8 @@ _GLOBAL = flags.DEFINE_integer("global_batch", 128, "The global batch every conf
 _WITHIN = flags.DEFINE_float("within", 0.05, "A first choice this close to the fastest counts.")
 _CORES = flags.DEFINE_integer("machine_cores", len(os.sched_getaffinity(0)), "The cluster "
                               "spec's machine_cores: the cores the whole local cluster shares "
-                              "(0: price each device with cores of its own, as before "
-                              "2026-11-26's second protocol).", lower_bound=0)
+                              "(0: price each device with cores of its own, as the first "
+                              "protocol did).", lower_bound=0)
 
 
 def _ranks(xs):

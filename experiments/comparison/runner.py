@@ -1,6 +1,6 @@
 """Running the toolkit's commands in subprocesses: a comparison's cells (their output passed on
-without TensorFlow's start-up chatter), the size calibration of the default comparison, and the benchmarks' throw-away runs (`run_record`; a failed run stops the
-benchmark)."""
+without TensorFlow's start-up chatter), the size calibration of the default comparison, and the
+benchmarks' throw-away runs (`run_record`; a failed run stops the benchmark)."""
 import os
 import subprocess
 import sys

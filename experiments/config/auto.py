@@ -36,9 +36,8 @@ def choose(profile_path, cluster_path, cluster=None, runnable=None):
     cluster: the ClusterSpec itself (cluster_path then only names it); runnable: config -> "" when
     this cluster's tasks can run it, else why not (a platform's fixed TF_CONFIG)."""
     if not cluster_path and cluster is None:
-        raise ConfigError("--strategy=auto needs --plan_cluster=CLUSTER.json (what "
-                          "experiments.plan takes), and --plan_profile=PROFILE.json or nothing "
-                          "(measured here first)")
+        raise ConfigError("--strategy=auto needs a cluster to plan for: --plan_cluster="
+                          "CLUSTER.json, or nothing (this machine)")
     try:
         profile = specs.load_profile(profile_path, "plan_profile")
         if cluster is None:
@@ -60,35 +59,44 @@ def choose(profile_path, cluster_path, cluster=None, runnable=None):
     return planned_run.settings(best.config), summary
 
 
+# A machine without GPUs is planned as at most this many one-core workers: each is a TensorFlow
+# process, and the profile measures how that many share the cores (profile_here).
+MAX_CPU_WORKERS = 8
+
+
 def visible_gpus():
-    """How many GPUs this process may use, without importing TensorFlow: CUDA_VISIBLE_DEVICES
-    when set, else the GPUs `nvidia-smi -L` lists (0 without the driver's tool)."""
+    """(GPUs this process may use, the smallest one's memory in MB or 0), without importing
+    TensorFlow: from `nvidia-smi` (none without the driver's tool), at most as many as
+    CUDA_VISIBLE_DEVICES lists when it is set."""
+    if not shutil.which("nvidia-smi"):
+        return 0, 0.0
+    try:
+        listed = subprocess.run(
+            ["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits"],
+            capture_output=True, text=True, timeout=30).stdout
+        memory = [float(line) for line in listed.split() if line.strip()]
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        return 0, 0.0
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is not None:
-        return len([d for d in visible.split(",") if d.strip() and d.strip() != "-1"])
-    if not shutil.which("nvidia-smi"):
-        return 0
-    try:
-        listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True,
-                                timeout=30).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return 0
-    return sum(line.startswith("GPU ") for line in listed.splitlines())
+        memory = memory[:len([d for d in visible.split(",") if d.strip() not in ("", "-1")])]
+    return len(memory), min(memory, default=0.0)
 
 
-def this_machine(cpus, gpus):
+def this_machine(cpus, gpus=0, gpu_memory_mb=0.0):
     """The cluster spec of this machine (--strategy=auto and --adapt without --plan_cluster):
-    its `gpus` as the devices of one host; without GPUs, its `cpus` (how many) as one-core
-    workers on one loopback that every link shares (the emulated network's 10 Gbit/s: a
-    loopback is no slower) and on its cores (machine_cores: the cost model counts the cores
-    they share)."""
+    its `gpus` as the devices of one host, each with `gpu_memory_mb`; without GPUs, its `cpus`
+    (how many; at most MAX_CPU_WORKERS) as one-core workers on one loopback that every link
+    shares (the emulated network's 10 Gbit/s: a loopback is no slower) and on its cores
+    (machine_cores: the cost model counts the cores they share)."""
     if gpus:
         return specs.ClusterSpec(name=f"this machine: {gpus} GPU(s) in one host", hosts=1,
-                                 devices_per_host=gpus)
+                                 devices_per_host=gpus, memory_per_device_mb=gpu_memory_mb)
+    workers = min(cpus, MAX_CPU_WORKERS)
     return specs.ClusterSpec(
-        name=f"this machine: {cpus} one-core worker(s) on its loopback", hosts=cpus,
-        devices_per_host=1, inter_host_gbps=10.0, intra_host_gbps=10.0, shared_medium=True,
-        machine_cores=cpus)
+        name=f"this machine: {workers} of its {cpus} cores as one-core workers on its loopback",
+        hosts=workers, devices_per_host=1, inter_host_gbps=10.0, intra_host_gbps=10.0,
+        shared_medium=True, machine_cores=cpus)
 
 
 def resolve(cfg, cpus, threads_per_worker=0):

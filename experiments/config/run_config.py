@@ -39,11 +39,15 @@ def setting(default, help, choices=None, bound=None, flag=True):  # noqa: A002 -
 @dataclasses.dataclass
 class RunConfig:
     strategy: str = setting("one_device", "The tf.distribute strategy; auto: the planner chooses "
-                            "the configuration from --plan_profile on --plan_cluster.",
+                            "the configuration from --plan_profile (default: measured here) on "
+                            "--plan_cluster (default: this machine).",
                             (*STRATEGIES, AUTO))
     plan_profile: str = setting("", "--strategy=auto: the workload profile (JSON: a "
-                                "comparison's profile-*.json, or your own).")
-    plan_cluster: str = setting("", "--strategy=auto: the cluster spec (JSON) to plan for.")
+                                "comparison's profile-*.json, or your own; '': measured here "
+                                "first).")
+    plan_cluster: str = setting("", "--strategy=auto: the cluster spec (JSON) to plan for ('': "
+                                "this machine, written to <results_dir>/cluster_this_machine.json)"
+                                ".")
     adapt: bool = setting(False, "--strategy=auto: after each epoch compare the run with the "
                           "plan and, when the network drifts and another configuration pays "
                           "for its switch, checkpoint and go on under it "

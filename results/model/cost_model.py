@@ -305,7 +305,7 @@ def predict(profile, cluster, strategy, sync_dtype="float32", overlap=None, stag
     compute = profile.compute_s / cluster.device_speedup
     overhead = profile.overhead_s.get(strategy, 0.0)
     gradient = profile.gradient(sync_dtype)
-    slowdown, cores_cap = on_one_machine(profile, cluster, strategy, here.sync_cpu_s)
+    slowdown, cores_cap = on_one_machine(profile, cluster, strategy)
     compute *= slowdown
     reducer = None
     if compression != "none":
@@ -410,24 +410,22 @@ class Here:
     """Terms measured on this machine for predicting its own local cluster's runs from their records
     (results/model/scaling_model.py, results/report/network.py); a projection to a cluster we do not
     have never takes one. sync_s: one step's synchronization as measured here with the run's N
-    processes (the collectives sweep at K = N, or the real loopback's probe), added to what the
-    cluster's links take (less sync_hidden's share); sync_cpu_s: the CPU seconds one worker's
-    process spends in it, added to each worker step's CPU under the machine's cap; local_s: the rest
+    processes (the real loopback's probe), added to what the cluster's links take (less
+    sync_hidden's share); local_s: the rest
     of a step measured here beyond compute, overhead and synchronization (a fit point's);
     sync_hidden: the share of the smaller of sync_s and the links' time that runs beside the other
     (an all-reduce's copies and reductions beside its chunks on the wire: measured by
     results/report/network.py under a shaper; 0, in series, elsewhere)."""
     sync_s: float = 0.0
-    sync_cpu_s: float = 0.0
     local_s: float = 0.0
     sync_hidden: float = 0.0
 
 
-def on_one_machine(profile, cluster, strategy, sync_cpu_s=0.0):
+def on_one_machine(profile, cluster, strategy):
     """(compute factor, examples/s cap or None) of `strategy`'s data-parallel workers when the
     whole cluster shares one machine of cluster.machine_cores cores (see the module doc): the
     profile's sharing slowdown at K = N workers, and min(its busy cores, machine_cores) over a
-    worker step's CPU (the strategy's CPU seconds per example x batch, plus sync_cpu_s);
+    worker step's CPU (the strategy's CPU seconds per example x batch);
     (1, None) on a real cluster, for one worker, for pipelines (one process per host, not
     modelled), and where the profile lacks the figure."""
     n = cluster.workers
@@ -439,7 +437,7 @@ def on_one_machine(profile, cluster, strategy, sync_cpu_s=0.0):
     if not per_example:
         return slowdown, None
     cores = min(shared.get("busy_cores") or cluster.machine_cores, cluster.machine_cores)
-    return slowdown, cores * profile.batch / (profile.batch * per_example + sync_cpu_s)
+    return slowdown, cores / per_example
 
 
 def this_machine(workers, cores, shaped_gbps=0.0, num_ps=1):

@@ -10,7 +10,7 @@ from results.report import network as network_experiment
 from results.report import (adaptive, decision, hparams, parallelism, plots, projections,
                             reducers, straggler, timeline, zoo)
 from results.records.cells import (is_adaptive_run, is_collectives_run, label, setting_details,
-                                   setting_title)
+                                   setting_of_row, setting_title)
 from results.records.store import load_records, write_text_atomic
 from results.report.findings import findings, overhead_sentence
 from results.report.summary import COLUMNS, groups, reference_of, summarize
@@ -110,9 +110,20 @@ def markdown(rows, problems, plot_files, target_accuracy, sections=(), records=(
             parts += [f"{setting_title(setting)}.", ""]
         parts += _answer(group, records, [r for r in projected if _same(r, setting)],
                          plot_files, assumption)
+    if not rows:  # only experiments with tables of their own (the parallelism preset, ...)
+        parts += ["Rebuilt from the records by `python -m experiments.report`; epoch times are "
+                  "medians over steady-state epochs (the first epoch of every run, which "
+                  "traces, left out) and repeats.", ""]
+        parts += [p for section in sections if not section.first
+                  for p in (section.markdown, "")]
+        parts += ["## Plots", ""]
+        parts += [f"![{os.path.basename(p)}]({os.path.basename(p)})" for p in plot_files]
+        if problems:
+            parts += ["", "## Skipped records", ""] + [f"- `{n}`: {why}" for n, why in problems]
+        return "\n".join(parts) + "\n"
     parts += ["## Appendix", "", _DEFINITIONS + (
         f" Time to {target_accuracy:.0%} eval accuracy is the median over the runs that "
-        "reached it, with how many did." if target_accuracy and rows else ""), ""]
+        "reached it, with how many did." if target_accuracy else ""), ""]
     for setting, group in settings.items():
         ref = reference_of(group)
         notes = [f"Fastest single process (the reference): {label(ref)}." if ref else
@@ -122,8 +133,7 @@ def markdown(rows, problems, plot_files, target_accuracy, sections=(), records=(
                   _table(group, target_accuracy), "", " ".join(n for n in notes if n), ""]
     parts += [_demote(p) for section in sections if not section.first
               for p in (section.markdown, "")]
-    if rows:
-        parts += ["### Findings", "", findings(rows), ""]
+    parts += ["### Findings", "", findings(rows), ""]
     parts += ["### Plots", ""]
     parts += [f"![{os.path.basename(p)}]({os.path.basename(p)})" for p in plot_files]
     if problems:
@@ -132,9 +142,7 @@ def markdown(rows, problems, plot_files, target_accuracy, sections=(), records=(
 
 
 def _same(projection_row, setting):
-    from results.records.cells import SETTING_KEYS
-
-    return tuple(projection_row[k] for k in SETTING_KEYS) == tuple(setting)
+    return setting_of_row(projection_row) == tuple(setting)
 
 
 def _demote(text):
@@ -145,14 +153,13 @@ def _demote(text):
 
 def build(results_dir, target_accuracy=None, network=scaling_model.Network()):
     """Writes summary.csv, report.md and plots into results_dir. Returns (paths, problems,
-    notes): lines worth printing as they are (the scaling model's predictions of this machine's
-    runs, and where the HParams trials went)."""
+    notes): lines worth printing as they are (where the HParams trials went, and each
+    setting's decision)."""
     records, problems = load_records(results_dir)
     if not records:
         raise ValueError(f"no readable records under {os.path.join(results_dir, 'records')}")
-    # The collectives cells calibrate synchronization and nothing else: the scaling model's, and
-    # the network experiment's shaped all-reduce; no row, curve, straggler, zoo or parallelism
-    # figure is made from them.
+    # The collectives cells calibrate the network experiment's shaped all-reduce and nothing
+    # else: no row, curve, straggler, zoo or parallelism figure is made from them.
     sweeps = [r for r in records if is_collectives_run(r)]
     # The adaptive experiment's runs are its table's alone (several configurations and
     # networks in one record): in no other row, fit or figure.
@@ -196,7 +203,8 @@ def build(results_dir, target_accuracy=None, network=scaling_model.Network()):
              "no HParams trials: no summary rows, or a gs:// results directory (they are "
              "written for a local one only)"]
     for setting, group in groups(rows).items():
-        said = decision.lines(group, records, [r for r in projected if _same(r, setting)])
+        said = decision.lines(group, records, [r for r in projected if _same(r, setting)],
+                              width=decision.MAX_LINE - 2)  # indented by 2 on the terminal
         if said:
             notes += ["", f"{setting_title(setting)}:", *(f"  {line}" for line in said)]
     return paths + files, problems, notes

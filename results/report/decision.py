@@ -2,11 +2,11 @@
 table, computed from the summary rows, the in-step timeline of the runs and the projections. The
 same lines end `experiments.compare`'s terminal output.
 
-    decision.lines(group, records, projected)   # ["Use mirrored N=2: 5,524 examples/s, ...", ...]
+    decision.lines(group, records, projected)   # ["Use mirrored N=2: ... examples/s, ...", ...]
     decision.table(group, records)              # markdown: strategy, N, examples/s, ...
 
-One baseline everywhere: `vs one device` is the row's examples/s over one device on one core
-(the baseline, T1); `vs best` over the fastest run of the setting.
+One baseline everywhere: `vs one device` is the row's examples/s over one device at one worker's
+threads (the baseline, T1); `vs best` over the fastest run of the setting.
 """
 import statistics
 
@@ -22,9 +22,14 @@ MAX_LINE = 160  # characters: the terminal's decision lines fit a wide terminal 
 QUOTED_N = 8
 
 
+def _cores(row):
+    threads = row.get("threads_per_task") or 1
+    return f"{threads} core{'s' * (threads != 1)}"
+
+
 def _name(row):
     if row["role"] == BASELINE_RUN:
-        return "one device (1 core)"
+        return f"one device ({_cores(row)})"
     if row["role"] == REFERENCE_RUN:
         return "one device (all cores)"
     k = kind(row["strategy"])
@@ -79,17 +84,23 @@ def _why(row, base_parts, parts):
     return out
 
 
-def lines(group, records, projected=()):
-    """The decision: what to use and why, in at most six lines of at most MAX_LINE characters.
+def lines(group, records, projected=(), width=MAX_LINE):
+    """The decision: what to use and why, in at most six lines of at most `width` characters.
     `projected`: the projection rows of this setting (results/report/projections.py)."""
     rows = candidates(group)
     base = baseline_of(group)
-    if not rows or base is None:
+    if rows and base is None:  # runs made by hand (a GPU host, a platform's job): no baseline
+        best = max(rows, key=lambda r: r["examples_per_sec"])
+        return [_fit(f"Fastest measured: {_name(best)}, {_rate(best['examples_per_sec'])} "
+                     f"examples/s. No one-device baseline among these runs: "
+                     f"`python -m experiments.compare` runs one beside each strategy.", width)]
+    if not rows:
         return []
     best = max(rows, key=lambda r: r["examples_per_sec"])
     ref = reference_of(group)
     out = []
-    vs = f"{best['examples_per_sec'] / base['examples_per_sec']:.2f}x one device on 1 core"
+    vs = f"{best['examples_per_sec'] / base['examples_per_sec']:.2f}x one device on " \
+        f"{_cores(base)}"
     if ref is not None and ref is not best and best["role"] != BASELINE_RUN:
         vs += f", {best['examples_per_sec'] / ref['examples_per_sec']:.2f}x on all cores"
     clear = all(beyond_spread(best, r) for r in rows if r is not best)
@@ -99,7 +110,9 @@ def lines(group, records, projected=()):
     # the other strategies at their largest N: how far behind, and why
     largest = {}
     for r in rows:
-        if r["role"] == "strategy" and r is not best and kind(r["strategy"]).compared:
+        # the others: the best's own strategy at another N says nothing new
+        if r["role"] == "strategy" and r["strategy"] != best["strategy"] and \
+                kind(r["strategy"]).compared:
             if r["n"] >= largest.get(r["strategy"], {"n": 0})["n"]:
                 largest[r["strategy"]] = r
     for r in sorted(largest.values(), key=lambda r: -r["examples_per_sec"]):
@@ -116,7 +129,7 @@ def lines(group, records, projected=()):
     projection = _projection(projected)
     if projection:
         out.append(projection)
-    return [_fit(line) for line in out[:6]]
+    return [_fit(line, width) for line in out[:6]]
 
 
 def _projection(projected):
@@ -135,16 +148,16 @@ def _projection(projected):
     return "Projected, one worker per host on the stated network: " + "; ".join(parts) + "."
 
 
-def _fit(line):
-    return line if len(line) <= MAX_LINE else line[:MAX_LINE - 1] + "…"
+def _fit(line, width=MAX_LINE):
+    return line if len(line) <= width else line[:width - 1] + "…"
 
 
 def table(group, records):
     """The compact table: strategy, N, examples/s (min–max over steady epochs), vs one device,
     vs best, compute and synchronization ms per step, eval accuracy."""
     rows = sorted(candidates(group), key=lambda r: -r["examples_per_sec"])
-    base = baseline_of(group)
-    if not rows or base is None:
+    base = baseline_of(group)  # runs made by hand may have none
+    if not rows:
         return ""
     best = rows[0]
     cells = []
@@ -156,7 +169,7 @@ def table(group, records):
             spread = f" ({_rate(lo)}–{_rate(hi)})"
         parts = step_parts(r, records)
         cells.append([_name(r), f"{_rate(r['examples_per_sec'])}{spread}",
-                      f"{r['examples_per_sec'] / base['examples_per_sec']:.2f}x",
+                      f"{r['examples_per_sec'] / base['examples_per_sec']:.2f}x" if base else "–",
                       f"{r['examples_per_sec'] / best['examples_per_sec']:.2f}x",
                       f"{parts[0]:.1f}" if parts else "–",
                       f"{parts[1]:.1f}" if parts else "–",

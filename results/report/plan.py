@@ -12,19 +12,27 @@ from results.records.store import write_text_atomic
 from results.report.tables import csv_text, markdown_table
 from strategies import REGISTRY
 
-COLUMNS = ("rank", "configuration", "strategy", "workers", "hosts", "devices_per_host", "num_ps",
+COLUMNS = ("group", "rank", "configuration", "strategy", "workers", "hosts", "devices_per_host", "num_ps",
            "machines", "accumulation", "sync_dtype", "compression", "zero", "stages",
            "microbatches", "tensor_parallel", "pipeline_schedule", "global_batch",
            "examples_per_sec", "step_time_s", "compute_s", "overhead_s", "communication_s",
            "communication_share", "efficiency", "memory_per_device_mb", "fits_memory", "dropped")
 
 
+# plan.csv's groups, ranked apart as plan.md ranks them (the terminal's best is the first's)
+SAME_MATH, CHANGED_MATH = "same training math", "changes the training math"
+
+
 def rows(planned, cluster):
-    out = []
-    for i, p in enumerate(planned, 1):
+    out, ranks = [], {SAME_MATH: 0, CHANGED_MATH: 0}
+    for p in planned:
         c, pr = p.config, p.prediction
+        group = CHANGED_MATH if p.changes else SAME_MATH
+        if not p.dropped:
+            ranks[group] += 1
         out.append(dict(
-            rank=i if not p.dropped else "", configuration=c.name, strategy=tasks(c)[0],
+            group=group, rank=ranks[group] if not p.dropped else "", configuration=c.name,
+            strategy=tasks(c)[0],
             workers=c.workers, hosts=c.hosts, devices_per_host=c.devices_per_host,
             num_ps=c.num_ps, machines=machines(c, cluster), accumulation=c.accumulation,
             sync_dtype=c.sync_dtype, compression=c.compression, zero=c.zero, stages=c.stages,

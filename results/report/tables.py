@@ -34,8 +34,7 @@ def markdown_table(head, rows):
     return "\n".join(lines)
 
 
-# The bound every out-of-sample prediction is counted against (issue 28: this machine's N-worker
-# runs and the shaped runs; experiments/bench/validate_local.py's default)
+# The bound every out-of-sample prediction of a shaped run is counted against
 PREDICTION_TARGET = 0.15
 
 

@@ -417,7 +417,8 @@ def test_a_cluster_on_one_machine_shares_its_cores_and_a_real_one_does_not():
 def test_this_machines_own_runs_are_predicted_by_the_same_model_with_what_was_measured_here():
     """The local check (results/model/scaling_model.py) and the network experiment go through
     predict: the synchronization measured here replaces the links' (and is hidden by the
-    profile's overlap), its CPU joins the cap's step, a fit point's local term joins the step."""
+    profile's overlap), a worker step's CPU meets the machine's cap, a fit point's local term
+    joins the step."""
     profile = _profile(overhead_s={"multi_worker_mirrored": 0.01},
                        overlap={"multi_worker_mirrored": 0.5},
                        cpu_s_per_example={"multi_worker_mirrored": 0.001},
@@ -428,16 +429,16 @@ def test_this_machines_own_runs_are_predicted_by_the_same_model_with_what_was_me
     # compute x the slowdown at K=2, the overhead, half the measured 40 ms (the overlap)
     assert p.step_s == pytest.approx(0.15 + 0.01 + 0.02)
     assert p.communication_s == pytest.approx(0.02) and p.bound == ""
-    # 2 busy cores / 64 CPU-ms a step = 2000 examples/s does not bind (711/s); with the sync's
-    # 160 CPU-ms a step it does: 2 x 64 / 0.224 = 571
-    cpu = cost_model.Here(sync_s=0.04, sync_cpu_s=0.16)
-    capped = cost_model.predict(profile, cost_model.this_machine(2, 4), "multi_worker_mirrored",
-                                here=cpu)
-    assert capped.examples_per_sec == pytest.approx(2 * 64 / (0.064 + 0.16))
+    # 2 busy cores / 64 CPU-ms a step = 2000 examples/s does not bind (711/s); at 224 CPU-ms a
+    # step it does: 2 x 64 / 0.224 = 571
+    busy = dataclasses.replace(profile, cpu_s_per_example={"multi_worker_mirrored": 0.0035})
+    capped = cost_model.predict(busy, cost_model.this_machine(2, 4), "multi_worker_mirrored",
+                                here=here)
+    assert capped.examples_per_sec == pytest.approx(2 * 64 / 0.224)
     assert capped.bound == "this machine's cores"
     # cores not known: no sharing and no cap, the links still free
-    unknown = cost_model.predict(profile, cost_model.this_machine(2, 0), "multi_worker_mirrored",
-                                 here=cpu)
+    unknown = cost_model.predict(busy, cost_model.this_machine(2, 0), "multi_worker_mirrored",
+                                 here=here)
     assert unknown.step_s == pytest.approx(0.1 + 0.01 + 0.02) and unknown.bound == ""
     # under a shaper: its shared medium in series with the measured loopback and local terms
     shaped = cost_model.predict(profile, cost_model.this_machine(2, 0, GBPS8),

@@ -85,6 +85,19 @@ def test_the_report_opens_with_its_decision_and_a_compact_table(results_dir):
     assert [n.strip() for n in notes if n.startswith("  ")] == said
 
 
+def test_runs_without_a_baseline_get_the_fastest_and_what_a_decision_needs(tmp_path):
+    """Runs made by hand (a GPU host, a platform's job) have no one-device baseline: the report
+    names the fastest and how to get a decision, and its table leaves 'vs one device' empty."""
+    for rec in (_record("mw2", "multi_worker_mirrored", 2, [60.0, 8.0, 8.0], 0.88),
+                _record("ps2", "parameter_server", 2, [60.0, 20.0, 20.0], 0.90)):
+        records.write_record(str(tmp_path), rec)
+    build(str(tmp_path))
+    answer = (tmp_path / "report.md").read_text().split("## Appendix")[0]
+    (line,) = [x for x in answer.splitlines() if x.startswith("- ")]
+    assert line.startswith("- Fastest measured: MWMS N=2, 128 examples/s. No one-device baseline")
+    assert "| MWMS N=2 | 128 (128–128) | – | 1.00x |" in answer
+
+
 def test_report_sections_and_plots(results_dir):
     paths, _, _ = build(str(results_dir), target_accuracy=None)
     text = (results_dir / "report.md").read_text()
