@@ -21,9 +21,10 @@ def test_pss_run_survives_a_killed_worker(tmp_path):
     Each of worker:1's steps waits 2 s for its input (a straggler schedule of one delay: inside
     the step, nothing buffered ahead), so the kill, asked for at step 10, lands inside the step
     worker:1 took after the step-8 checkpoint fetched every result so far, however late the
-    launcher delivers it. Landing later, after worker:1 finished a step whose result the chief
-    had not fetched yet, the chief's fetch fails on the lost worker and the whole cluster
-    restarts (a limit of the chief's fetching, not what this test is about)."""
+    launcher delivers it. Landing after worker:1 finished a step whose result the chief had not
+    fetched yet, it would fail the chief's fetch of that result (the result lives on the lost
+    worker) and restart the whole cluster: the chief's fetching does not survive that yet, and
+    this test is about the coordinator's rescheduling."""
     proc = run_module("experiments.run", "--strategy=parameter_server", "--num_workers=2",
                       "--num_ps=1", "--model=mlp", *FAST, "--fail_task=worker:1",
                       "--fail_at_step=10", f"--checkpoint_dir={tmp_path / 'ckpt'}",
@@ -269,8 +270,8 @@ def test_hung_worker_is_named_by_the_watchdog(tmp_path, strategy, extra, waiting
     """worker:1 frozen (SIGSTOP) at step 2: no step completes; after max(--watchdog_s, k x the
     median step) every task writes its stacks to its log and the launcher fails in one line
     naming the frozen task and where the others wait; nothing is left running. Step 2 is the
-    first the watchdog times (step 1 traces and arms it): no healthy step comes before the
-    frozen one has to be timed, so a busy machine has no healthy step for the 4 s to catch."""
+    first step the watchdog times (step 1 traces and arms it): with no healthy step timed before
+    the frozen one, a busy machine leaves the 4 s nothing else to catch."""
     proc = run_module("experiments.run", f"--strategy={strategy}", "--num_workers=2", *extra,
                       "--model=mlp", *FAST, "--fail_task=worker:1", "--fail_mode=hang",
                       "--fail_at_step=2", "--watchdog_s=4", f"--results_dir={tmp_path}")
