@@ -43,7 +43,6 @@ def test_a_checkpoint_resumes_under_other_strategies_with_the_same_state(tmp_pat
         assert record["epochs"][0]["resumed"] and record["steps_per_epoch"] == 8
 
 
-@pytest.mark.serial  # the plan and the switch follow speeds measured during the test
 @pytest.mark.skipif(not can_shape(), reason="no private namespace or tc tbf here")
 def test_a_scheduled_network_drop_makes_the_run_switch_once(tmp_path):
     cluster = tmp_path / "cluster.json"
@@ -51,10 +50,13 @@ def test_a_scheduled_network_drop_makes_the_run_switch_once(tmp_path):
     cluster.write_text(json.dumps({"hosts": 2, "devices_per_host": 1, "inter_host_gbps": 10.0,
                                    "intra_host_gbps": 10.0, "shared_medium": True,
                                    "num_ps": 1}))
-    # no --plan_profile: measured here first (experiments/adaptive/profile_here.py)
+    # no --plan_profile: measured here first (experiments/adaptive/profile_here.py), on this
+    # machine as busy as it is, so the plan's predictions and the run's rates agree on it.
+    # 13 epochs after the drop: the switch gains several times what it costs, even where a busy
+    # machine makes starting a configuration (the switch's cost) slow.
     proc = run_module("experiments.run", "--strategy=auto", "--adapt",
                       f"--plan_cluster={cluster}", "--model=cnn",
-                      "--epochs=6", "--train_examples=2048", "--eval_examples=256",
+                      "--epochs=16", "--train_examples=2048", "--eval_examples=256",
                       # held fixed: without it the plan's first choice sets it (one device: 64)
                       "--global_batch_size=128",
                       "--emulate_bandwidth_schedule=0:10,2:0.05", "--nocomm_probe",
@@ -75,8 +77,8 @@ def test_a_scheduled_network_drop_makes_the_run_switch_once(tmp_path):
     # the drop came after epoch 2; the first steady epoch at the slow rate asked for the switch
     assert switch["after_epoch"] == 3
     assert [e.get("emulated_gbps") for e in record["epochs"][:3]] == [10.0, 10.0, 0.05]
-    assert [e["configuration"] for e in record["epochs"]] == [first] * 3 + [then] * 3
-    assert [e["epoch"] for e in record["epochs"]] == [1, 2, 3, 4, 5, 6]
+    assert [e["configuration"] for e in record["epochs"]] == [first] * 3 + [then] * 13
+    assert [e["epoch"] for e in record["epochs"]] == list(range(1, 17))
     # what the network was inferred to be, from the slowed epoch's rate through the cost model
     assert 0.02 < switch["verdict"]["inferred_gbps"] < 0.2
     # the same updates all along: one global batch, the same steps per epoch
@@ -88,7 +90,6 @@ def test_a_scheduled_network_drop_makes_the_run_switch_once(tmp_path):
     assert not processes_mentioning(str(tmp_path))
 
 
-@pytest.mark.serial  # the switch follows speeds measured during the test
 def test_a_scheduled_straggler_is_told_from_the_network_and_left_once(tmp_path):
     # the committed cnn profile, with PSS's per-step overhead raised so that the plan starts in
     # MWMS N=2 (the lockstep configuration a straggler holds back)
@@ -101,9 +102,11 @@ def test_a_scheduled_straggler_is_told_from_the_network_and_left_once(tmp_path):
                                    "num_ps": 1}))
     proc = run_module("experiments.run", "--strategy=auto", "--adapt",
                       f"--plan_profile={tmp_path / 'profile.json'}", f"--plan_cluster={cluster}",
-                      "--model=cnn", "--epochs=6", "--train_examples=4096", "--eval_examples=256",
-                      # 150 ms a step: over the examples left, leaving it pays for the switch
-                      "--global_batch_size=128", "--straggler_schedule=0:0,2:150",
+                      "--model=cnn", "--epochs=11", "--train_examples=1024", "--eval_examples=256",
+                      # 1.5 s a step from epoch 3 on, far above a step's compute however busy
+                      # the machine: over the 8 epochs left, leaving it gains several times
+                      # what a switch costs, even where a busy machine makes that cost high
+                      "--global_batch_size=128", "--straggler_schedule=0:0,2:1500",
                       "--nocomm_probe", "--nocompute_probe", "--notensorboard",
                       f"--results_dir={tmp_path / 'r'}", timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -116,18 +119,17 @@ def test_a_scheduled_straggler_is_told_from_the_network_and_left_once(tmp_path):
     assert switch["after_epoch"] == 3 and switch["to"]["strategy"] != "multi_worker_mirrored"
     verdict = switch["verdict"]
     # named, and its delay read from what the other worker waited (the sleep less the compute
-    # MWMS's input buffer overlaps with it: 124 ms here), not as a slower network
+    # MWMS's input buffer overlaps with it), not as a slower network
     assert verdict["straggler"] == "worker:1" and verdict["inferred_gbps"] is None
-    assert 0.075 < verdict["straggler_s"] < 0.165, verdict
-    assert [e.get("straggler_ms") for e in record["epochs"][:3]] == [0, 0, 150]
+    assert 0.75 < verdict["straggler_s"] < 1.65, verdict
+    assert [e.get("straggler_ms") for e in record["epochs"][:3]] == [0, 0, 1500]
     # what the run measured: the configuration it went to trains faster beside the straggler
     measured = switch["measured"]
     assert measured["rate_after"] > 1.5 * measured["rate_before"], measured
-    assert [e["epoch"] for e in record["epochs"]] == [1, 2, 3, 4, 5, 6]
+    assert [e["epoch"] for e in record["epochs"]] == list(range(1, 12))
     assert not processes_mentioning(str(tmp_path))
 
 
-@pytest.mark.serial  # one case profiles here within a 120 s timeout and plans from it
 @pytest.mark.parametrize("args, fragment", [
     (["--strategy=one_device"], "--adapt switches between the plan's configurations"),
     (["--strategy=auto", f"--plan_profile={PROFILE}", "--plan_cluster=missing.json"],
@@ -144,8 +146,9 @@ def test_adapt_bad_input_exits_2_and_writes_nothing(tmp_path, args, fragment):
     fast = tmp_path / "fast.json"
     fast.write_text(json.dumps({"hosts": 2, "inter_host_gbps": 1000.0}))
     args = [a.format(fast=fast) for a in args]
+    # the last case profiles here first: three short runs, minutes on a busy machine
     proc = run_module("experiments.run", "--adapt", *args, f"--results_dir={tmp_path / 'o'}",
-                      timeout=120)
+                      timeout=600)
     assert proc.returncode == 2 and fragment in proc.stderr.strip().splitlines()[-1], \
         proc.stderr[-2000:]
     assert not (tmp_path / "o").exists()

@@ -15,15 +15,21 @@ from tf_config.events import RUN_TAG_ENV, running_tasks
 pytestmark = pytest.mark.integration
 
 
-# serial: under the other test's load (CI of c9e94c7, 2026-11-27) the chief itself once failed on
-# the killed worker's reset connection instead of the coordinator rescheduling; the launcher's
-# whole-cluster restart recovered, but the chief's gRPC lines reached the console
-@pytest.mark.serial
 def test_pss_run_survives_a_killed_worker(tmp_path):
+    """worker:1 killed while the chief has steps scheduled ahead: the coordinator reschedules its
+    step, the launcher restarts it alone, no step is lost.
+    Each of worker:1's steps waits 2 s for its input (a straggler schedule of one delay: inside
+    the step, nothing buffered ahead), so the kill, asked for at step 10, lands inside the step
+    worker:1 took after the step-8 checkpoint fetched every result so far, however late the
+    launcher delivers it. Landing after worker:1 finished a step whose result the chief had not
+    fetched yet, it would fail the chief's fetch of that result (the result lives on the lost
+    worker) and restart the whole cluster: the chief's fetching does not survive that yet, and
+    this test is about the coordinator's rescheduling."""
     proc = run_module("experiments.run", "--strategy=parameter_server", "--num_workers=2",
                       "--num_ps=1", "--model=mlp", *FAST, "--fail_task=worker:1",
                       "--fail_at_step=10", f"--checkpoint_dir={tmp_path / 'ckpt'}",
-                      "--checkpoint_every_steps=4", f"--results_dir={tmp_path}")
+                      "--checkpoint_every_steps=8", "--straggler_schedule=0:2000",
+                      f"--results_dir={tmp_path}")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "launch: injecting fault: SIGKILL worker:1" in proc.stdout
     assert re.search(r"launch: worker:1 lost at step \d+ \(killed by signal 9\); the coordinator "
@@ -35,10 +41,10 @@ def test_pss_run_survives_a_killed_worker(tmp_path):
     (restart,) = record["restarts"]
     assert restart["task"] == "worker:1" and restart["action"] == "task"
     assert restart["steps_lost"] == 0 and restart["at_step"] >= 9  # PSS schedules ahead
-    # A checkpoint every 4 steps (the chief joins the scheduled steps first), epoch ends falling
-    # on the same steps: 2 epochs x 16 steps -> 8 saves, the last one after all 32 steps.
+    # A checkpoint every 8 steps (the chief joins the scheduled steps first), epoch ends falling
+    # on the same steps: 2 epochs x 16 steps -> 4 saves, the last one after all 32 steps.
     latest = tf.train.latest_checkpoint(str(tmp_path / "ckpt"))
-    assert latest.endswith("ckpt-8")
+    assert latest.endswith("ckpt-4")
     assert tf.train.load_variable(latest, "steps_done/.ATTRIBUTES/VARIABLE_VALUE") == 32
     assert [e["epoch"] for e in record["epochs"]] == [1, 2]  # every epoch, every step
     assert record["steps_per_epoch"] * record["global_batch_size"] == 512
@@ -119,7 +125,12 @@ def test_bad_fault_flags(tmp_path, args, fragment):
     assert not (tmp_path / "o").exists()
 
 
-@pytest.mark.serial  # the kill must land within a few steps of step 12
+# The fault lands where the test expects it however late the launcher delivers it: epoch 2's
+# steps (9-16, where the fault is asked for before step 12) wait a second each for worker:1's
+# input (a straggler schedule), the others run at full speed.
+_SLOW_EPOCH_2 = "--straggler_schedule=0:0,1:1000,2:0"
+
+
 def test_mwms_lost_worker_restarts_the_cluster_from_the_last_checkpoint(tmp_path):
     """8 steps per epoch (512 examples, global batch 64), a checkpoint every 5 steps: worker:1
     killed at step 12 (epoch 2); the launcher restarts both workers, which resume from the last
@@ -127,7 +138,7 @@ def test_mwms_lost_worker_restarts_the_cluster_from_the_last_checkpoint(tmp_path
     proc = run_module("experiments.run", "--strategy=multi_worker_mirrored", "--num_workers=2",
                       "--model=mlp", *FAST, "--epochs=3", f"--checkpoint_dir={tmp_path / 'ckpt'}",
                       "--checkpoint_every_steps=5", "--max_restarts=2", "--fail_task=worker:1",
-                      "--fail_at_step=12", f"--results_dir={tmp_path}")
+                      "--fail_at_step=12", _SLOW_EPOCH_2, f"--results_dir={tmp_path}")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert re.search(r"launch: worker:1 lost at step 1[12] \(killed by signal 9\); restarting the "
                      r"whole cluster from the last checkpoint \(restart 1/2\)", proc.stdout)
@@ -171,7 +182,6 @@ def test_lost_parameter_server_restarts_the_cluster_from_the_last_checkpoint(tmp
     assert not processes_mentioning(str(tmp_path))
 
 
-@pytest.mark.serial  # the preemption must land within a few steps of step 12
 def test_mwms_preemption_restarts_the_cluster_without_losing_a_step(tmp_path):
     """SIGTERM (a preemption notice) to worker:1: PreemptionCheckpointHandler makes both workers
     save at the same step and exit 75; the launcher restarts them and they continue from exactly
@@ -179,7 +189,7 @@ def test_mwms_preemption_restarts_the_cluster_without_losing_a_step(tmp_path):
     proc = run_module("experiments.run", "--strategy=multi_worker_mirrored", "--num_workers=2",
                       "--model=mlp", *FAST, "--epochs=3", f"--checkpoint_dir={tmp_path / 'ckpt'}",
                       "--fail_task=worker:1", "--fail_at_step=12", "--fail_mode=preempt",
-                      f"--results_dir={tmp_path}")
+                      _SLOW_EPOCH_2, f"--results_dir={tmp_path}")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "launch: injecting fault: SIGTERM worker:1" in proc.stdout
     saved = re.findall(r"\[(worker:\d)\] preempted: checkpoint saved after step (\d+)",
@@ -252,21 +262,19 @@ def _log_dir(stdout):
     return path
 
 
-@pytest.mark.serial  # a 4 s watchdog: a busy CPU can stall a healthy step that long
 @pytest.mark.parametrize("strategy, extra, waiting", [
     ("multi_worker_mirrored", [], "worker:0 waits inside TensorFlow at experiments/engine/"),
     ("parameter_server", ["--num_ps=1"],
      "chief:0 waits inside TensorFlow at experiments/engine/")])
 def test_hung_worker_is_named_by_the_watchdog(tmp_path, strategy, extra, waiting):
-    """worker:1 frozen (SIGSTOP) at step 10: no step completes; after max(--watchdog_s, k x the
+    """worker:1 frozen (SIGSTOP) at step 2: no step completes; after max(--watchdog_s, k x the
     median step) every task writes its stacks to its log and the launcher fails in one line
-    naming the frozen task and where the others wait; nothing is left running."""
-    start = time.monotonic()
+    naming the frozen task and where the others wait; nothing is left running. Step 2 is the
+    first step the watchdog times (step 1 traces and arms it): with no healthy step timed before
+    the frozen one, a busy machine leaves the 4 s nothing else to catch."""
     proc = run_module("experiments.run", f"--strategy={strategy}", "--num_workers=2", *extra,
-                      "--model=mlp", *FAST, "--epochs=20", "--fail_task=worker:1",
-                      "--fail_mode=hang", "--fail_at_step=10", "--watchdog_s=4",
-                      f"--results_dir={tmp_path}")
-    elapsed = time.monotonic() - start
+                      "--model=mlp", *FAST, "--fail_task=worker:1", "--fail_mode=hang",
+                      "--fail_at_step=2", "--watchdog_s=4", f"--results_dir={tmp_path}")
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "launch: injecting fault: SIGSTOP worker:1" in proc.stdout
     (line,) = [x for x in proc.stdout.splitlines() if x.startswith("launch: FAILED: hung: ")]
@@ -274,7 +282,6 @@ def test_hung_worker_is_named_by_the_watchdog(tmp_path, strategy, extra, waiting
                      r"limit: max\(--watchdog_s=4, 20 x the median [\d.]+ ms between steps\) = "
                      r"\d+s\); worker:1 is stopped \(process state stopped", line)
     assert waiting in line and line.endswith("their Python stacks are in their logs")
-    assert elapsed < 150, f"{elapsed:.0f}s: the watchdog did not end the run"
     log = open(os.path.join(_log_dir(proc.stdout), "worker-0.log" if strategy.startswith(
         "multi") else "chief-0.log")).read()
     assert "--- watchdog: " in log and "(most recent call first):" in log

@@ -1,14 +1,14 @@
 """An emulated network (tf_config/netshape.py): a tc tbf shaper on a local cluster's private
-loopback. Applied inside the namespace, gone with it, measurably slower, bad values refused."""
+loopback. Applied inside the namespace, gone with it, holding the traffic to its rate, bad values
+refused."""
 import subprocess
 
 import pytest
 
-from tests.helpers import TINY, can_shape, processes_mentioning, records_in, run_module
+from tests.helpers import NO_PROBES, TINY, can_shape, processes_mentioning, records_in, run_module
 from tf_config import netns, netshape
 
-# serial: a shaped cluster must be slower than an unshaped one
-pytestmark = [pytest.mark.integration, pytest.mark.serial]
+pytestmark = pytest.mark.integration
 
 _MWMS = ["--strategy=multi_worker_mirrored", "--num_workers=2", "--model=mlp", *TINY,
          "--notensorboard"]
@@ -21,8 +21,11 @@ def _host_qdisc():
 
 @pytest.mark.skipif(not can_shape(), reason="no private namespace or tc tbf here")
 def test_a_shaped_cluster_is_slower_and_leaves_the_host_untouched(tmp_path):
+    """Slowed to its rate, asserted against the floor the bytes and the rate set, not against
+    what an unshaped run happened to take: a busy machine can only add to the times."""
     before = _host_qdisc()
-    real = run_module("experiments.run", *_MWMS, f"--results_dir={tmp_path / 'real'}")
+    real = run_module("experiments.run", *_MWMS, *NO_PROBES,
+                      f"--results_dir={tmp_path / 'real'}")
     assert real.returncode == 0, real.stdout[-2000:] + real.stderr[-2000:]
     # 100 Mbit/s for every link together: the MLP's ~0.4 MB all-reduce takes tens of ms.
     slow = run_module("experiments.run", *_MWMS, "--emulate_bandwidth_gbps=0.1",
@@ -35,13 +38,14 @@ def test_a_shaped_cluster_is_slower_and_leaves_the_host_untouched(tmp_path):
     assert network["emulated_gbps"] == 0.1 and network["method"] == netshape.METHOD_TBF
     assert "tbf" in network["qdisc"] and "rate 100Mbit" in network["qdisc"]
     # Every worker sends ~(N-1)/N x 2 x gradient bytes per ring all-reduce, both at once through
-    # the one shaped loopback: the probe's floor is 2 x bytes x 8 / rate.
+    # the one shaped loopback: the floor of an all-reduce is 2 x bytes x 8 / rate (unshaped, a
+    # loopback all-reduce of these bytes takes a fraction of it), for the probe's and for each
+    # training step's. Over an epoch the token bucket passes at most its burst (~1/10 of a
+    # step's bytes here) beyond the rate.
     floor_s = 2 * slow_record["communication"]["gradient_bytes"] * 8 / 0.1e9
-    probe = slow_record["communication"]["probe_s"]["median"]
-    assert probe >= 0.8 * floor_s
-    assert probe > 3 * fast_record["communication"]["probe_s"]["median"]
-    assert slow_record["steady_state"]["examples_per_sec"]["median"] < \
-        fast_record["steady_state"]["examples_per_sec"]["median"]
+    assert slow_record["communication"]["probe_s"]["median"] >= 0.8 * floor_s
+    for epoch in slow_record["epochs"]:
+        assert epoch["time_s"] >= 0.8 * floor_s * slow_record["steps_per_epoch"], epoch
     assert _host_qdisc() == before  # the shaper lived and died with the namespace
     assert not processes_mentioning(str(tmp_path))
 

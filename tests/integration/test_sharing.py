@@ -6,8 +6,7 @@ import pytest
 
 from tests.helpers import TINY, processes_mentioning, records_in, run_module
 
-# serial: asserts the cores the two loops kept busy
-pytestmark = [pytest.mark.integration, pytest.mark.serial]
+pytestmark = pytest.mark.integration
 
 
 def test_two_plain_loops_write_one_sharing_record(tmp_path):
@@ -33,12 +32,16 @@ def test_two_plain_loops_write_one_sharing_record(tmp_path):
     # the record's epochs: the free rounds, both processes' examples/s summed
     assert [e["examples_per_sec"] for e in record["epochs"]] == [
         rounds["0"]["free"][i] + rounds["1"]["free"][i] for i in range(2)]
-    # each loop's cores per phase: a loop waiting at the barrier leaves its core idle
+    # each loop's cores per phase, pinned to one core: more than none, at most that core (what
+    # else the machine runs can only take from it); a loop waiting at the barrier leaves its
+    # core idle
     assert 0 < sharing["cores_per_process"]["lockstep"] <= 1.2
     assert 0 < sharing["cores_per_process"]["free"] <= 1.2
-    # both loops' CPU over the free rounds: the row's cores used, by loop
-    assert set(record["cpu"]["cores_by_task"]) == {"loop:0", "loop:1"}
-    assert 0.5 < record["cpu"]["cores_used"] <= 2.2
+    # both loops' CPU over the free rounds: the row's cores used, by loop, adding up
+    by_loop = record["cpu"]["cores_by_task"]
+    assert set(by_loop) == {"loop:0", "loop:1"} and all(v > 0 for v in by_loop.values())
+    assert sum(by_loop.values()) == pytest.approx(record["cpu"]["cores_used"])
+    assert 0 < record["cpu"]["cores_used"] <= 2.2
     assert record["final_eval_accuracy"] > 0 and record["epochs"][0]["eval_accuracy"] is None
     # --pin_loops: each loop ran on the core worker k of a --pin_workers cluster gets, as the
     # loop itself read its affinity (round robin: one core each where there are two)

@@ -9,14 +9,13 @@ from tests.helpers import FAST, processes_mentioning, records_in, run_module
 pytestmark = pytest.mark.integration
 
 
-# PSS's delay is longer: a PSS worker's step is paced by the coordinator's dispatch too, and on
-# a busy 2-vCPU VM the unslowed worker's step reached 44.6 ms (2026-11-26), hiding a 40 ms sleep
-# that runs beside the worker's steps (23-29 ms on quiet ones)
-@pytest.mark.serial  # the other worker's step must stay well under the injected delay
+# The delays are tenths of a second, far above the unslowed worker's step of a few ms, so that
+# a machine busy with other work, which slows that step, leaves the slowed worker the one named.
+# PSS's is longer: a PSS worker's step is paced by the coordinator's dispatch too.
 @pytest.mark.parametrize("strategy, extra, delay_ms, named", [
-    ("multi_worker_mirrored", [], 80,
+    ("multi_worker_mirrored", [], 300,
      r"worker:1 last in (\d+)% of steps, median ([\d.]+) ms late"),
-    ("parameter_server", ["--num_ps=1"], 120, r"worker:1 slowest: median step ([\d.]+) ms")])
+    ("parameter_server", ["--num_ps=1"], 400, r"worker:1 slowest: median step ([\d.]+) ms")])
 def test_the_slowed_worker_is_named(tmp_path, strategy, extra, delay_ms, named):
     import re
 
@@ -35,10 +34,9 @@ def test_the_slowed_worker_is_named(tmp_path, strategy, extra, delay_ms, named):
         # the input pipeline sleeps before each of worker:1's batches, a floor under its step (its
         # distributed iterator fetches the next batch during the step): it is last in most steps
         # (a buffered batch hides the sleep now and then) and late by the sleep less worker:0's
-        # own step. That step is a few ms for the mlp, but reached 26 ms once on a busy VM (late
-        # 14 ms at a 40 ms sleep, 2026-11-27): hence 80 ms, and late by at least half of it
+        # own step: by at least half of it. worker:0 waits that long; worker:1, last, not at all
         assert int(found[1]) >= 70 and float(found[2]) > delay_ms / 2
-        assert last["per_worker"]["worker:0"]["wait_s"] > 0.02
+        assert last["per_worker"]["worker:0"]["wait_s"] > delay_ms / 2 / 1e3
         assert last["per_worker"]["worker:1"]["wait_s"] < 0.01
         # MWMS waits for the slowed worker at every all-reduce: its distributed iterator buffers
         # batches between epochs (measured: 2 per epoch arrive already slept), so (steps - 2)
@@ -46,8 +44,7 @@ def test_the_slowed_worker_is_named(tmp_path, strategy, extra, delay_ms, named):
         assert record["epochs"][-1]["time_s"] >= (record["steps_per_epoch"] - 2) * delay_ms / 1e3
     else:
         # its input pipeline prefetches, so the sleep runs beside its steps and paces them: its
-        # median step is about the sleep (40.4 ms seen at 40 ms; the other's 23-45 ms, a ratio
-        # that depends on how fast the shared cores run the other's step)
+        # median step is about the sleep, at least (a busy machine only adds to it)
         assert float(found[1]) > 0.9 * delay_ms
         # PSS gives most steps to the other worker, and every step runs once
         by_worker = record["steps_by_worker"]

@@ -1,6 +1,7 @@
 """The meeting of a platform's tasks before TensorFlow starts (tf_config/rendezvous.py): real
 sockets on loopback, the chief and each task in a thread of their own."""
 import json
+import math
 import socket
 import struct
 import threading
@@ -11,12 +12,11 @@ import pytest
 from tf_config import rendezvous
 from tf_config.spec import free_ports
 
-# timeouts of 0.5-1 s between real sockets
-pytestmark = pytest.mark.serial
 
-
-def _meet(tasks, decide, joiners=None, timeout=20.0, before=None, kinds=None, late=None):
-    """late: {task: seconds it waits before joining}."""
+def _meet(tasks, decide, joiners=None, timeout=20.0, before=None, kinds=None, late=None,
+          join_timeout=None):
+    """late: {task: a threading.Event it waits for before joining}; join_timeout: the tasks'
+    (the chief's: timeout)."""
     address = f"127.0.0.1:{free_ports(1)[0]}"
     got, errors = {}, {}
     kinds = {} if kinds is None else kinds  # task -> whether the chief said "bad input"
@@ -26,9 +26,10 @@ def _meet(tasks, decide, joiners=None, timeout=20.0, before=None, kinds=None, la
     def join(task):
         if early is not None:  # the tasks come after it
             early.join(timeout)
-        time.sleep((late or {}).get(task, 0.0))
+        if task in (late or {}):
+            late[task].wait(timeout)
         try:
-            got[task] = rendezvous.join(address, task, timeout, retry_s=0.05)
+            got[task] = rendezvous.join(address, task, join_timeout or timeout, retry_s=0.05)
         except rendezvous.ChiefFailed as e:
             errors[task], kinds[task] = str(e), e.bad_input
         except rendezvous.RendezvousError as e:
@@ -45,7 +46,7 @@ def _meet(tasks, decide, joiners=None, timeout=20.0, before=None, kinds=None, la
     except Exception as e:  # noqa: BLE001 - the chief's own failure, returned for the test
         served = e
     for t in threads:
-        t.join(timeout)
+        t.join(join_timeout or timeout)
     return served, got, errors
 
 
@@ -60,8 +61,8 @@ def test_every_task_gets_the_chiefs_message_after_its_link_is_measured():
     assert not errors
     assert served == got["worker:0"] == got["ps:0"] == {"plan": ["worker:0", "ps:0"]}
     assert [link.task for link in seen] == ["worker:0", "ps:0"]
-    for link in seen:  # loopback: fast and near, but measured, not assumed
-        assert 0 < link.latency_us < 1e5 and link.gbps > 0.05
+    for link in seen:  # measured, not assumed: figures of a real exchange
+        assert 0 < link.latency_us and 0 < link.gbps and math.isfinite(link.gbps)
 
 
 def test_the_chiefs_failure_reaches_every_task_in_its_words():
@@ -81,11 +82,12 @@ def test_the_chiefs_failure_reaches_every_task_in_its_words():
 
 
 def test_a_task_that_never_joins_is_named_and_nobody_waits_forever():
+    # worker:0 would wait far longer than the chief: its error comes from the chief's close
     served, got, errors = _meet(["worker:0", "worker:1"], lambda links: {"plan": 1},
-                                joiners=["worker:0"], timeout=2.0)
+                                joiners=["worker:0"], timeout=3.0, join_timeout=120.0)
     assert isinstance(served, rendezvous.RendezvousError)
-    assert "worker:1 (never joined), within 2s" in str(served)
-    assert "worker:0" in errors and not got  # told by the closed connection, not left waiting
+    assert str(served).endswith(": worker:1 (never joined), within 3s")  # worker:0 had joined
+    assert not got and errors["worker:0"].endswith("closed the connection")
 
 
 def test_a_chief_that_never_listens_is_said_after_the_timeout():
@@ -106,8 +108,9 @@ def _connect(address):
 @pytest.mark.parametrize("what", [b"", b"GET / HTTP/1.1\r\n\r\n", b"\0\0\0\x05hello"])
 def test_a_connection_that_is_not_a_task_is_ignored(what, monkeypatch):
     """A health check, a port scan, garbage: closed, and the tasks still meet (a silent one is
-    dropped after HELLO_S, not after the whole timeout)."""
-    monkeypatch.setattr(rendezvous, "HELLO_S", 0.5)
+    dropped after HELLO_S, not after the whole timeout: the chief waiting that long on it would
+    miss worker:0)."""
+    monkeypatch.setattr(rendezvous, "HELLO_S", 2.0)
     held = []
 
     def stray(address):
@@ -116,10 +119,8 @@ def test_a_connection_that_is_not_a_task_is_ignored(what, monkeypatch):
         if what:
             sock.sendall(what)
 
-    start = time.monotonic()
     served, got, errors = _meet(["worker:0"], lambda links: {"ok": 1}, before=stray)
     assert served == got["worker:0"] == {"ok": 1} and not errors
-    assert time.monotonic() - start < 15
     held[0].settimeout(5)
     try:  # closed by the chief (a reset when what it sent was left unread)
         data = held[0].recv(1 << 16)
@@ -129,11 +130,20 @@ def test_a_connection_that_is_not_a_task_is_ignored(what, monkeypatch):
     held[0].close()
 
 
-def test_a_restarted_task_replaces_its_first_connection():
+def test_a_restarted_task_replaces_its_first_connection(monkeypatch):
     """worker:0 says hello and its process dies (its socket stays open, as a half-dead one
     may) while worker:1 is late; the new worker:0 connects again: the chief closes the first
     connection, and both tasks get the plan."""
-    first = []
+    first, hellos, replaced = [], [], threading.Event()
+    real_hello = rendezvous._hello
+
+    def hello(conn, seconds, tasks):  # the chief read a hello: the second worker:0's, at last
+        task = real_hello(conn, seconds, tasks)
+        hellos.append(task)
+        if hellos.count("worker:0") == 2:
+            replaced.set()
+        return task
+    monkeypatch.setattr(rendezvous, "_hello", hello)
 
     def early(address):
         sock = _connect(address)
@@ -141,19 +151,26 @@ def test_a_restarted_task_replaces_its_first_connection():
         sock.sendall(struct.pack("!I", len(data)) + data)
         first.append(sock)
 
-    # worker:1 late indeed: were it first, the chief would probe the dead connection (which
-    # never answers) before it saw the new one
+    # worker:1 joins once the chief has read the new worker:0's hello: were it first, the chief
+    # would probe the dead connection (which never answers) before it saw the new one
     served, got, errors = _meet(["worker:0", "worker:1"], lambda links: {"ok": 2},
-                                before=early, late={"worker:1": 1.0})
+                                before=early, late={"worker:1": replaced})
     assert served == got["worker:0"] == got["worker:1"] == {"ok": 2} and not errors
     first[0].settimeout(5)
     assert first[0].recv(1) == b""  # closed by the chief, never probed
     first[0].close()
 
 
-def test_the_plan_reaches_a_task_that_restarts_while_the_chief_plans():
+def test_the_plan_reaches_a_task_that_restarts_while_the_chief_plans(monkeypatch):
     address = f"127.0.0.1:{free_ports(1)[0]}"
-    result = {}
+    result, rejoined = {}, threading.Event()
+    real_send = rendezvous._send
+
+    def send(sock, obj):  # a task's hello: the restarted worker:0 is connected
+        real_send(sock, obj)
+        if "task" in obj:
+            rejoined.set()
+    monkeypatch.setattr(rendezvous, "_send", send)
 
     def worker():
         def restart():  # while the chief is in decide: connect again, as a new process
@@ -168,7 +185,7 @@ def test_the_plan_reaches_a_task_that_restarts_while_the_chief_plans():
         thread.join(20)
 
     def decide(links):
-        time.sleep(1.0)  # the restarted task connects meanwhile
+        assert rejoined.wait(20)  # the restarted task connects meanwhile
         return {"ok": 3}
 
     t = threading.Thread(target=worker)

@@ -7,7 +7,6 @@ import sys
 import textwrap
 import time
 
-import pytest
 
 from tf_config import watchdog
 
@@ -46,7 +45,9 @@ def test_off_when_the_floor_is_zero():
 
 def _dump_of(code, tmp_path):
     """The faulthandler dump of a real Python process running `code` (it registers through
-    enable_dumps and says 'ready' when it got where it waits)."""
+    enable_dumps and says 'ready' on the line where it then waits: whenever the signal lands
+    after 'ready', the main thread is on that line). The process is signalled twice: a second
+    dump shows the first did not end it."""
     path = tmp_path / "task.stacks"
     script = tmp_path / "hang.py"
     script.write_text(textwrap.dedent(f"""
@@ -54,38 +55,46 @@ def _dump_of(code, tmp_path):
         from tf_config import watchdog
         watchdog.enable_dumps()
         def stuck_here():
-            print("ready", flush=True)
-            {code}
+            print("ready", flush=True); {code}
         stuck_here()
     """))
     env = {**os.environ, watchdog.STACKS_ENV: str(path),
            "PYTHONPATH": os.path.dirname(os.path.dirname(os.path.dirname(__file__)))}
     proc = subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.PIPE,
                             text=True, cwd=tmp_path)
+
+    def dumps_written(n):
+        """Waits (while the process lives) until the file holds n complete dumps: each ends
+        with the main thread's outermost frame and a newline."""
+        deadline = time.monotonic() + 120  # only a failing test waits this long
+        while time.monotonic() < deadline and proc.poll() is None:
+            text = path.read_text()
+            if text.endswith("\n") and text.count(" in <module>\n") >= n:
+                return text
+            time.sleep(0.05)
+        return path.read_text()
+
     try:
         assert proc.stdout.readline().strip() == "ready"
-        time.sleep(0.2)
         os.kill(proc.pid, watchdog.DUMP_SIGNAL)
-        deadline = time.monotonic() + 10
-        while not path.stat().st_size and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.2)
-        assert proc.poll() is None  # the dump does not end the process
+        first = dumps_written(1)
+        os.kill(proc.pid, watchdog.DUMP_SIGNAL)
+        both = dumps_written(2)
+        assert both.count(" in <module>\n") == 2 and proc.poll() is None  # still running
     finally:
         proc.kill()
         proc.wait()
-    return path.read_text(), str(script)
+    return first, str(script)
 
 
-@pytest.mark.serial  # the child must be inside its sleep 0.2 s after it said ready
 def test_a_dump_names_where_the_main_thread_is(tmp_path):
-    text, script = _dump_of("time.sleep(60)", tmp_path)
+    text, script = _dump_of("time.sleep(600)", tmp_path)
     frames = watchdog.main_thread(text)
     assert frames[0][2] == "stuck_here" and frames[-1][2] == "<module>"
     said, in_tf = watchdog.where(text, str(tmp_path))
-    assert said == "hang.py:7 in stuck_here" and not in_tf
+    assert said == "hang.py:6 in stuck_here" and not in_tf
     clause = watchdog.diagnose([("worker:1", "sleeping", text)], str(tmp_path))
-    assert clause == "worker:1 is stuck at hang.py:7 in stuck_here"
+    assert clause == "worker:1 is stuck at hang.py:6 in stuck_here"
 
 
 def test_the_stuck_task_comes_before_the_ones_that_wait():

@@ -1,21 +1,33 @@
-import time
+import types
 
 import pytest
 
 from experiments.measure import comm_probe
 
 
-@pytest.mark.serial  # each 20 ms call must take under 80 ms
-def test_a_probe_call_of_k_synchronizations_is_divided_by_k():
+def test_a_probe_call_of_k_synchronizations_is_divided_by_k(monkeypatch):
     # The PSS probe schedules steps_per_execution pull+push rounds per call, as training does.
+    # A fake clock: each call advances wall and CPU time by what it is given, so the figures are
+    # exact whatever else the machine runs.
+    clock = types.SimpleNamespace(wall=0.0, cpu=0.0)
+    monkeypatch.setattr(comm_probe, "time", types.SimpleNamespace(
+        perf_counter=lambda: clock.wall, process_time=lambda: clock.cpu))
+    # the warm-up calls (tracing) are slow and must not count; then three timed calls
+    lengths = iter([5.0] * comm_probe._WARMUP + [0.020, 0.048, 0.028])
     calls = []
 
     def call():
         calls.append(1)
-        time.sleep(0.02)
-    spread = comm_probe.timed(call, repeats=3, per_call=4)
+        seconds = next(lengths)
+        clock.wall += seconds
+        clock.cpu += seconds / 2
+    cpu = []
+    spread = comm_probe.timed(call, repeats=3, per_call=4, cpu=cpu)
     assert len(calls) == 3 + comm_probe._WARMUP
-    assert 0.004 <= spread["median"] < 0.02 and spread["n"] == 3
+    assert spread["n"] == 3
+    assert spread["median"] == pytest.approx(0.028 / 4)
+    assert (spread["min"], spread["max"]) == pytest.approx((0.020 / 4, 0.048 / 4))
+    assert cpu[0]["median"] == pytest.approx(0.014 / 4) and cpu[0]["n"] == 3
 
 
 def test_every_variable_gets_a_push_of_its_own_after_grappler():
