@@ -35,17 +35,15 @@ compare: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m experiments.bench.peer
 
-# Two tests at a time (pytest-xdist): one at a time left ~3/4 of a core idle on 2 vCPUs (126%
-# CPU, 21m34s; all two at a time 180%, 15m28s; as below 18m22s: docs/benchmarks.md, "The test
-# suite"). Tests whose outcome rests on timing or on a speed measured during the test are marked
-# `serial` and run afterwards, alone. TEST_WORKERS=1 runs everything one at a time.
+# Two tests at a time (pytest-xdist): one at a time leaves most of a core idle on 2 vCPUs while
+# a test waits on its processes. No test rests on timing (timing goals are benchmarks), so none
+# needs the machine to itself. TEST_WORKERS=1 runs everything one at a time.
 TEST_WORKERS ?= 2
 PARALLEL := $(if $(filter 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist worksteal)
-# The tests that marker expression $(1) selects ("" for all): the others, then the serial ones.
-# --durations: each pass ends with its slowest tests, where the suite's time goes (CI's log).
+# The tests that marker expression $(1) selects ("" for all). --durations: the slowest tests,
+# where the suite's time goes (CI's log).
 define suite
-	$(BIN)/python -m pytest -q tests $(PARALLEL) --durations=25 -m "$(if $(1),$(1) and )not serial"
-	$(BIN)/python -m pytest -q tests --durations=15 -m "$(if $(1),$(1) and )serial"
+	$(BIN)/python -m pytest -q tests $(PARALLEL) --durations=25 $(if $(1),-m "$(1)")
 endef
 
 test: $(STAMP)
