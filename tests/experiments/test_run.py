@@ -6,7 +6,7 @@ import os
 import pytest
 
 from experiments.config.cli import bool_flag
-from tests.helpers import TINY, records_in, run_module
+from tests.helpers import NO_PROBES, TINY, records_in, run_module
 
 EPOCH_KEYS = {"epoch", "time_s", "examples_per_sec", "train_loss", "train_accuracy", "eval_loss",
               "eval_accuracy"}
@@ -60,32 +60,16 @@ def test_run_writes_a_complete_record(tmp_path, strategy, extra, replicas):
                for t0, t1, t2 in rows)
 
 
-def test_steps_per_execution_changes_dispatch_not_training(tmp_path):
-    """3 steps per call (16 steps/epoch: chunks 3,3,3,3,3,1) train exactly what 1 per call does;
-    --profile_steps leaves a TensorBoard profile of the chosen steps."""
-    checksums = []
-    for k, extra in ((1, []), (3, ["--profile_steps=4,9"])):
-        out = tmp_path / f"k{k}"
-        proc = run_module("experiments.run", "--strategy=one_device", "--model=mlp", *TINY,
-                          f"--steps_per_execution={k}", f"--results_dir={out}", *extra)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        (record,) = records_in(out)
-        assert [e["steps"] for e in record["epochs"]] == [16, 16]
-        checksums.append(record["weights_checksum"])
-    # The same step on the same batch shapes runs the same kernels, whatever the CPU: only the
-    # dispatch differs, so the weights are equal to the bit (measured); 1e-6 spares the test a
-    # kernel that reduced in another order on another call.
-    assert checksums[0] == pytest.approx(checksums[1], rel=1e-6)
-    assert "profile of steps 4-9 written" in proc.stdout
-    assert glob.glob(str(tmp_path / "k3" / "tensorboard" / "*" / "plugins" / "profile" / "*" /
-                         "*.xplane.pb"))
-
-
-def test_16_bit_gradient_sync_halves_the_bytes_and_still_trains(tmp_path):
+def test_mirrored_reduces_to_one_on_a_cpu_and_16_bit_sync_halves_the_bytes(tmp_path):
+    """One mirrored run for two of its reduction's settings: reduce_to_one, the CPU's own
+    (nccl is refused below), asked for by name and recorded; the gradients synchronized in
+    bfloat16, half float32's bytes (the communication probe's count). It still trains."""
     proc = run_module("experiments.run", "--strategy=mirrored", "--num_replicas=2", "--model=mlp",
-                      *TINY, "--gradient_sync_dtype=bfloat16", f"--results_dir={tmp_path}")
-    assert proc.returncode == 0, proc.stderr[-3000:]
+                      *TINY, "--cross_device_ops=reduce_to_one", "--gradient_sync_dtype=bfloat16",
+                      "--nocompute_probe", "--notensorboard", f"--results_dir={tmp_path}")
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     (record,) = records_in(tmp_path)
+    assert record["config"]["cross_device_ops"] == "reduce_to_one"
     params = 784 * 256 + 256 + 256 * 128 + 128 + 128 * 10 + 10
     assert record["communication"]["dtype"] == "bfloat16"
     assert record["communication"]["gradient_bytes"] == 2 * params  # float32 would be 4 x
@@ -165,16 +149,6 @@ def test_gpu_only_reductions_are_refused_on_a_cpu_in_one_line(tmp_path, args, sa
     assert not out.exists()
 
 
-def test_reduce_to_one_is_mirroreds_reduction_on_a_cpu(tmp_path):
-    proc = run_module("experiments.run", "--strategy=mirrored", "--num_replicas=2",
-                      "--cross_device_ops=reduce_to_one", "--model=mlp", *TINY,
-                      f"--results_dir={tmp_path}")
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    (record,) = records_in(tmp_path)
-    assert record["config"]["cross_device_ops"] == "reduce_to_one"
-    assert record["final_eval_accuracy"] > 0.3
-
-
 def test_malformed_tf_config_exits_2(tmp_path):
     proc = run_module("experiments.run", "--strategy=multi_worker_mirrored",
                       f"--results_dir={tmp_path / 'out'}", env={"TF_CONFIG": "{bad"}, timeout=120)
@@ -222,17 +196,34 @@ def test_bad_tf_config_exits_2_before_anything_starts(tmp_path, strategy, tf_con
     assert not out.exists()
 
 
-def test_engine_floor_writes_a_record_beside_the_toolkit(tmp_path, monkeypatch):
+def test_the_engine_floor_and_3_steps_a_call_train_what_one_step_a_call_trains(tmp_path,
+                                                                                monkeypatch):
+    """One one_device run of one step per call is the reference of two others. 3 steps per
+    call (16 steps/epoch: chunks 3,3,3,3,3,1) train exactly what it trains, and --profile_steps
+    leaves a TensorBoard profile of the chosen steps. The engine floor trains the same model,
+    data, order, optimizer and rate in the plainest loop, and writes a record beside it."""
     # Neither entry point may depend on the caller's environment for its CPU kernels.
     monkeypatch.delenv("TF_ENABLE_ONEDNN_OPTS", raising=False)
-    common = ["--model=mlp", *TINY, f"--results_dir={tmp_path}", "--threads=1"]
+    common = ["--model=mlp", *TINY, *NO_PROBES, f"--results_dir={tmp_path}", "--threads=1"]
     floor = run_module("experiments.comparison.floor", *common, "--run_name=engine_floor/x")
     assert floor.returncode == 0, floor.stderr[-3000:]
-    toolkit = run_module("experiments.run", "--strategy=one_device", *common)
-    assert toolkit.returncode == 0, toolkit.stderr[-3000:]
-    by_strategy = {r["strategy"]: r for r in records_in(tmp_path)}
-    floor_rec, ours = by_strategy["engine_floor"], by_strategy["one_device"]
-    assert floor_rec["run_name"] == "engine_floor/x" and floor_rec["threads_per_task"] == 1
+    for k, extra in ((1, []), (3, ["--profile_steps=4,9"])):
+        proc = run_module("experiments.run", "--strategy=one_device", *common,
+                          f"--steps_per_execution={k}", f"--run_name=k{k}", *extra)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    by_name = {r["run_name"]: r for r in records_in(tmp_path)}
+    floor_rec, ours, k3 = by_name["engine_floor/x"], by_name["k1"], by_name["k3"]
+    for record in (ours, k3):
+        assert record["strategy"] == "one_device"
+        assert [e["steps"] for e in record["epochs"]] == [16, 16]
+    # The same step on the same batch shapes runs the same kernels, whatever the CPU: only the
+    # dispatch differs, so the weights are equal to the bit (measured); 1e-6 spares the test a
+    # kernel that reduced in another order on another call.
+    assert k3["weights_checksum"] == pytest.approx(ours["weights_checksum"], rel=1e-6)
+    assert "profile of steps 4-9 written" in proc.stdout
+    assert glob.glob(str(tmp_path / "tensorboard" / k3["run_id"] / "plugins" / "profile" / "*" /
+                         "*.xplane.pb"))
+    assert floor_rec["strategy"] == "engine_floor" and floor_rec["threads_per_task"] == 1
     # Same model, data, order, optimizer and rate: the same training, whatever the engine.
     for key in ("steps_per_epoch", "global_batch_size", "learning_rate"):
         assert floor_rec[key] == ours[key]
@@ -264,9 +255,10 @@ def test_auto_trains_the_plans_choice_and_records_it(tmp_path, cluster, strategy
         "model": "mlp", "batch": 32, "compute_s": 0.002, "gradient_bytes": {"float32": 400000},
         "pull_bytes": 400000, "parameter_bytes": 400000, "optimizer_state_bytes": 400000}))
     spec.write_text(json.dumps(cluster))
+    # one epoch, no probes: what is checked is the choice and where it ran
     proc = run_module("experiments.run", "--strategy=auto", f"--plan_profile={profile}",
-                      f"--plan_cluster={spec}", "--model=mlp", *TINY,
-                      f"--results_dir={tmp_path}")
+                      f"--plan_cluster={spec}", "--model=mlp", *TINY, "--epochs=1", *NO_PROBES,
+                      "--notensorboard", f"--results_dir={tmp_path}")
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     assert f"auto: {choice} (" in proc.stdout and "the predictions are the profile's" not in \
         proc.stdout
@@ -305,8 +297,9 @@ def test_a_memory_cap_picks_a_split_whose_busiest_device_fits(tmp_path, cap):
                                 "memory_per_device_mb": cap}))
     out = tmp_path / "out"
     proc = run_module("experiments.run", "--strategy=auto", f"--plan_profile={WIDE_PROFILE}",
-                      f"--plan_cluster={spec}", "--model=wide_mlp", "--epochs=2",
-                      "--train_examples=512", "--eval_examples=128", "--nocomm_probe",
+                      f"--plan_cluster={spec}", "--model=wide_mlp", "--epochs=1",
+                      # two steps: the stages' peaks are estimated from the model and the batch
+                      "--train_examples=128", "--eval_examples=64", "--nocomm_probe",
                       "--nocompute_probe", "--notensorboard", f"--results_dir={out}")
     if cap == 66:
         assert proc.returncode == 2 and not out.exists()

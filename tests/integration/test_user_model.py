@@ -1,5 +1,11 @@
-"""examples/: a user's two-branch functional model and dataset function under every strategy
-(local clusters included), the .keras and .npz inputs, and bad input through a launcher."""
+"""examples/: a user's two-branch functional model and dataset function through each of the
+engine's input paths (local clusters included), and the .keras and .npz inputs.
+
+Bad input: each kind is tested in tests/experiments/workload/test_user_input.py; a task that finds
+it exits 2 as a task that finds any bad input does (experiments/engine/task.py), and a local
+cluster's launcher passing that line on, stopping the cluster and leaving nothing behind is
+tests/integration/test_zero.py's (a missing optimizer shard, found by the tasks once TensorFlow
+runs)."""
 import pytest
 
 from tests.helpers import NO_PROBES, TINY, processes_mentioning, records_in, run_module
@@ -9,13 +15,16 @@ pytestmark = pytest.mark.integration
 EXAMPLE = ["--model=examples.two_branch:build_model", "--dataset=examples.two_branch:make_dataset"]
 
 
+# Each input path of experiments/engine/build.py's train_input: the strategy's distributed
+# dataset (mirrored), one replica's plain iterator (an MWMS worker: one_device's path too, with
+# your dataset function in tests/experiments/workload/test_user_input.py's control), and the
+# coordinator's per-worker datasets (PSS: one worker traces the same dataset function as two).
 @pytest.mark.parametrize("strategy", [
-    ["--strategy=one_device"],
     ["--strategy=mirrored", "--num_replicas=2"],
     ["--strategy=multi_worker_mirrored", "--num_workers=2"],
-    ["--strategy=parameter_server", "--num_workers=2", "--num_ps=1"],
+    ["--strategy=parameter_server", "--num_workers=1", "--num_ps=1"],
 ])
-def test_two_branch_example_trains_under_every_strategy(tmp_path, strategy):
+def test_two_branch_example_trains_through_each_input_path(tmp_path, strategy):
     proc = run_module("experiments.run", *strategy, *EXAMPLE, *TINY, "--eval_examples=256",
                       *NO_PROBES, f"--results_dir={tmp_path}")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -53,25 +62,3 @@ def test_npz_examples_are_bounded_by_the_file(tmp_path, files):
     assert proc.returncode == 2
     assert proc.stderr.strip() == (f"error: --train_examples=4096 exceeds the 2048 training "
                                    f"examples of {files[1]}")
-
-
-def test_bad_input_in_a_local_cluster_exits_2(tmp_path):
-    """A task that finds bad input exits 2 with one line; its launcher stops the cluster, says
-    that line on stderr, exits 2 and leaves nothing behind (not even the task logs). Each kind
-    of bad input is tested in tests/experiments/workload/test_user_input.py; the launcher is the same."""
-    code = tmp_path / "code"
-    code.mkdir()
-    (code / "bad_user_code.py").write_text(
-        "import tensorflow as tf\n"
-        "def build(input_shape, num_classes):\n"
-        "    raise ValueError('unsupported input')\n")
-    out = tmp_path / "out"
-    proc = run_module("experiments.run", "--strategy=multi_worker_mirrored", "--num_workers=2",
-                      "--model=bad_user_code:build", *TINY, f"--results_dir={out}",
-                      env={"PYTHONPATH": str(code)})
-    assert proc.returncode == 2, proc.stdout[-3000:] + proc.stderr[-3000:]
-    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1, proc.stderr[-3000:]
-    assert "--model=bad_user_code:build raised ValueError: unsupported input" in errors[0]
-    assert not out.exists()
-    assert not processes_mentioning(str(out))

@@ -2,7 +2,8 @@
 
 Checks that need no TensorFlow run through `python -m experiments.run` (they are fast); the ones
 that do run `experiments.engine.task.run_task` in this process (one TensorFlow import for all), and
-once each through the command and a local cluster's launcher (tests/integration)."""
+once through the command (below). A local cluster's launcher passes a task's bad input on as it
+passes any (tests/integration/test_zero.py: a missing optimizer shard, found by the tasks)."""
 import os
 import textwrap
 
@@ -145,35 +146,56 @@ def test_bad_input_found_by_tensorflow(tmp_path, user_dir, monkeypatch, capsys, 
     assert not out.exists()
 
 
-def test_bad_input_through_the_command(tmp_path, user_dir):
-    """The same check, end to end: one line on stderr, exit 2, no results directory."""
+@pytest.fixture(scope="module")
+def npz(tmp_path_factory):
+    """A user's .npz of 96 training and 40 held-out examples of 2 classes."""
+    rng = np.random.default_rng(0)
+    path = tmp_path_factory.mktemp("npz") / "data.npz"
+    np.savez(path, x_train=rng.random((96, 6), dtype=np.float32), y_train=rng.integers(0, 2, 96),
+             x_test=rng.random((40, 6), dtype=np.float32), y_test=rng.integers(0, 2, 40))
+    return path
+
+
+def test_bad_input_through_the_command(tmp_path, user_dir, npz):
+    """The same check, end to end: one line on stderr, exit 2, no results directory. Its data, an
+    .npz without --train_examples/--eval_examples, is used whole (not the synthetic set's
+    8192), and the command says so on its first line, before TensorFlow runs anything."""
     out = tmp_path / "out"
     proc = run_module("experiments.run", "--model=my_user_code:model_wrong_output",
-                      "--epochs=1", "--train_examples=64", "--batch_size_per_replica=32",
+                      f"--dataset={npz}", "--epochs=1", "--batch_size_per_replica=32",
                       f"--results_dir={out}", timeout=120, env={"PYTHONPATH": str(user_dir)})
     assert proc.returncode == 2
+    assert proc.stdout.splitlines()[0].startswith(f"{npz}: training on 96 and evaluating on 40")
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1 and "expected (2, 10)" in errors[0], proc.stderr[-2000:]
+    assert len(errors) == 1 and "expected (2, 2)" in errors[0], proc.stderr[-2000:]
     assert not out.exists()
 
 
-def test_an_npz_without_sizes_is_used_whole_and_an_explicit_size_must_fit(tmp_path):
-    """No --train_examples/--eval_examples: all of the user's arrays (not the synthetic set's
-    8192), said on the first line; an explicit size beyond them is still refused."""
-    rng = np.random.default_rng(0)
-    data = tmp_path / "data.npz"
-    np.savez(data, x_train=rng.random((96, 6), dtype=np.float32), y_train=rng.integers(0, 2, 96),
-             x_test=rng.random((40, 6), dtype=np.float32), y_test=rng.integers(0, 2, 40))
+def test_an_npz_without_sizes_is_used_whole_and_an_explicit_size_must_fit(tmp_path, npz,
+                                                                         capsys):
+    """No --train_examples/--eval_examples: all of the user's arrays, said first (the command's
+    own first line: the test above), and trained on, here in this process as the command does
+    it (its flags read, the sizes taken from the file, then run_task); an explicit size beyond
+    them is still refused by the command."""
+    from absl import flags
+
+    from experiments.config import flags as config_flags
+    from experiments.engine.task import run_task
+
     out = tmp_path / "out"
-    proc = run_module("experiments.run", "--model=mlp", f"--dataset={data}", "--epochs=1",
-                      "--batch_size_per_replica=32", "--comm_probe=false",
-                      f"--results_dir={out}", timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.splitlines()[0].startswith(f"{data}: training on 96 and evaluating on 40")
+    fv = flags.FlagValues()
+    config_flags.define(RunConfig, fv)
+    fv(["run", "--model=mlp", f"--dataset={npz}", "--epochs=1", "--batch_size_per_replica=32",
+        "--nocomm_probe", "--nocompute_probe", "--notensorboard", f"--results_dir={out}"])
+    cfg = config_flags.sizes_from_data(config_flags.read(RunConfig, fv), fv)
+    assert capsys.readouterr().out.startswith(f"{npz}: training on 96 and evaluating on 40")
+    validate(cfg)
+    assert run_task(cfg, None) == 0
     (record,) = records_in(out)
     assert record["config"]["train_examples"] == 96 and record["config"]["eval_examples"] == 40
+    assert record["steps_per_epoch"] == 3  # 96 examples at 32 a step
     refused = tmp_path / "refused"
-    proc = run_module("experiments.run", "--model=mlp", f"--dataset={data}",
+    proc = run_module("experiments.run", "--model=mlp", f"--dataset={npz}",
                       "--train_examples=200", f"--results_dir={refused}", timeout=120)
     assert proc.returncode == 2 and "--train_examples=200 exceeds the 96" in proc.stderr
     assert not refused.exists()
