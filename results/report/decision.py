@@ -10,7 +10,8 @@ threads (the baseline, T1); `vs best` over the fastest run of the setting.
 """
 import statistics
 
-from results.records.cells import (BASELINE_RUN, REFERENCE_RUN, role_of, setting_of,
+from results.records.cells import (BASELINE_RUN, REFERENCE_RUN, is_network_run,
+                                   is_reducer_run, is_straggler_run, role_of, setting_of,
                                    setting_of_row, workers_of)
 from results.records.step_stamps import epoch_breakdown
 from results.report.summary import baseline_of, beyond_spread, reference_of
@@ -58,8 +59,9 @@ def step_parts(row, records):
         return step, 0.0, step
     for r in records:
         if role_of(r) != "strategy" or r["strategy"] != row["strategy"] or \
-                workers_of(r) != row["n"] or setting_of(r) != setting_of_row(row):
-            continue
+                workers_of(r) != row["n"] or setting_of(r) != setting_of_row(row) or \
+                is_straggler_run(r) or is_network_run(r) or is_reducer_run(r):
+            continue  # the row's own runs, not an experiment's slowed or shaped ones
         timeline = epoch_breakdown(r)
         parts = list(((timeline or {}).get("per_worker") or {}).values())
         if not parts or any(p.get("compute_s") is None for p in parts):
