@@ -110,34 +110,32 @@ def markdown(rows, problems, plot_files, target_accuracy, sections=(), records=(
             parts += [f"{setting_title(setting)}.", ""]
         parts += _answer(group, records, [r for r in projected if _same(r, setting)],
                          plot_files, assumption)
-    if not rows:  # only experiments with tables of their own (the parallelism preset, ...)
+    if rows:
+        parts += ["## Appendix", "", _DEFINITIONS + (
+            f" Time to {target_accuracy:.0%} eval accuracy is the median over the runs that "
+            "reached it, with how many did." if target_accuracy else ""), ""]
+        for setting, group in settings.items():
+            ref = reference_of(group)
+            notes = [f"Fastest single process (the reference): {label(ref)}." if ref else
+                     "No single-process run: no reference.", overhead_sentence(group),
+                     _cores_by_task(group)]
+            parts += [f"### All runs: {setting_title(setting)}", "", setting_details(setting),
+                      "", _table(group, target_accuracy), "",
+                      " ".join(n for n in notes if n), ""]
+    else:  # only experiments with tables of their own (the parallelism preset, ...)
         parts += ["Rebuilt from the records by `python -m experiments.report`; epoch times are "
                   "medians over steady-state epochs (the first epoch of every run, which "
                   "traces, left out) and repeats.", ""]
-        parts += [p for section in sections if not section.first
-                  for p in (section.markdown, "")]
-        parts += ["## Plots", ""]
-        parts += [f"![{os.path.basename(p)}]({os.path.basename(p)})" for p in plot_files]
-        if problems:
-            parts += ["", "## Skipped records", ""] + [f"- `{n}`: {why}" for n, why in problems]
-        return "\n".join(parts) + "\n"
-    parts += ["## Appendix", "", _DEFINITIONS + (
-        f" Time to {target_accuracy:.0%} eval accuracy is the median over the runs that "
-        "reached it, with how many did." if target_accuracy else ""), ""]
-    for setting, group in settings.items():
-        ref = reference_of(group)
-        notes = [f"Fastest single process (the reference): {label(ref)}." if ref else
-                 "No single-process run: no reference.", overhead_sentence(group),
-                 _cores_by_task(group)]
-        parts += [f"### All runs: {setting_title(setting)}", "", setting_details(setting), "",
-                  _table(group, target_accuracy), "", " ".join(n for n in notes if n), ""]
-    parts += [_demote(p) for section in sections if not section.first
+    # the rest under the appendix's heading when there is one, at the top level when not
+    level = "###" if rows else "##"
+    parts += [_demote(p) if rows else p for section in sections if not section.first
               for p in (section.markdown, "")]
-    parts += ["### Findings", "", findings(rows), ""]
-    parts += ["### Plots", ""]
+    if rows:
+        parts += [f"{level} Findings", "", findings(rows), ""]
+    parts += [f"{level} Plots", ""]
     parts += [f"![{os.path.basename(p)}]({os.path.basename(p)})" for p in plot_files]
     if problems:
-        parts += ["", "### Skipped records", ""] + [f"- `{n}`: {why}" for n, why in problems]
+        parts += ["", f"{level} Skipped records", ""] + [f"- `{n}`: {why}" for n, why in problems]
     return "\n".join(parts) + "\n"
 
 

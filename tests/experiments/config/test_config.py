@@ -53,7 +53,7 @@ def test_flag_values_parse_into_the_config():
     ("gpt", "synthetic_sequences"), ("mlp", "synthetic"), ("my_pkg.nets:build", "synthetic")])
 def test_a_run_without_a_dataset_trains_its_comparison_cells_dataset(tmp_path, model, dataset):
     # `experiments.run --model=resnet` reproduces the comparison's resnet cell (32x32x3), not
-    # 28x28x1 images (what v26-v28 in docs/benchmarks.md predicted by mistake)
+    # 28x28x1 images (a profile of the wrong input would predict another model's step)
     values = flags.FlagValues()
     config_flags.define(RunConfig, flag_values=values)
     values(["prog", f"--model={model}"])
